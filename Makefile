@@ -1,0 +1,46 @@
+# Targets CI calls word for word. Everything runs from the project virtualenv, created on first use.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PIP_FLAGS ?= --disable-pip-version-check --quiet
+
+.PHONY: run test lint typecheck pytest bench contract-snapshot clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.run-installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install $(PIP_FLAGS) -e .
+	touch $@
+
+$(VENV)/.test-installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install $(PIP_FLAGS) -e '.[test]'
+	touch $@ $(VENV)/.run-installed
+
+## run: the main job on embedded defaults (for now: the contract recovering messy sample answers)
+run: $(VENV)/.run-installed
+	$(BIN)/marsrag validate examples/answers/*
+
+## test: install with test extras, lint, type-check, run every test
+test: $(VENV)/.test-installed lint typecheck pytest
+
+lint: $(VENV)/.test-installed
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+
+typecheck: $(VENV)/.test-installed
+	$(BIN)/mypy
+
+pytest: $(VENV)/.test-installed
+	$(BIN)/pytest -n 2 $(PYTEST_ARGS)
+
+## bench: benchmarks, each figure next to its baseline measured in the same run
+bench: $(VENV)/.test-installed
+	$(BIN)/python -m bench
+
+## contract-snapshot: record the running contract version's schema and rules (refuses to edit a release)
+contract-snapshot: $(VENV)/.run-installed
+	$(BIN)/python -m marsrag.contract.snapshots
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis build dist

@@ -1,0 +1,1 @@
+"""MarsRAG benchmarks: every figure is printed next to a baseline measured in the same run."""

@@ -1,0 +1,87 @@
+"""Timing helpers: best-of-N per-call times, measured alternately for a figure and its baseline."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+def pin_to_one_core() -> str:
+    """Pin this process to one CPU so figure and baseline share the same core; say which."""
+    try:
+        cpu = min(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {cpu})
+        return f"pinned to CPU {cpu}"
+    except (AttributeError, OSError):
+        return "not pinned (no sched_setaffinity here)"
+
+
+def _calibrate(fn: Callable[[], object], budget: float) -> int:
+    number = 1
+    while True:
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        if time.perf_counter() - start >= budget or number >= 1 << 22:
+            return number
+        number *= 2
+
+
+def per_call(fn: Callable[[], object], number: int) -> float:
+    """Seconds per call of ``fn`` over ``number`` calls."""
+    start = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter() - start) / number
+
+
+@dataclass
+class Pair:
+    """A figure and its baseline, seconds per call (best of the rounds)."""
+
+    ours: float
+    base: float
+
+    @property
+    def ratio(self) -> float:
+        return self.ours / self.base
+
+
+def compare(ours: Callable[[], object], base: Callable[[], object], *, rounds: int = 7, budget: float = 0.04) -> Pair:
+    """Time ``ours`` and ``base`` alternately, ``rounds`` times each, keeping each one's best."""
+    n_ours, n_base = _calibrate(ours, budget), _calibrate(base, budget)
+    best_ours = best_base = float("inf")
+    for _ in range(rounds):
+        best_base = min(best_base, per_call(base, n_base))
+        best_ours = min(best_ours, per_call(ours, n_ours))
+    return Pair(best_ours, best_base)
+
+
+def rate(seconds: float) -> str:
+    """Calls per second, human-readable."""
+    per_second = 1 / seconds
+    if per_second >= 1e6:
+        return f"{per_second / 1e6:.2f}M/s"
+    if per_second >= 1e3:
+        return f"{per_second / 1e3:.1f}k/s"
+    return f"{per_second:.1f}/s"
+
+
+class Report:
+    """Collects rows and prints them as an aligned table."""
+
+    def __init__(self, title: str) -> None:
+        self.title = title
+        self.rows: list[tuple[str, str, str, str, str, str]] = []
+
+    def add(self, name: str, ours: str, base: str, ratio: float, target: str, ok: bool) -> None:
+        self.rows.append((name, ours, base, f"{ratio:.2f}x", target, "ok" if ok else "MISS"))
+
+    def print(self) -> None:
+        header = ("figure", "ours", "baseline", "ratio", "target", "")
+        widths = [max(len(row[i]) for row in [header, *self.rows]) for i in range(6)]
+        print(f"\n== {self.title}")
+        for row in [header, *self.rows]:
+            print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())

@@ -1,0 +1,135 @@
+"""The ``marsrag`` command line: a thin Typer layer over the library.
+
+Each command parses its arguments and calls one library function. Errors the user can fix print one line
+on stderr and exit 2; no traceback is ever shown for bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import StrEnum
+from typing import Annotated, Any
+
+import typer
+
+from marsrag._version import __version__
+from marsrag.errors import InputError, MarsRAGError
+
+app = typer.Typer(
+    name="marsrag",
+    help="MarsRAG: CrewAI retrieval assistants whose answers follow the Loop Contract.",
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+class ModeChoice(StrEnum):
+    """Loop modes accepted on the command line."""
+
+    hard = "hard"
+    soft = "soft"
+    none = "none"
+
+
+class FormatChoice(StrEnum):
+    """Output formats accepted on the command line."""
+
+    text = "text"
+    json = "json"
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"marsrag {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version_callback, is_eager=True, help="Show the version.")
+    ] = False,
+) -> None:
+    """MarsRAG: CrewAI retrieval assistants whose answers follow the Loop Contract."""
+
+
+@app.command()
+def validate(
+    files: Annotated[
+        list[str] | None, typer.Argument(help="Files holding raw task outputs; none or '-' reads stdin.")
+    ] = None,
+    mode: Annotated[ModeChoice, typer.Option(help="Loop mode deciding whether a task completes.")] = ModeChoice.hard,
+    format: Annotated[FormatChoice, typer.Option(help="text for people, json for one object per line.")] = (
+        FormatChoice.text
+    ),
+) -> None:
+    """Validate raw task outputs against the Loop Contract, recovering the five sections without any LLM.
+
+    Exit 0 when every input is valid, 1 when any is not, 2 when an input cannot be read.
+
+    Example: marsrag validate answer.txt --mode soft --format json
+    """
+    from marsrag.contract import validate_output
+    from marsrag.inputs import read_inputs
+
+    any_invalid = False
+    unreadable = 0
+    render = _print_json if format is FormatChoice.json else _print_text
+    for source, data in read_inputs(files or ["-"]):
+        if isinstance(data, InputError):
+            _error(str(data))
+            unreadable += 1
+            continue
+        result = validate_output(data, mode=mode.value)
+        any_invalid |= result.status != "valid"
+        render(source, result.to_dict())
+    raise typer.Exit(2 if unreadable else 1 if any_invalid else 0)
+
+
+@app.command()
+def schema(indent: Annotated[int, typer.Option(min=0, max=8, help="Spaces per indent level.")] = 2) -> None:
+    """Print the JSON Schema of LoopOutput (draft 2020-12), for UIs and non-Python consumers.
+
+    Example: marsrag schema > loop-output.schema.json
+    """
+    from marsrag.contract.schema import loop_output_json_schema
+
+    typer.echo(json.dumps(loop_output_json_schema(), indent=indent or None, ensure_ascii=False))
+
+
+def _print_json(source: str, result: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps({"source": source, **result}, ensure_ascii=False) + "\n")
+
+
+def _print_text(source: str, result: dict[str, Any]) -> None:
+    from marsrag.render_text import print_result
+
+    print_result(source, result)
+
+
+def _error(message: str) -> None:
+    sys.stderr.write(f"marsrag: error: {message}\n")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI; usage errors become one line on stderr and exit code 2, never a traceback."""
+    try:
+        code = app(args=argv, prog_name="marsrag", standalone_mode=False)
+    except typer.TyperException as error:  # typer's (vendored click) usage and parameter errors
+        ctx = getattr(error, "ctx", None)
+        if type(error).__name__ == "NoArgsIsHelpError" and ctx is not None:
+            sys.stdout.write(ctx.get_help() + "\n")
+        else:
+            message = error.format_message() if hasattr(error, "format_message") else str(error)
+            _error(" ".join(message.split()) or type(error).__name__)
+        code = 2
+    except (typer.Abort, KeyboardInterrupt):
+        _error("aborted")
+        code = 130
+    except MarsRAGError as error:
+        _error(str(error))
+        code = 2
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,46 @@
+"""The Loop Contract: the LoopOutput model, validation and normalization, template and versioning.
+
+Public interface::
+
+    from marsrag.contract import LoopOutput, ValidationResult, validate_output
+"""
+
+from marsrag.contract.model import LoopField, LoopOutput
+from marsrag.contract.result import ContractIssue, Mode, Status, ValidationResult
+from marsrag.contract.schema import loop_output_json_schema
+from marsrag.contract.template import (
+    EXPECTED_OUTPUT_TEMPLATE,
+    FIELDS,
+    SECTION_INSTRUCTIONS,
+    render_expected_output,
+)
+from marsrag.contract.validate import validate_output
+from marsrag.contract.version import (
+    LOOP_CONTRACT_VERSION,
+    Version,
+    check_compatible,
+    compatibility_problem,
+    is_compatible,
+    parse_version,
+)
+
+__all__ = [
+    "EXPECTED_OUTPUT_TEMPLATE",
+    "FIELDS",
+    "LOOP_CONTRACT_VERSION",
+    "SECTION_INSTRUCTIONS",
+    "ContractIssue",
+    "LoopField",
+    "LoopOutput",
+    "Mode",
+    "Status",
+    "ValidationResult",
+    "Version",
+    "check_compatible",
+    "compatibility_problem",
+    "is_compatible",
+    "loop_output_json_schema",
+    "parse_version",
+    "render_expected_output",
+    "validate_output",
+]

@@ -1,0 +1,141 @@
+"""Find the five named sections in labelled text, without regex-per-form special cases.
+
+One grammar covers the label shapes models produce: an optional Markdown decoration (heading hashes, a
+bullet, bold or italic markers, a number such as ``1.`` or ``(1)``), the section name, an optional short
+parenthetical, and a separator (a colon, or a dash after a decorated label). A label may also stand alone
+on its line, its content starting on the next line. Labels are found at line starts first; labels inline in
+a paragraph (after sentence punctuation, capitalized) are only considered when line labels miss a section,
+and XML-style ``<hook>...</hook>`` tags win over both. A section's body runs to the next label.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from marsrag.contract.result import ContractIssue
+from marsrag.contract.rules import MAX_FIELD_CHARS, non_content_reason
+
+# A label at a line start: a run of decoration (indentation, block quote, heading hashes, a bullet, bold or
+# italic markers, a number such as "1." or "(1)"), the name, an optional short parenthetical, then a run of
+# closing markers and separators. The leading newline lets the regex engine jump from line to line with a
+# literal search instead of trying every character; possessive runs keep failures cheap.
+_LINE_LABEL: Final = re.compile(
+    r"\n(?P<prefix>[ \t>#*+•_()\d.\x00-\x08\x0b\x0c\x0e-\x1f\ufeff\ufffd-]*+)"
+    r"(?P<name>hook|grip|payoff|reinforce|loop)(?![\w-])"
+    r"(?:[ \t]*+\([^()\n]{1,40}\))?"
+    r"(?P<suffix>[ \t*_:：—–-]*+)",
+    re.IGNORECASE,
+)
+
+# Labels inside a paragraph: only after sentence punctuation, capitalized, and always with a colon, so
+# that prose such as "the retry loop: it spins" is never taken for a label.
+_INLINE_LABEL: Final = re.compile(
+    r"[.!?;|)\]\"'*”’][ \t]+(?:\*\*|__)?"
+    r"(?P<name>Hook|HOOK|Grip|GRIP|Payoff|PAYOFF|Reinforce|REINFORCE|Loop|LOOP)"
+    r"(?:\*\*|__)?[ \t]*[:：](?:\*\*|__)?[ \t]*"
+)
+
+_XML_SECTION: Final = re.compile(
+    r"<(?P<name>hook|grip|payoff|reinforce|loop)\b[^>\n]{0,80}>(?P<body>.*?)</(?P=name)\s*>",
+    re.IGNORECASE | re.DOTALL,
+)
+
+# Decoration left around a body: emphasis markers, stray separators, horizontal rules and fences.
+_BODY_LEAD: Final = re.compile(r"(?:[ \t]*(?:\*\*|__|[:：]))+")
+_RULE_OR_FENCE: Final = re.compile(r"[ \t]*(?:-{3,}|\*{3,}|_{3,}|`{3,}\w*)[ \t]*")
+_BLANK_RUNS: Final = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
+_TRAILING_SPACE: Final = re.compile(r"[ \t]+\n")
+
+
+# (start of the label, start of its body, section name), offsets into the text.
+_Label = tuple[int, int, str]
+
+
+def _is_line_label(match: re.Match[str], text: str) -> bool:
+    """Decide whether a grammar match at a line start is a label rather than content."""
+    suffix = match["suffix"]
+    if ":" in suffix or "：" in suffix:
+        return True
+    line_end = text.find("\n", match.end())
+    rest_empty = not text[match.end() : line_end if line_end >= 0 else len(text)].strip()
+    if not suffix.strip(" \t*_"):
+        # "Loop detection fails..." is content: a label without separator must stand alone on its line.
+        return rest_empty
+    # A dash separates a label only when the label is visibly one (decorated or in capitals).
+    return bool(match["prefix"].strip()) or match["name"].isupper()
+
+
+def _line_labels(text: str) -> list[_Label]:
+    # Offsets are into "\n" + text, so a match starting at m.start() has its line at m.start() in text.
+    padded = "\n" + text
+    return [
+        (match.start(), match.end() - 1, match["name"].lower())
+        for match in _LINE_LABEL.finditer(padded)
+        if _is_line_label(match, padded)
+    ]
+
+
+def _clean(body: str) -> str:
+    body = body.strip()
+    if body[:1] in ("*", "_", ":", "："):
+        lead = _BODY_LEAD.match(body)
+        if lead is not None:
+            body = body[lead.end() :].strip()
+    # Checking the last character first keeps the common case (a plain sentence) free of regex work.
+    while body[-1:] in ("*", "_", "-", "`"):
+        if body.endswith(("**", "__")):
+            body = body[:-2].rstrip()
+            continue
+        head, _, last = body.rpartition("\n")
+        if not _RULE_OR_FENCE.fullmatch(last):
+            break
+        body = head.rstrip()
+    if "\n" in body:
+        body = _BLANK_RUNS.sub("\n\n", _TRAILING_SPACE.sub("\n", body))
+    return body
+
+
+def _usable(body: str) -> bool:
+    return bool(body) and len(body) <= MAX_FIELD_CHARS and non_content_reason(body) is None
+
+
+def _pick(found: list[tuple[str, str]]) -> tuple[dict[str, str], list[ContractIssue]]:
+    """Keep one body per section: the last one that is content, else the last one."""
+    if len({name for name, _ in found}) == len(found):
+        return dict(found), []
+    sections: dict[str, str] = {}
+    notes: list[ContractIssue] = []
+    seen: set[str] = set()
+    for name, body in found:
+        if name in seen:
+            if name not in {note.field for note in notes}:
+                notes.append(ContractIssue(name, "duplicate_section", f"{name} appears more than once"))
+            if _usable(body) or not _usable(sections[name]):
+                sections[name] = body
+        else:
+            seen.add(name)
+            sections[name] = body
+    return sections, notes
+
+
+def find_sections(text: str) -> tuple[dict[str, str], list[ContractIssue]] | None:
+    """Return ``({section: body}, notes)`` for labelled text, or None when it has no section labels."""
+    if "<" in text and "</" in text:
+        tagged = [(m["name"].lower(), _clean(m["body"])) for m in _XML_SECTION.finditer(text)]
+        if tagged:
+            return _pick(tagged)
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    labels = _line_labels(text)
+    if len({label[2] for label in labels}) < 5:
+        # The match starts at the punctuation that ends the previous sentence; keep that in its body.
+        inline = [(m.start() + 1, m.end(), m["name"].lower()) for m in _INLINE_LABEL.finditer(text)]
+        if inline:
+            labels = sorted(labels + inline)
+    if not labels:
+        return None
+    ends = [label[0] for label in labels[1:]] + [len(text)]
+    return _pick(
+        [(name, _clean(text[body_start:end])) for (_, body_start, name), end in zip(labels, ends, strict=True)]
+    )

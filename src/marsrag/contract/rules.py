@@ -1,0 +1,120 @@
+"""The validation rules of the Loop Contract, as constants.
+
+Everything here is part of the contract: :mod:`marsrag.contract.versioning` snapshots these values for each
+released contract version, and a test fails when they change without the version bump the policy requires.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from marsrag.contract.template import FIELDS, SECTION_INSTRUCTIONS
+
+#: Maximum characters per field, counted after trimming surrounding whitespace.
+MAX_FIELD_CHARS: Final = 800
+
+#: Soft target for sentences per field; outside it is a warning, never an error.
+SOFT_SENTENCES: Final = (1, 4)
+
+#: A schema failure with at least this many individually passing fields is ``partial``, else ``failed``.
+PARTIAL_MIN_FIELDS: Final = 3
+
+#: Raw inputs longer than this (characters, or bytes before decoding) are rejected before any parsing.
+MAX_INPUT_CHARS: Final = 100_000
+
+#: Byte inputs longer than this are rejected before decoding (UTF-8 needs at most 4 bytes a character).
+MAX_INPUT_BYTES: Final = 4 * MAX_INPUT_CHARS
+
+#: JSON-looking spans longer than this are never handed to the (slow, pure-Python) repair library.
+MAX_REPAIR_CHARS: Final = 32_768
+
+#: Values that stand in for content without being content (an echoed schema or example), after folding.
+PLACEHOLDERS: Final = frozenset(
+    {
+        "string",
+        "str",
+        "text",
+        "null",
+        "none",
+        "n/a",
+        "na",
+        "tbd",
+        "todo",
+        "placeholder",
+        "lorem ipsum",
+        "your answer",
+        "your answer here",
+        *FIELDS,
+    }
+)
+
+# A lone bracketed token such as "<hook>", "[your text here]" or "{string}" is a placeholder too.
+_BRACKETED = re.compile(r"[<\[{(][\w .,'/-]{0,40}[>\]})]")
+_SPACES = re.compile(r"\s+")
+_FOLD_TRIM = " \t\r\n.:;!\"'`*_"
+
+
+def fold(text: str) -> str:
+    """Fold text for comparisons: casefold, collapse whitespace, trim quotes and end punctuation."""
+    return _SPACES.sub(" ", text.casefold()).strip(_FOLD_TRIM)
+
+
+_INSTRUCTION_FOLDS: Final = frozenset(fold(text) for text in SECTION_INSTRUCTIONS.values())
+_INSTRUCTION_HEADS: Final = frozenset(text[:5].casefold() for text in SECTION_INSTRUCTIONS.values())
+_INSTRUCTION_LENGTHS: Final = (
+    min(len(text) for text in SECTION_INSTRUCTIONS.values()) - 8,
+    max(len(text) for text in SECTION_INSTRUCTIONS.values()) + 16,
+)
+
+
+def non_content_reason(value: str) -> tuple[str, str] | None:
+    """Say why a trimmed, non-empty value is not content, as ``(code, message)``; None when it is content.
+
+    Two things look like answers but are not: a placeholder (``"string"``, ``"<hook>"``) and the canonical
+    template's own instruction echoed back. Cheap length and prefix checks come first, because this runs
+    on every field of every output and real answers must pay almost nothing for it.
+    """
+    size = len(value)
+    if size <= 44 and ((folded := fold(value)) in PLACEHOLDERS or not folded or _BRACKETED.fullmatch(value)):
+        return "placeholder", f"{value!r} is a placeholder, not content"
+    if _INSTRUCTION_LENGTHS[0] <= size <= _INSTRUCTION_LENGTHS[1] and (
+        value[:5].casefold() in _INSTRUCTION_HEADS or ":" in value[:16]
+    ):
+        folded = fold(value)
+        # Tolerate a leading "HOOK:" style label left inside the value.
+        label, _, rest = folded.partition(": ")
+        if folded in _INSTRUCTION_FOLDS or (label in FIELDS and rest in _INSTRUCTION_FOLDS):
+            return "template_echo", "the template's instruction was echoed back instead of an answer"
+    return None
+
+
+_SENTENCE_END = re.compile(r"[.!?…]+(?=[\s\"')\]]|$)")
+
+
+def count_sentences(text: str) -> int:
+    """Count sentences roughly: terminal punctuation runs, plus a trailing unterminated sentence."""
+    ends = len(_SENTENCE_END.findall(text))
+    stripped = text.rstrip("\"')] \t\r\n")
+    if stripped and stripped[-1] not in ".!?…":
+        ends += 1
+    return ends
+
+
+def rules_snapshot() -> dict[str, object]:
+    """The contract's validation rules as plain data, for versioned snapshots."""
+    return {
+        "fields": list(FIELDS),
+        "required": list(FIELDS),
+        "type": "string",
+        "strip_whitespace": True,
+        "min_chars": 1,
+        "max_chars": MAX_FIELD_CHARS,
+        "soft_sentences": list(SOFT_SENTENCES),
+        "partial_min_fields": PARTIAL_MIN_FIELDS,
+        "placeholders": sorted(PLACEHOLDERS),
+        "reject_punctuation_only": True,
+        "placeholder_bracketed": _BRACKETED.pattern,
+        "reject_template_echo": sorted(_INSTRUCTION_FOLDS),
+        "template": [f"{field.upper()}: {SECTION_INSTRUCTIONS[field]}" for field in FIELDS],
+    }

@@ -1,0 +1,53 @@
+"""The canonical ``expected_output`` template of spec section 2, as data and as rendered text."""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+#: The five Loop Contract fields, in their fixed order.
+FIELDS: Final = ("hook", "grip", "payoff", "reinforce", "loop")
+
+#: What each section asks for, in the exact wording of spec section 2.
+SECTION_INSTRUCTIONS: Final[dict[str, str]] = {
+    "hook": "Open with one clear tension or stakes statement anchored to the user goal.",
+    "grip": "Provide the key insight, mechanism, or diagnosis that keeps attention.",
+    "payoff": "Deliver specific value, recommendation, or resolution.",
+    "reinforce": "Strengthen confidence with evidence, constraints, or practical framing.",
+    "loop": "End with the best next question or action that naturally advances the flow.",
+}
+
+#: The canonical template: five numbered lines, in this exact order and wording.
+EXPECTED_OUTPUT_TEMPLATE: Final = "\n".join(
+    f"{number}. {field.upper()}: {SECTION_INSTRUCTIONS[field]}" for number, field in enumerate(FIELDS, start=1)
+)
+
+_JSON_HINT: Final = (
+    "Answer with one JSON object with exactly these string keys, in this order: "
+    "hook, grip, payoff, reinforce, loop. Each value is 1-4 sentences and at most 800 characters."
+)
+_LABELS_HINT: Final = "Answer with the five labelled sections above, in this order, each on its own line."
+
+TemplateFormat = Literal["plain", "json", "labels"]
+
+
+def render_expected_output(format: TemplateFormat = "plain", *, extra: str | None = None) -> str:
+    """Render the canonical template for a task's ``expected_output``.
+
+    Args:
+        format: ``plain`` gives the five lines alone; ``json`` and ``labels`` append one line telling the
+            model which answer shape to use (the sections and their order never change).
+        extra: task-specific guidance appended after the template, e.g. tone or audience.
+
+    Returns:
+        The text to use as ``expected_output``; it always starts with :data:`EXPECTED_OUTPUT_TEMPLATE`.
+    """
+    parts = [EXPECTED_OUTPUT_TEMPLATE]
+    if format == "json":
+        parts.append(_JSON_HINT)
+    elif format == "labels":
+        parts.append(_LABELS_HINT)
+    elif format != "plain":
+        raise ValueError(f"unknown template format {format!r}: use plain, json or labels")
+    if extra and extra.strip():
+        parts.append(extra.strip())
+    return "\n\n".join(parts)

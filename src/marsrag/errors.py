@@ -1,0 +1,16 @@
+"""The package's exceptions: one base class, one small subclass per kind of failure.
+
+Only ``cli.py`` turns these into exit codes (and, later, only ``web/`` into HTTP errors).
+"""
+
+
+class MarsRAGError(Exception):
+    """Base class of every error MarsRAG raises on purpose."""
+
+
+class ContractVersionError(MarsRAGError, ValueError):
+    """A loop_contract_version is malformed or incompatible with the running contract."""
+
+
+class InputError(MarsRAGError):
+    """Input named by the user (a file, a URL, an option) cannot be used."""

@@ -1,0 +1,92 @@
+"""The versioning policy is enforced: schema and rule changes need the version bump they imply."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from marsrag.contract import LOOP_CONTRACT_VERSION
+from marsrag.contract.snapshots import (
+    BUMP_ORDER,
+    bump_between,
+    current_snapshot,
+    load_snapshots,
+    required_bump,
+    snapshot_path,
+    write_snapshot,
+)
+from marsrag.contract.version import parse_version
+from marsrag.errors import ContractVersionError
+
+
+def test_running_version_is_snapshotted_and_unchanged() -> None:
+    """LoopOutput's schema and rules equal the released snapshot of the running version.
+
+    When this fails you changed the contract: bump LOOP_CONTRACT_VERSION by the kind of change named in
+    the assertion message, then run `make contract-snapshot`.
+    """
+    path = snapshot_path(LOOP_CONTRACT_VERSION)
+    assert path.exists(), f"no snapshot for {LOOP_CONTRACT_VERSION}: run `make contract-snapshot`"
+    stored = json.loads(path.read_text(encoding="utf-8"))
+    live = current_snapshot()
+    assert stored == live, f"contract changed without a version bump; it needs a {required_bump(stored, live)} bump"
+
+
+def test_every_release_bumped_enough() -> None:
+    """Between consecutive released snapshots, the version bump is at least the one the change requires."""
+    releases = list(load_snapshots().items())
+    assert releases and releases[-1][0] == parse_version(LOOP_CONTRACT_VERSION)
+    for (old_version, old), (new_version, new) in zip(releases, releases[1:], strict=False):
+        needed = required_bump(old, new)
+        made = bump_between(old_version, new_version)
+        assert BUMP_ORDER.index(made) >= BUMP_ORDER.index(needed), f"{old_version} -> {new_version} needs {needed}"
+
+
+def _changed(edit: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    old = current_snapshot()
+    new = copy.deepcopy(old)
+    edit(new)
+    return old, new
+
+
+@pytest.mark.parametrize(
+    ("edit", "bump"),
+    [
+        (lambda s: None, "none"),
+        (lambda s: s["rules"].update(max_chars=600), "major"),
+        (lambda s: s["rules"].update(max_chars=1200), "minor"),
+        (lambda s: s["rules"].update(min_chars=5), "major"),
+        (lambda s: s["rules"]["placeholders"].append("n.a."), "major"),
+        (lambda s: s["rules"]["placeholders"].remove("tbd"), "minor"),
+        (lambda s: s["rules"].update(soft_sentences=[1, 5]), "minor"),
+        (lambda s: s["rules"].update(partial_min_fields=4), "major"),
+        (lambda s: s["rules"]["fields"].remove("grip"), "major"),
+        (lambda s: s["rules"]["required"].append("summary"), "major"),
+        (lambda s: s["rules"]["template"].__setitem__(0, "HOOK: Open with a tension."), "patch"),
+        (lambda s: s["schema"]["properties"]["hook"].update(description="Reworded."), "patch"),
+        (lambda s: s["schema"].update({"$id": "urn:other"}), "patch"),
+        (lambda s: s["schema"]["properties"].update(summary={"type": "string"}), "minor"),
+        (lambda s: s["schema"]["properties"]["loop"].update(maxLength=400), "major"),
+        (lambda s: s["schema"]["properties"].pop("reinforce"), "major"),
+        (lambda s: s["schema"]["required"].append("summary"), "major"),
+    ],
+)
+def test_required_bump_classifies_changes(edit: Any, bump: str) -> None:
+    """Tightening or removing is major, loosening or adding optional is minor, wording is patch."""
+    assert required_bump(*_changed(edit)) == bump
+
+
+def test_released_snapshots_are_never_rewritten(tmp_path: Path) -> None:
+    """Writing a snapshot is idempotent, and a changed contract under a released version is refused."""
+    first = write_snapshot(tmp_path)
+    assert write_snapshot(tmp_path) == first
+    _, changed = _changed(lambda s: s["rules"].update(max_chars=600))
+    with pytest.raises(ContractVersionError, match="major version bump"):
+        write_snapshot(tmp_path, changed)
+    bumped = {**changed, "version": "2.0.0"}
+    assert write_snapshot(tmp_path, bumped).name == "2.0.0.json"
+    assert [str(v) for v in load_snapshots(tmp_path)] == ["1.0.0", "2.0.0"]
