@@ -24,7 +24,8 @@ _LINE_LABEL: Final = re.compile(
     r"\n(?P<prefix>[ \t>#*+•_()\d.\x00-\x08\x0b\x0c\x0e-\x1f\ufeff\ufffd-]*+)"
     r"(?P<name>hook|grip|payoff|reinforce|loop)(?![\w-])"
     r"(?:[ \t]*+\([^()\n]{1,40}\))?"
-    r"(?P<suffix>[ \t*_:：—–-]*+)",
+    r"(?P<suffix>[ \t*_:：—–-]*+)"
+    r"(?P<eol>(?=\n|\Z))?",
     re.IGNORECASE,
 )
 
@@ -44,6 +45,7 @@ _XML_SECTION: Final = re.compile(
 # Decoration left around a body: emphasis markers, stray separators, horizontal rules and fences.
 _BODY_LEAD: Final = re.compile(r"(?:[ \t]*(?:\*\*|__|[:：]))+")
 _RULE_OR_FENCE: Final = re.compile(r"[ \t]*(?:-{3,}|\*{3,}|_{3,}|`{3,}\w*)[ \t]*")
+_DECORATED_EDGES: Final = frozenset("*_:：-`")
 _BLANK_RUNS: Final = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
 _TRAILING_SPACE: Final = re.compile(r"[ \t]+\n")
 
@@ -52,28 +54,22 @@ _TRAILING_SPACE: Final = re.compile(r"[ \t]+\n")
 _Label = tuple[int, int, str]
 
 
-def _is_line_label(match: re.Match[str], text: str) -> bool:
-    """Decide whether a grammar match at a line start is a label rather than content."""
-    suffix = match["suffix"]
-    if ":" in suffix or "：" in suffix:
-        return True
-    line_end = text.find("\n", match.end())
-    rest_empty = not text[match.end() : line_end if line_end >= 0 else len(text)].strip()
-    if not suffix.strip(" \t*_"):
-        # "Loop detection fails..." is content: a label without separator must stand alone on its line.
-        return rest_empty
-    # A dash separates a label only when the label is visibly one (decorated or in capitals).
-    return bool(match["prefix"].strip()) or match["name"].isupper()
-
-
 def _line_labels(text: str) -> list[_Label]:
+    """Labels at line starts, in order. This is the hot path of labelled answers: one regex pass, no calls."""
+    labels: list[_Label] = []
     # Offsets are into "\n" + text, so a match starting at m.start() has its line at m.start() in text.
-    padded = "\n" + text
-    return [
-        (match.start(), match.end() - 1, match["name"].lower())
-        for match in _LINE_LABEL.finditer(padded)
-        if _is_line_label(match, padded)
-    ]
+    for match in _LINE_LABEL.finditer("\n" + text):
+        prefix, name, suffix, eol = match.group("prefix", "name", "suffix", "eol")
+        if ":" not in suffix and "：" not in suffix:
+            if not suffix.strip(" \t*_"):
+                # "Loop detection fails..." is content: a label without separator stands alone on its line.
+                if eol is None:
+                    continue
+            # A dash separates a label only when the label is visibly one (decorated or in capitals).
+            elif not (prefix.strip() or name.isupper()):
+                continue
+        labels.append((match.start(), match.end() - 1, name.lower()))
+    return labels
 
 
 def _clean(body: str) -> str:
@@ -121,7 +117,7 @@ def _pick(found: list[tuple[str, str]]) -> tuple[dict[str, str], list[ContractIs
 
 def find_sections(text: str) -> tuple[dict[str, str], list[ContractIssue]] | None:
     """Return ``({section: body}, notes)`` for labelled text, or None when it has no section labels."""
-    if "<" in text and "</" in text:
+    if "</" in text:
         tagged = [(m["name"].lower(), _clean(m["body"])) for m in _XML_SECTION.finditer(text)]
         if tagged:
             return _pick(tagged)
@@ -135,7 +131,12 @@ def find_sections(text: str) -> tuple[dict[str, str], list[ContractIssue]] | Non
             labels = sorted(labels + inline)
     if not labels:
         return None
-    ends = [label[0] for label in labels[1:]] + [len(text)]
-    return _pick(
-        [(name, _clean(text[body_start:end])) for (_, body_start, name), end in zip(labels, ends, strict=True)]
-    )
+    found: list[tuple[str, str]] = []
+    last = len(labels) - 1
+    for index, (_, body_start, name) in enumerate(labels):
+        body = text[body_start : labels[index + 1][0] if index < last else len(text)].strip()
+        # Most bodies are plain sentences: only decorated or multi-line ones need cleaning.
+        if body and (body[0] in _DECORATED_EDGES or body[-1] in _DECORATED_EDGES or "\n" in body):
+            body = _clean(body)
+        found.append((name, body))
+    return _pick(found)
