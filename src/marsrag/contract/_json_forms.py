@@ -138,13 +138,20 @@ def decoded_objects(region: str) -> Iterator[Any]:
         start = region.find("{", start + 1)
 
 
-def repair_span(region: str) -> str | None:
-    """The text the repair step should parse: from the first bracket to the end of its fence or text."""
-    text = next(fence_bodies(region), region) if "```" in region else region
-    starts = [index for index in (text.find("{"), text.find("[")) if index >= 0]
-    if not starts:
-        return None
-    span = text[min(starts) :].strip()
+def repair_span(region: str, start: int | None = None) -> str | None:
+    """The text the repair step should parse: from the first bracket to the end of its fence or text.
+
+    ``start`` is the index of the bracket when the caller already knows the region is one JSON document.
+    """
+    text = region
+    if start is None:
+        if "```" in region:
+            text = next(fence_bodies(region), region)
+        starts = [index for index in (text.find("{"), text.find("[")) if index >= 0]
+        if not starts:
+            return None
+        start = min(starts)
+    span = text[start:] if start else text
     if len(span) > MAX_REPAIR_CHARS or not _JSONISH_KEY.search(span):
         return None
     return span

@@ -4,36 +4,35 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict
 from pydantic_core import PydanticCustomError
 
-from marsrag.contract.rules import MAX_FIELD_CHARS, non_content_reason
+from marsrag.contract.rules import MAX_FIELD_CHARS, text_problem
 from marsrag.contract.template import FIELDS, SECTION_INSTRUCTIONS
 from marsrag.contract.version import LOOP_CONTRACT_VERSION
 
 
-def _require_content(value: str) -> str:
-    reason = non_content_reason(value)
-    if reason is not None:
-        raise PydanticCustomError(reason[0], reason[1])
-    return value
+def _checked(value: str) -> str:
+    # Trimming and every rule live in rules.text_problem, shared with validate_output's parsed-value path.
+    text = value.strip()
+    problem = text_problem(text)
+    if problem is not None:
+        raise PydanticCustomError(problem[0], "Value " + problem[1])
+    return text
 
 
 def _field(name: str) -> Any:
     return Field(
         description=f"{name.upper()}: {SECTION_INSTRUCTIONS[name]} 1-4 sentences; at most "
         f"{MAX_FIELD_CHARS} characters after trimming.",
-        # JSON Schema consumers cannot express "non-empty after trim" with minLength alone.
-        json_schema_extra={"pattern": r"\S"},
+        # The rules run in Python (see _checked); the schema states them for non-Python consumers, and
+        # "pattern" says what minLength cannot: non-empty after trimming.
+        json_schema_extra={"minLength": 1, "maxLength": MAX_FIELD_CHARS, "pattern": r"\S"},
     )
 
 
-#: One Loop Contract field: a string, trimmed, non-empty, at most 800 characters, and real content.
-LoopField = Annotated[
-    str,
-    StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_FIELD_CHARS, strict=True),
-    AfterValidator(_require_content),
-]
+#: One Loop Contract field: a string (never coerced), trimmed, non-empty, at most 800 characters, content.
+LoopField = Annotated[str, Strict(), AfterValidator(_checked)]
 
 
 class LoopOutput(BaseModel):

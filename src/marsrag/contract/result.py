@@ -97,6 +97,10 @@ class ValidationResult:
     @property
     def model(self) -> LoopOutput | None:
         """The validated :class:`LoopOutput` when the status is ``valid``, else None."""
+        if self._model is None and self.status == "valid":
+            # Every field already passed the model's own rules (rules.text_problem): build without re-checking.
+            fields: dict[str, Any] = {name: self.loop_output[name] for name in FIELDS}
+            self._model = LoopOutput.model_construct(**fields)
         return self._model
 
     @property

@@ -69,7 +69,7 @@ _INSTRUCTION_LENGTHS: Final = (
 
 
 def non_content_reason(value: str) -> tuple[str, str] | None:
-    """Say why a trimmed, non-empty value is not content, as ``(code, message)``; None when it is content.
+    """Say why a trimmed, non-empty value is not content, as ``(code, detail)``; None when it is content.
 
     Two things look like answers but are not: a placeholder (``"string"``, ``"<hook>"``) and the canonical
     template's own instruction echoed back. Cheap length and prefix checks come first, because this runs
@@ -77,7 +77,7 @@ def non_content_reason(value: str) -> tuple[str, str] | None:
     """
     size = len(value)
     if size <= 44 and ((folded := fold(value)) in PLACEHOLDERS or not folded or _BRACKETED.fullmatch(value)):
-        return "placeholder", f"{value!r} is a placeholder, not content"
+        return "placeholder", f"is a placeholder ({value!r}), not content"
     if _INSTRUCTION_LENGTHS[0] <= size <= _INSTRUCTION_LENGTHS[1] and (
         value[:5].casefold() in _INSTRUCTION_HEADS or ":" in value[:16]
     ):
@@ -85,8 +85,21 @@ def non_content_reason(value: str) -> tuple[str, str] | None:
         # Tolerate a leading "HOOK:" style label left inside the value.
         label, _, rest = folded.partition(": ")
         if folded in _INSTRUCTION_FOLDS or (label in FIELDS and rest in _INSTRUCTION_FOLDS):
-            return "template_echo", "the template's instruction was echoed back instead of an answer"
+            return "template_echo", "echoes the template's instruction instead of answering"
     return None
+
+
+def text_problem(text: str) -> tuple[str, str] | None:
+    """The rule a trimmed field value breaks, as ``(code, detail)``; None when it passes.
+
+    This is the one implementation of the per-field rules: the LoopOutput model calls it as its field
+    validator, and :func:`~marsrag.contract.validate_output` calls it directly on parsed values.
+    """
+    if not text:
+        return "empty", "is empty after trimming"
+    if len(text) > MAX_FIELD_CHARS:
+        return "too_long", f"has {len(text):,} characters after trimming; the limit is {MAX_FIELD_CHARS}"
+    return non_content_reason(text)
 
 
 _SENTENCE_END = re.compile(r"[.!?…]+(?=[\s\"')\]]|$)")

@@ -26,7 +26,7 @@ from marsrag.contract._json_forms import (
 from marsrag.contract._sections import find_sections
 from marsrag.contract.model import LoopOutput
 from marsrag.contract.result import MODES, ContractIssue, Mode, ValidationResult, status_for
-from marsrag.contract.rules import MAX_FIELD_CHARS, MAX_INPUT_BYTES, MAX_INPUT_CHARS
+from marsrag.contract.rules import MAX_INPUT_BYTES, MAX_INPUT_CHARS, text_problem
 from marsrag.contract.template import FIELDS
 
 _NON_SPACE: Final = re.compile(r"\S")
@@ -115,7 +115,7 @@ def _from_text(text: str, mode: Mode) -> ValidationResult:
         if repair_tried:
             # The text is one malformed JSON document: the exact parsers below cannot succeed and
             # labelled-section parsing does not apply, so go straight to repair.
-            span = repair_span(text)
+            span = repair_span(text, first)
             best = _repaired(span, mode) if span is not None else None
             if best is not None and best.ok:
                 return best
@@ -198,29 +198,6 @@ def _final_answer_region(text: str) -> str:
     return text
 
 
-_MESSAGES: Final = {
-    "missing": "{field} is missing",
-    "not_string": "{field} is {kind}, not a string",
-    "empty": "{field} is empty after trimming",
-    "too_long": "{field} has {size:,} characters after trimming; the limit is {limit}",
-}
-_PYDANTIC_CODES: Final = {
-    "missing": "missing",
-    "string_type": "not_string",
-    "string_too_short": "empty",
-    "string_too_long": "too_long",
-}
-
-
-def _field_issue(name: str, code: str, value: Any, pydantic_message: str) -> ContractIssue:
-    template = _MESSAGES.get(code)
-    if template is None:
-        return ContractIssue(name, code, f"{name}: {pydantic_message}")
-    kind = "null" if value is None else f"a {type(value).__name__}"
-    size = len(value.strip()) if isinstance(value, str) else 0
-    return ContractIssue(name, code, template.format(field=name, kind=kind, size=size, limit=MAX_FIELD_CHARS))
-
-
 def _from_keys(mapping: Mapping[str, Any], mode: Mode, *lead_notes: ContractIssue) -> ValidationResult:
     """Validate a mapping whose keys may be in any case or unknown (those become warnings)."""
     values, notes = normalize_keys(mapping)
@@ -228,31 +205,34 @@ def _from_keys(mapping: Mapping[str, Any], mode: Mode, *lead_notes: ContractIssu
 
 
 def _from_mapping(values: Mapping[str, Any], mode: Mode, notes: tuple[ContractIssue, ...]) -> ValidationResult:
-    """Validate exactly-named field values with the LoopOutput model itself (one source of rules)."""
-    try:
-        model = LoopOutput.model_validate(values)
-    except ValidationError as error:
-        issues: dict[str, ContractIssue] = {}
-        for detail in error.errors(include_url=False, include_context=False, include_input=False):
-            name = str(detail["loc"][0]) if detail["loc"] else ""
-            if name in issues or name not in FIELDS:
-                continue
-            code = _PYDANTIC_CODES.get(detail["type"], detail["type"])
-            issues[name] = _field_issue(name, code, values.get(name), detail["msg"])
-        errors = tuple(issues[name] for name in FIELDS if name in issues)
-        loop_output = {name: _trimmed(values.get(name)) for name in FIELDS}
-        status = status_for(len(FIELDS) - len(errors))
-        return ValidationResult(status=status, mode=mode, loop_output=loop_output, errors=errors, notes=notes)
-    return _valid(model, mode, notes=notes)
+    """Validate exactly-named field values with the contract's field rules (the model's own validator)."""
+    loop_output: dict[str, str | None] = {}
+    errors: list[ContractIssue] = []
+    for name in FIELDS:
+        if name not in values:
+            loop_output[name] = None
+            errors.append(ContractIssue(name, "missing", f"{name} is missing"))
+            continue
+        value = values[name]
+        if not isinstance(value, str):
+            loop_output[name] = None
+            kind = "null" if value is None else f"a {type(value).__name__}"
+            errors.append(ContractIssue(name, "not_string", f"{name} is {kind}, not a string"))
+            continue
+        loop_output[name] = text = value.strip()
+        problem = text_problem(text)
+        if problem is not None:
+            errors.append(ContractIssue(name, problem[0], f"{name} {problem[1]}"))
+    # Read-only: a valid result builds its model from these values later, so they must not change.
+    view = MappingProxyType(loop_output)
+    if errors:
+        return ValidationResult(status_for(len(FIELDS) - len(errors)), mode, view, errors=tuple(errors), notes=notes)
+    return ValidationResult("valid", mode, view, notes=notes)
 
 
-def _valid(
-    model: LoopOutput, mode: Mode, *, notes: tuple[ContractIssue, ...] = (), json_source: str | None = None
-) -> ValidationResult:
+def _valid(model: LoopOutput, mode: Mode, *, json_source: str | None = None) -> ValidationResult:
     # A read-only view of the model's own field dict: no copy on the hot path, no way to corrupt the model.
-    return ValidationResult(
-        "valid", mode, MappingProxyType(model.__dict__), notes=notes, model=model, json_source=json_source
-    )
+    return ValidationResult("valid", mode, MappingProxyType(model.__dict__), model=model, json_source=json_source)
 
 
 def _trimmed(value: Any) -> str | None:
