@@ -14,7 +14,7 @@ import re
 from typing import Final
 
 from marsrag.contract.result import ContractIssue
-from marsrag.contract.rules import MAX_FIELD_CHARS, non_content_reason
+from marsrag.contract.rules import text_problem
 
 # A label at a line start: a run of decoration (indentation, block quote, heading hashes, a bullet, bold or
 # italic markers, a number such as "1." or "(1)"), the name, an optional short parenthetical, then a run of
@@ -73,6 +73,7 @@ def _line_labels(text: str) -> list[_Label]:
 
 
 def _clean(body: str) -> str:
+    """Strip a body's leftover decoration: emphasis, separators, trailing rules or fences, blank-line runs."""
     body = body.strip()
     if body[:1] in ("*", "_", ":", "："):
         lead = _BODY_LEAD.match(body)
@@ -93,7 +94,7 @@ def _clean(body: str) -> str:
 
 
 def _usable(body: str) -> bool:
-    return bool(body) and len(body) <= MAX_FIELD_CHARS and non_content_reason(body) is None
+    return text_problem(body) is None
 
 
 def _pick(found: list[tuple[str, str]]) -> tuple[dict[str, str], list[ContractIssue]]:

@@ -31,7 +31,7 @@ from marsrag.contract.template import FIELDS
 
 _NON_SPACE: Final = re.compile(r"\S")
 _FINAL_ANSWER_MARKERS: Final = ("Final Answer:", "final answer:", "FINAL ANSWER:", "Final answer:")
-_NO_FIELDS: Final[Mapping[str, str | None]] = dict.fromkeys(FIELDS)
+_NO_FIELDS: Final[Mapping[str, str | None]] = MappingProxyType(dict.fromkeys(FIELDS))
 
 
 def validate_output(raw: object, mode: Mode = "hard") -> ValidationResult:
@@ -102,23 +102,9 @@ def _from_text(text: str, mode: Mode) -> ValidationResult:
     best: ValidationResult | None = None
     repair_tried = False
     if text[first] == "{":
-        # An object with no closing brace anywhere cannot be valid JSON: skip the exact parse.
-        if text.endswith("}") or "}" in text:
-            try:
-                model = LoopOutput.model_validate_json(text)
-            except ValidationError as error:
-                repair_tried = _is_broken_json(error)
-            else:
-                return _valid(model, mode, json_source=text)
-        else:
-            repair_tried = True
-        if repair_tried:
-            # The text is one malformed JSON document: the exact parsers below cannot succeed and
-            # labelled-section parsing does not apply, so go straight to repair.
-            span = repair_span(text, first)
-            best = _repaired(span, mode) if span is not None else None
-            if best is not None and best.ok:
-                return best
+        best, repair_tried = _from_leading_object(text, first, mode)
+        if best is not None and best.ok:
+            return best
     region = _final_answer_region(text)
     needs_repair = False
     if "{" in region or "[" in region:
@@ -142,6 +128,25 @@ def _from_text(text: str, mode: Mode) -> ValidationResult:
     if best is not None:
         return best
     return _input_failure(mode, "unparseable", "no JSON object or labelled sections with contract fields found")
+
+
+def _from_leading_object(text: str, first: int, mode: Mode) -> tuple[ValidationResult | None, bool]:
+    """Text starting with ``{``: one pydantic parse when it is clean JSON, else straight to repair.
+
+    Returns the result (None when nothing was recovered) and whether repair was already tried.
+    """
+    # An object with no closing brace anywhere cannot be valid JSON: skip the exact parse.
+    if text.endswith("}") or "}" in text:
+        try:
+            model = LoopOutput.model_validate_json(text)
+        except ValidationError as error:
+            if not _is_broken_json(error):
+                return None, False  # valid JSON with bad fields, or text after the object: parse it below
+        else:
+            return _valid(model, mode, json_source=text), False
+    # One malformed JSON document: the exact parsers cannot succeed and labelled sections do not apply.
+    span = repair_span(text, first)
+    return (_repaired(span, mode) if span is not None else None), True
 
 
 def _from_json(region: str, mode: Mode) -> ValidationResult | None:
@@ -233,10 +238,6 @@ def _from_mapping(values: Mapping[str, Any], mode: Mode, notes: tuple[ContractIs
 def _valid(model: LoopOutput, mode: Mode, *, json_source: str | None = None) -> ValidationResult:
     # A read-only view of the model's own field dict: no copy on the hot path, no way to corrupt the model.
     return ValidationResult("valid", mode, MappingProxyType(model.__dict__), model=model, json_source=json_source)
-
-
-def _trimmed(value: Any) -> str | None:
-    return value.strip() if isinstance(value, str) else None
 
 
 def _input_failure(mode: Mode, code: str, message: str) -> ValidationResult:
