@@ -10,18 +10,19 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 
 import json_repair
 
 from bench._timing import Report, compare, rate
 from marsrag.contract import FIELDS, LoopOutput, validate_output
+from marsrag.contract.rules import MAX_INPUT_CHARS
 
 CONTENT = {
     "hook": "Three of your five API regions breached their latency SLO this week.",
@@ -105,6 +106,7 @@ def run() -> None:
             pair.ratio <= 1.1 or not targeted,
         )
     _huge(report)
+    _adversarial(report)
     _cold_start(report)
     report.print()
 
@@ -132,6 +134,37 @@ def _huge(report: Report) -> None:
             "< 1 s",
             ours < 1.0,
         )
+
+
+def _adversarial(report: Report) -> None:
+    """Inputs just under the size guard, built to make each parser work hardest."""
+    size = MAX_INPUT_CHARS - 1
+    shapes = {
+        "unclosed brackets": "[",
+        "json-ish broken keys": '{"hook": "a", ',
+        "thousands of labels": "HOOK: x\n",
+        "inline labels": "Hook: a. ",
+        "unclosed xml tags": "<hook>a</hook",
+        "many fences": '```json\n{"hook": 1}\n',
+    }
+    for name, unit in shapes.items():
+        text = (unit * (size // len(unit) + 1))[:size]
+        ours = min(_once(lambda t=text: validate_output(t)) for _ in range(3))
+        base = min(_once(lambda t=text: t.lower()) for _ in range(3))
+        report.add(
+            f"100 KB adversarial: {name} vs one str.lower() pass",
+            f"{ours * 1e3:.1f} ms",
+            f"{base * 1e3:.2f} ms",
+            ours / base,
+            "< 1 s",
+            ours < 1.0,
+        )
+
+
+def _once(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
 
 
 def _cold(argv: list[str], stdin: bytes | None = None) -> float:
@@ -162,4 +195,3 @@ def _cold_start(report: Report) -> None:
                 "no CrewAI/SQLAlchemy import",
                 True,
             )
-    os.environ.pop("_MARSRAG_BENCH", None)

@@ -15,6 +15,7 @@ from typing import Final
 
 from marsrag.contract.result import ContractIssue
 from marsrag.contract.rules import text_problem
+from marsrag.contract.template import FIELDS
 
 # A label at a line start: a run of decoration (indentation, block quote, heading hashes, a bullet, bold or
 # italic markers, a number such as "1." or "(1)"), the name, an optional short parenthetical, then a run of
@@ -37,10 +38,10 @@ _INLINE_LABEL: Final = re.compile(
     r"(?:\*\*|__)?[ \t]*[:：](?:\*\*|__)?[ \t]*"
 )
 
-_XML_SECTION: Final = re.compile(
-    r"<(?P<name>hook|grip|payoff|reinforce|loop)\b[^>\n]{0,80}>(?P<body>.*?)</(?P=name)\s*>",
-    re.IGNORECASE | re.DOTALL,
-)
+# Tags are matched open then close, per name: a lazy ".*?" with a backreference would be quadratic on
+# text full of unclosed tags.
+_XML_OPEN: Final = re.compile(r"<(?P<name>hook|grip|payoff|reinforce|loop)\b[^>\n]{0,80}>", re.IGNORECASE)
+_XML_CLOSE: Final = {name: re.compile(rf"</{name}\s*>", re.IGNORECASE) for name in FIELDS}
 
 # Decoration left around a body: emphasis markers, stray separators, horizontal rules and fences.
 _BODY_LEAD: Final = re.compile(r"(?:[ \t]*(?:\*\*|__|[:：]))+")
@@ -116,10 +117,28 @@ def _pick(found: list[tuple[str, str]]) -> tuple[dict[str, str], list[ContractIs
     return sections, notes
 
 
+def _xml_sections(text: str) -> list[tuple[str, str]]:
+    """Bodies of ``<hook>...</hook>`` style tags (any case, attributes allowed), in text order; linear time."""
+    found: list[tuple[str, str]] = []
+    unclosed: set[str] = set()
+    end = 0
+    for opening in _XML_OPEN.finditer(text):
+        name = opening["name"].lower()
+        if name in unclosed or opening.start() < end:
+            continue  # no closing tag left for this name, or nested inside the previous section
+        closing = _XML_CLOSE[name].search(text, opening.end())
+        if closing is None:
+            unclosed.add(name)
+            continue
+        found.append((name, _clean(text[opening.end() : closing.start()])))
+        end = closing.end()
+    return found
+
+
 def find_sections(text: str) -> tuple[dict[str, str], list[ContractIssue]] | None:
     """Return ``({section: body}, notes)`` for labelled text, or None when it has no section labels."""
     if "</" in text:
-        tagged = [(m["name"].lower(), _clean(m["body"])) for m in _XML_SECTION.finditer(text)]
+        tagged = _xml_sections(text)
         if tagged:
             return _pick(tagged)
     if "\r" in text:
