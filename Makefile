@@ -27,6 +27,7 @@ test: $(VENV)/.test-installed lint typecheck pytest
 lint: $(VENV)/.test-installed
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
+	$(BIN)/marsrag lint src/marsrag/tasks/sample_config
 
 typecheck: $(VENV)/.test-installed
 	$(BIN)/mypy

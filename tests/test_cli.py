@@ -153,9 +153,9 @@ def test_every_command_has_help_ending_with_an_example() -> None:
         assert proc.returncode == 0 and "Example: marsrag" in proc.stdout
 
 
-@pytest.mark.parametrize("args", [("validate", "-"), ("schema",)])
+@pytest.mark.parametrize("args", [("validate", "-"), ("schema",), ("lint",)])
 def test_fast_commands_do_not_import_crewai_or_sqlalchemy(args: tuple[str, ...]) -> None:
-    """validate and schema start without importing CrewAI, SQLAlchemy or the JSON repair library."""
+    """validate, schema and lint start without importing CrewAI, SQLAlchemy or the JSON repair library."""
     probe = (
         "import sys\n"
         "from marsrag.cli import main\n"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -98,6 +99,41 @@ def schema(indent: Annotated[int, typer.Option(min=0, max=8, help="Spaces per in
     from marsrag.contract.schema import loop_output_json_schema
 
     typer.echo(json.dumps(loop_output_json_schema(), indent=indent or None, ensure_ascii=False))
+
+
+@app.command()
+def lint(
+    paths: Annotated[
+        list[Path] | None, typer.Argument(help="YAML files or config folders; default ./config when present.")
+    ] = None,
+    module: Annotated[
+        list[str] | None, typer.Option(help="Lint Python-defined configs: package.module:factory (repeatable).")
+    ] = None,
+    format: Annotated[FormatChoice, typer.Option(help="text (path:line:col: RULE message) or json.")] = (
+        FormatChoice.text
+    ),
+) -> None:
+    """Check narrative task configs against the Loop Contract (rules LC001-LC004, LC1xx).
+
+    Exit 0 when no finding is an error, 1 when any is, 2 when a file cannot be read or is not valid YAML.
+
+    Example: marsrag lint config/ --format json
+    """
+    from marsrag.tasks.lint import has_errors, lint_config
+    from marsrag.tasks.loader import default_config_dir
+    from marsrag.tasks.sources import config_set_from_factory, config_sets_from_paths
+
+    if not paths and not module:
+        paths = [default_config_dir()]
+    config_sets = config_sets_from_paths(paths or [])
+    config_sets += [config_set_from_factory(spec) for spec in module or []]
+    findings = [finding for config in config_sets for finding in lint_config(config)]
+    if format is FormatChoice.json:
+        sys.stdout.write(json.dumps([finding.to_dict() for finding in findings], ensure_ascii=False) + "\n")
+    else:
+        for finding in findings:
+            sys.stdout.write(finding.to_text() + "\n")
+    raise typer.Exit(1 if has_errors(findings) else 0)
 
 
 def _print_json(source: str, result: dict[str, Any]) -> None:

@@ -14,3 +14,7 @@ class ContractVersionError(MarsRAGError, ValueError):
 
 class InputError(MarsRAGError):
     """Input named by the user (a file, a URL, an option) cannot be used."""
+
+
+class ConfigError(MarsRAGError, ValueError):
+    """A config file cannot be used; the message names the file, the line and the key."""

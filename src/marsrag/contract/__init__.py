@@ -5,6 +5,7 @@ Public interface::
     from marsrag.contract import LoopOutput, ValidationResult, validate_output
 """
 
+from marsrag.contract._sections import section_labels
 from marsrag.contract.model import LoopField, LoopOutput
 from marsrag.contract.result import ContractIssue, Mode, Status, ValidationResult
 from marsrag.contract.schema import loop_output_json_schema
@@ -42,5 +43,6 @@ __all__ = [
     "loop_output_json_schema",
     "parse_version",
     "render_expected_output",
+    "section_labels",
     "validate_output",
 ]

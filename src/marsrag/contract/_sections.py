@@ -160,3 +160,8 @@ def find_sections(text: str) -> tuple[dict[str, str], list[ContractIssue]] | Non
             body = _clean(body)
         found.append((name, body))
     return _pick(found)
+
+
+def section_labels(text: str) -> list[tuple[str, int]]:
+    """The section labels at line starts of ``text``, as ``(section, offset)`` in order (used by lint)."""
+    return [(name, start) for start, _, name in _line_labels(text)]

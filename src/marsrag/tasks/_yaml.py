@@ -1,0 +1,130 @@
+"""Reading config YAML safely, keeping where every key came from (file, line, column)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from marsrag.errors import ConfigError
+
+#: Config files larger than this are refused before parsing (they are hand-written YAML, not data).
+MAX_CONFIG_BYTES = 1_048_576
+
+KeyPath = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Position:
+    """A 1-based line and column in a file."""
+
+    line: int
+    column: int
+
+
+@dataclass(frozen=True)
+class ScalarSpan:
+    """Where a scalar value starts, and its YAML style (``|`` and ``>`` for block scalars)."""
+
+    line: int
+    column: int
+    style: str | None
+
+
+@dataclass
+class YamlDoc:
+    """A parsed YAML file: its data, the position of every mapping key and of every scalar value."""
+
+    path: str
+    data: Any
+    positions: dict[KeyPath, Position] = field(default_factory=dict)
+    scalars: dict[KeyPath, ScalarSpan] = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list)
+
+    def line_in_value(self, keys: KeyPath, offset: int, text: str) -> Position:
+        """The position of character ``offset`` of the string value at ``keys`` (exact for ``|`` blocks)."""
+        span = self.scalars.get(keys)
+        if span is None:
+            return self.position(*keys)
+        if span.style == "|":
+            line = span.line + 1 + text.count("\n", 0, offset)
+            source = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+            indent = len(source) - len(source.lstrip())
+            return Position(line, indent + offset - (text.rfind("\n", 0, offset) + 1) + 1)
+        return Position(span.line, span.column)
+
+    def position(self, *keys: str) -> Position:
+        """Where the deepest known key of ``keys`` is (the file start when none is known)."""
+        for end in range(len(keys), 0, -1):
+            found = self.positions.get(keys[:end])
+            if found is not None:
+                return found
+        return Position(1, 1)
+
+
+def _walk(node: yaml.Node, path: KeyPath, doc: YamlDoc, seen: set[int]) -> None:
+    # Aliases share nodes: visiting each node once keeps "billion laughs" documents linear.
+    if id(node) in seen:
+        return
+    seen.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            if isinstance(key_node, yaml.ScalarNode):
+                key_path = (*path, str(key_node.value))
+                mark = key_node.start_mark
+                doc.positions.setdefault(key_path, Position(mark.line + 1, mark.column + 1))
+                _walk(value_node, key_path, doc, seen)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _walk(item, (*path, str(index)), doc, seen)
+    elif isinstance(node, yaml.ScalarNode):
+        mark = node.start_mark
+        doc.scalars.setdefault(path, ScalarSpan(mark.line + 1, mark.column + 1, node.style))
+
+
+def parse_yaml(text: str, path: str) -> YamlDoc:
+    """Parse YAML text with the safe loader, recording key positions.
+
+    Raises:
+        ConfigError: the text is not valid YAML (the message names the file and line).
+    """
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.load(text, Loader=yaml.SafeLoader) if node is not None else None
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else path
+        raise ConfigError(f"{where}: invalid YAML: {error.problem or error.context}") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path}: invalid YAML: {error}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: invalid YAML: nested too deeply") from None
+    doc = YamlDoc(path, data, lines=text.splitlines())
+    if node is not None:
+        _walk(node, (), doc, set())
+    return doc
+
+
+def read_yaml(path: Path, display: str | None = None) -> YamlDoc:
+    """Read and parse a YAML file.
+
+    Raises:
+        ConfigError: the file cannot be read, is too large, or is not valid YAML.
+    """
+    name = display or str(path)
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
+    except IsADirectoryError:
+        raise ConfigError(f"{name}: is a directory") from None
+    except OSError as error:
+        raise ConfigError(f"{name}: cannot read: {error.strerror or error}") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{name}: larger than {MAX_CONFIG_BYTES:,} bytes; config files are refused past that")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{name}: not UTF-8 text (byte {error.start})") from None
+    return parse_yaml(text, name)

@@ -1,0 +1,119 @@
+"""Narrative task, agent and workflow configs: the pydantic models runs are built from.
+
+Defined in Python, or in CrewAI's YAML layout (``agents.yaml``, ``tasks.yaml``) plus ``workflows.yaml``;
+:mod:`marsrag.tasks.loader` reads and checks the files. A task is narrative unless it says
+``narrative: false``; narrative tasks return :class:`~marsrag.contract.LoopOutput`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from marsrag.contract import EXPECTED_OUTPUT_TEMPLATE, LOOP_CONTRACT_VERSION, Mode
+from marsrag.errors import ConfigError
+
+WorkflowKind = Literal["user_facing", "internal"]
+
+#: The name ``output_pydantic`` takes for narrative tasks (also accepted fully qualified).
+LOOP_OUTPUT_NAMES = frozenset({"LoopOutput", "marsrag.contract.LoopOutput", "marsrag.contract.model.LoopOutput"})
+
+#: A task config whose ``agent`` is this is executed by the agent routed from the task before it.
+AUTO_AGENT = "auto"
+
+
+class AgentConfig(BaseModel):
+    """A CrewAI agent: role, goal and backstory as in ``agents.yaml``; other CrewAI agent keys pass through."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    role: str
+    goal: str
+    backstory: str = ""
+    tools: list[str] = Field(default_factory=list)
+    llm: str | None = None
+
+
+class TaskConfig(BaseModel):
+    """A task as in ``tasks.yaml``. Narrative tasks default to the canonical template and contract."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    description: str
+    agent: str
+    narrative: bool = True
+    expected_output: str | None = None
+    output_pydantic: str | None = None
+    loop_contract_version: str | None = None
+    context: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _narrative_defaults(self) -> TaskConfig:
+        # Python-defined narrative tasks get the contract by construction; YAML ones are linted for it.
+        if self.narrative:
+            if self.expected_output is None:
+                self.expected_output = EXPECTED_OUTPUT_TEMPLATE
+            if self.output_pydantic is None:
+                self.output_pydantic = "LoopOutput"
+            if self.loop_contract_version is None:
+                self.loop_contract_version = LOOP_CONTRACT_VERSION
+        return self
+
+    @property
+    def crewai_options(self) -> dict[str, Any]:
+        """Keys beyond MarsRAG's own, passed to ``crewai.Task`` as they are (e.g. ``async_execution``)."""
+        return dict(self.model_extra or {})
+
+
+class WorkflowConfig(BaseModel):
+    """An ordered chain of tasks with its audience (``kind``) and contract strictness (``loop_mode``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    description: str = ""
+    kind: WorkflowKind = "user_facing"
+    loop_mode: Mode | None = None
+    tasks: list[str] = Field(min_length=1)
+
+    @property
+    def effective_loop_mode(self) -> Mode:
+        """``loop_mode`` when set, else the default policy: user-facing hard, internal none (spec section 7)."""
+        if self.loop_mode is not None:
+            return self.loop_mode
+        return "hard" if self.kind == "user_facing" else "none"
+
+
+class ProjectConfig(BaseModel):
+    """Agents, tasks and workflows that reference each other by name."""
+
+    source: str = "<python>"
+    agents: dict[str, AgentConfig] = Field(default_factory=dict)
+    tasks: dict[str, TaskConfig] = Field(default_factory=dict)
+    workflows: dict[str, WorkflowConfig] = Field(default_factory=dict)
+
+    def workflow(self, name: str | None = None) -> WorkflowConfig:
+        """The named workflow, or the first user-facing one (else the first) when ``name`` is None.
+
+        Raises:
+            ConfigError: no such workflow, or none at all.
+        """
+        if name is None:
+            for workflow in self.workflows.values():
+                if workflow.kind == "user_facing":
+                    return workflow
+            if self.workflows:
+                return next(iter(self.workflows.values()))
+            raise ConfigError(f"{self.source}: defines no workflows")
+        try:
+            return self.workflows[name]
+        except KeyError:
+            known = ", ".join(sorted(self.workflows)) or "none"
+            raise ConfigError(f"{self.source}: unknown workflow {name!r} (known: {known})") from None
+
+    def tasks_of(self, workflow: WorkflowConfig) -> list[TaskConfig]:
+        """The workflow's tasks, in order."""
+        return [self.tasks[name] for name in workflow.tasks]

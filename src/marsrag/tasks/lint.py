@@ -1,0 +1,301 @@
+"""Contract lint: rules that keep narrative task configs on the Loop Contract (spec section 6).
+
+Each rule has an id, a severity and a one-line summary; findings carry the file, line and column. LC001-LC004
+are the spec's checks; LC1xx are what a user wants next. Lint never imports CrewAI or SQLAlchemy: it runs in
+editors and pre-commit hooks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from marsrag.contract import EXPECTED_OUTPUT_TEMPLATE, FIELDS, compatibility_problem, section_labels
+from marsrag.tasks.config import AUTO_AGENT, LOOP_OUTPUT_NAMES
+from marsrag.tasks.sources import ConfigSet, Entry
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One lint finding, located in a file."""
+
+    path: str
+    line: int
+    column: int
+    rule: str
+    task: str | None
+    severity: Severity
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The finding as JSON-ready data."""
+        return {
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "rule": self.rule,
+            "task": self.task,
+            "severity": self.severity,
+            "message": self.message,
+        }
+
+    def to_text(self) -> str:
+        """``path:line:col: RULE message``, the format editors and CI annotate."""
+        return f"{self.path}:{self.line}:{self.column}: {self.rule} {self.message}"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A lint rule: id, severity, summary, and the check producing its findings."""
+
+    id: str
+    severity: Severity
+    summary: str
+    check: Callable[[ConfigSet], Iterator[tuple[Entry, str | None, str, int | None]]]
+
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_\-]*)\}")
+_TEMPLATE_FOLDED = " ".join(EXPECTED_OUTPUT_TEMPLATE.split())
+_LABELS = tuple(name.upper() for name in FIELDS)
+
+
+def _mapping(entry: Entry) -> Mapping[str, Any]:
+    return entry.data if isinstance(entry.data, Mapping) else {}
+
+
+def _is_narrative(entry: Entry) -> bool:
+    return entry.kind == "task" and _mapping(entry).get("narrative", True) is not False
+
+
+def _narrative_tasks(config: ConfigSet) -> Iterator[tuple[Entry, Mapping[str, Any]]]:
+    for entry in config.of("task"):
+        if _is_narrative(entry) and isinstance(entry.data, Mapping):
+            yield entry, entry.data
+
+
+def _expected(data: Mapping[str, Any]) -> str | None:
+    value = data.get("expected_output")
+    return value if isinstance(value, str) else None
+
+
+# Each check yields (entry, key the finding points at, message, character offset in that key's value).
+Hit = tuple[Entry, str | None, str, int | None]
+
+
+def _check_order(config: ConfigSet) -> Iterator[Hit]:
+    for entry, data in _narrative_tasks(config):
+        text = _expected(data)
+        if text is None:
+            continue
+        first: dict[str, int] = {}
+        for name, offset in section_labels(text):
+            first.setdefault(name, offset)
+        present = sorted(first, key=first.__getitem__)
+        canonical = [name for name in FIELDS if name in first]
+        if present != canonical:
+            wrong = next(name for name, want in zip(present, canonical, strict=True) if name != want)
+            order = ", ".join(name.upper() for name in present)
+            yield (
+                entry,
+                "expected_output",
+                f"expected_output sections are out of order ({order}); the canonical order is {', '.join(_LABELS)}",
+                first[wrong],
+            )
+
+
+def _check_labels(config: ConfigSet) -> Iterator[Hit]:
+    for entry, data in _narrative_tasks(config):
+        text = _expected(data)
+        if text is None:
+            key = "expected_output" if "expected_output" in data else None
+            yield (
+                entry,
+                key,
+                "expected_output is missing or not text: a narrative task needs the five section "
+                f"labels {', '.join(_LABELS)} (use the canonical template)",
+                None,
+            )
+            continue
+        missing = [name.upper() for name in FIELDS if name not in {label for label, _ in section_labels(text)}]
+        if missing:
+            yield (entry, "expected_output", f"expected_output lacks section label(s) {', '.join(missing)}", None)
+
+
+def _check_version(config: ConfigSet) -> Iterator[Hit]:
+    for entry, data in _narrative_tasks(config):
+        if "loop_contract_version" not in data:
+            yield entry, None, "loop_contract_version is missing", None
+            continue
+        problem = compatibility_problem(data["loop_contract_version"])
+        if problem is not None:
+            yield entry, "loop_contract_version", problem, None
+
+
+def _check_output_pydantic(config: ConfigSet) -> Iterator[Hit]:
+    for entry, data in _narrative_tasks(config):
+        value = data.get("output_pydantic")
+        if value not in LOOP_OUTPUT_NAMES:
+            key = "output_pydantic" if "output_pydantic" in data else None
+            shown = "missing" if value is None else repr(value)
+            yield (
+                entry,
+                key,
+                f"output_pydantic is {shown}; narrative tasks must use LoopOutput (or set narrative: false)",
+                None,
+            )
+
+
+def _check_workflow_tasks(config: ConfigSet) -> Iterator[Hit]:
+    known = config.names("task")
+    for entry in config.of("workflow"):
+        tasks = _mapping(entry).get("tasks")
+        if isinstance(tasks, list):
+            for task in tasks:
+                if isinstance(task, str) and task not in known:
+                    yield entry, "tasks", f"workflow {entry.name!r} names unknown task {task!r}", None
+
+
+def _workflow_mode(data: Mapping[str, Any]) -> str:
+    mode = data.get("loop_mode")
+    if isinstance(mode, str):
+        return mode
+    return "none" if data.get("kind") == "internal" else "hard"
+
+
+def _check_narrative_in_none(config: ConfigSet) -> Iterator[Hit]:
+    narrative = {entry.name for entry, _ in _narrative_tasks(config)}
+    for entry in config.of("workflow"):
+        data = _mapping(entry)
+        tasks = data.get("tasks")
+        if _workflow_mode(data) == "none" and isinstance(tasks, list):
+            for task in tasks:
+                if task in narrative:
+                    yield (
+                        entry,
+                        "tasks",
+                        f"narrative task {task!r} runs in workflow {entry.name!r} with loop_mode "
+                        "none: its contract is not applied (set narrative: false, or loop_mode soft/hard)",
+                        None,
+                    )
+
+
+def _check_placeholders(config: ConfigSet) -> Iterator[Hit]:
+    for entry, data in _narrative_tasks(config):
+        text = _expected(data)
+        for match in _PLACEHOLDER.finditer(text or ""):
+            yield (
+                entry,
+                "expected_output",
+                f"expected_output contains {match.group(0)}: CrewAI interpolates it "
+                "from kickoff inputs and fails when that input is missing (write {{ }} or rephrase)",
+                match.start(),
+            )
+
+
+def _check_agents(config: ConfigSet) -> Iterator[Hit]:
+    agents = config.names("agent")
+    if not agents:
+        return  # no agents in view (a tasks file linted alone): nothing to check against
+    for entry in config.of("task"):
+        agent = _mapping(entry).get("agent")
+        if isinstance(agent, str) and agent != AUTO_AGENT and agent not in agents:
+            yield entry, "agent", f"task {entry.name!r} names unknown agent {agent!r}", None
+
+
+def _check_wording(config: ConfigSet) -> Iterator[Hit]:
+    for entry, data in _narrative_tasks(config):
+        text = _expected(data)
+        if text is not None and _TEMPLATE_FOLDED not in " ".join(text.split()):
+            labels = {label for label, _ in section_labels(text)}
+            if set(FIELDS) <= labels:
+                yield (
+                    entry,
+                    "expected_output",
+                    "expected_output departs from the canonical template's wording "
+                    "(render it with marsrag.contract.render_expected_output)",
+                    None,
+                )
+
+
+_REQUIRED: dict[str, tuple[str, ...]] = {"task": ("description", "agent"), "agent": ("role", "goal")}
+
+
+def _check_shape(config: ConfigSet) -> Iterator[Hit]:
+    for entry in config.entries:
+        if not isinstance(entry.data, Mapping):
+            yield entry, None, f"{entry.kind} {entry.name!r} must be a mapping of settings", None
+            continue
+        for key in _REQUIRED.get(entry.kind, ()):
+            if not isinstance(entry.data.get(key), str) or not entry.data[key].strip():
+                yield entry, key if key in entry.data else None, f"{entry.kind} {entry.name!r} needs {key} (text)", None
+        if entry.kind == "task" and not isinstance(entry.data.get("narrative", True), bool):
+            yield entry, "narrative", "narrative must be true or false", None
+        if entry.kind == "workflow":
+            yield from _workflow_shape(entry)
+
+
+def _workflow_shape(entry: Entry) -> Iterator[Hit]:
+    data = _mapping(entry)
+    tasks = data.get("tasks")
+    if not isinstance(tasks, list) or not tasks or not all(isinstance(task, str) for task in tasks):
+        yield entry, "tasks" if "tasks" in data else None, f"workflow {entry.name!r} needs tasks: a list of names", None
+    elif len(set(tasks)) != len(tasks):
+        yield entry, "tasks", f"workflow {entry.name!r} lists a task twice", None
+    if data.get("kind", "user_facing") not in ("user_facing", "internal"):
+        yield entry, "kind", f"kind must be user_facing or internal, not {data.get('kind')!r}", None
+    if data.get("loop_mode") not in (None, "none", "soft", "hard"):
+        yield entry, "loop_mode", f"loop_mode must be none, soft or hard, not {data.get('loop_mode')!r}", None
+    unknown = sorted(set(data) - {"description", "kind", "loop_mode", "tasks"})
+    if unknown:
+        yield entry, unknown[0], f"workflow {entry.name!r} has unknown key(s) {', '.join(unknown)}", None
+
+
+def _check_user_facing_none(config: ConfigSet) -> Iterator[Hit]:
+    for entry in config.of("workflow"):
+        data = _mapping(entry)
+        if data.get("kind", "user_facing") == "user_facing" and data.get("loop_mode") == "none":
+            yield (
+                entry,
+                "loop_mode",
+                f"user-facing workflow {entry.name!r} has loop_mode none: its answers are not "
+                "held to the contract (the default for user-facing workflows is hard)",
+                None,
+            )
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("LC001", "error", "expected_output sections are not in the canonical order", _check_order),
+    Rule("LC002", "error", "a section label (HOOK, GRIP, PAYOFF, REINFORCE, LOOP) is missing", _check_labels),
+    Rule("LC003", "error", "loop_contract_version is missing, not semver, or incompatible", _check_version),
+    Rule("LC004", "error", "output_pydantic is not LoopOutput for a narrative task", _check_output_pydantic),
+    Rule("LC100", "error", "an entry is malformed (missing or mistyped settings)", _check_shape),
+    Rule("LC101", "error", "a workflow names an unknown task", _check_workflow_tasks),
+    Rule("LC102", "warning", "a narrative task runs in a loop_mode none workflow", _check_narrative_in_none),
+    Rule("LC103", "warning", "expected_output has {placeholders} CrewAI would interpolate", _check_placeholders),
+    Rule("LC104", "error", "a task names an unknown agent", _check_agents),
+    Rule("LC105", "warning", "expected_output departs from the canonical template wording", _check_wording),
+    Rule("LC106", "warning", "a user-facing workflow turns the contract off (loop_mode none)", _check_user_facing_none),
+)
+
+
+def lint_config(config: ConfigSet, rules: Iterable[Rule] = RULES) -> list[Finding]:
+    """Run the rules over one config set; findings sorted by file, line and rule."""
+    findings = [
+        Finding(path, position.line, position.column, "LC100", None, "error", message)
+        for path, position, message in config.problems
+    ]
+    for rule in rules:
+        for entry, key, message, offset in rule.check(config):
+            position = entry.at(key) if offset is None or key is None else entry.at_offset(key, offset)
+            task = entry.name if entry.kind == "task" else None
+            findings.append(Finding(entry.path, position.line, position.column, rule.id, task, rule.severity, message))
+    return sorted(findings, key=lambda f: (f.path, f.line, f.column, f.rule))
+
+
+def has_errors(findings: Iterable[Finding]) -> bool:
+    """Whether any finding has error severity."""
+    return any(finding.severity == "error" for finding in findings)

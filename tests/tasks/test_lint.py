@@ -1,0 +1,180 @@
+"""Contract lint: one small YAML per rule with the exact findings expected, plus the CLI contract."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from marsrag.tasks import RULES, lint_config, sample_config_dir
+from marsrag.tasks.sources import config_set_from_factory, config_sets_from_paths
+
+CASES = Path(__file__).with_name("lint_cases")
+
+# file -> the exact (rule, line, task) findings, in order
+EXPECTED: dict[str, list[tuple[str, int, str | None]]] = {
+    "clean.yaml": [],
+    "lc001_order.yaml": [("LC105", 7, "diagnose"), ("LC001", 9, "diagnose")],
+    "lc002_missing_label.yaml": [("LC002", 7, "diagnose"), ("LC002", 12, "summarize")],
+    "lc003_version.yaml": [("LC003", 2, "no_version"), ("LC003", 16, "not_semver"), ("LC003", 27, "newer_minor")],
+    "lc004_output_pydantic.yaml": [("LC004", 5, "wrong_model"), ("LC004", 13, "no_model")],
+    "lc100_malformed.yaml": [
+        ("LC100", 2, "no_agent"),
+        ("LC100", 5, "broken"),
+        ("LC100", 8, None),
+        ("LC100", 9, None),
+        ("LC100", 10, None),
+        ("LC100", 11, None),
+    ],
+    "lc101_unknown_task.yaml": [("LC101", 9, None)],
+    "lc102_narrative_in_none.yaml": [("LC102", 16, None)],
+    "lc103_placeholder.yaml": [("LC103", 13, "diagnose")],
+    "lc104_unknown_agent.yaml": [("LC104", 8, "diagnose")],
+    "lc105_wording.yaml": [("LC105", 7, "diagnose")],
+    "lc106_user_facing_none.yaml": [("LC106", 9, None)],
+}
+
+
+def lint_file(name: str) -> list[tuple[str, int, str | None]]:
+    (config,) = config_sets_from_paths([CASES / name])
+    return [(finding.rule, finding.line, finding.task) for finding in lint_config(config)]
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_rule_findings_are_exact(name: str) -> None:
+    """Each case file yields exactly its findings: rule, line and task."""
+    assert lint_file(name) == EXPECTED[name]
+
+
+def test_every_rule_has_a_case_file() -> None:
+    """No rule goes untested: each id appears in some case's expected findings."""
+    tested = {rule for findings in EXPECTED.values() for rule, _, _ in findings}
+    assert {rule.id for rule in RULES} <= tested
+
+
+def test_spec_rules_are_errors() -> None:
+    """LC001-LC004 are errors, as the spec's lint checks."""
+    assert {rule.id: rule.severity for rule in RULES if rule.id <= "LC004"} == dict.fromkeys(
+        ["LC001", "LC002", "LC003", "LC004"], "error"
+    )
+
+
+def test_columns_point_into_block_scalars() -> None:
+    """A finding inside a | block points at the label or placeholder itself."""
+    (config,) = config_sets_from_paths([CASES / "lc103_placeholder.yaml"])
+    (finding,) = lint_config(config)
+    assert (finding.line, finding.column) == (13, 17)
+
+
+def test_shipped_sample_config_is_clean() -> None:
+    """The sample config inside the package passes every rule."""
+    (config,) = config_sets_from_paths([sample_config_dir()])
+    assert lint_config(config) == []
+
+
+def test_standard_file_is_linted_with_its_siblings(tmp_path: Path) -> None:
+    """tasks.yaml named alone still sees agents.yaml beside it for the unknown-agent rule."""
+    (tmp_path / "agents.yaml").write_text("analyst:\n  role: A\n  goal: B\n")
+    (tmp_path / "tasks.yaml").write_text("facts:\n  description: D\n  agent: nobody\n  narrative: false\n")
+    (config,) = config_sets_from_paths([tmp_path / "tasks.yaml"])
+    assert [(f.rule, f.path.endswith("tasks.yaml")) for f in lint_config(config)] == [("LC104", True)]
+
+
+def test_python_factory_configs_are_linted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--module configs are checked by the same rules and located at the factory."""
+    (tmp_path / "my_tasks.py").write_text(
+        textwrap.dedent("""
+        from marsrag.tasks import TaskConfig
+
+        def tasks():
+            return [
+                TaskConfig(name="good", description="d", agent="a"),
+                TaskConfig(name="bad", description="d", agent="a", expected_output="HOOK: x\\nLOOP: y"),
+            ]
+    """)
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = config_set_from_factory("my_tasks:tasks")
+    assert [(f.rule, f.task, f.line) for f in lint_config(config)] == [("LC002", "bad", 4)]
+
+
+def run_lint(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(cwd or ""), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run(
+        [sys.executable, "-m", "marsrag", "lint", *args], capture_output=True, cwd=cwd, env=env, check=False
+    )
+    return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode(), proc.stderr.decode())
+
+
+def test_cli_text_format_and_exit_codes() -> None:
+    """Text lines are path:line:col: RULE message; errors exit 1, warnings alone exit 0."""
+    errors = run_lint(str(CASES / "lc104_unknown_agent.yaml"))
+    assert errors.returncode == 1
+    assert errors.stdout.strip().endswith(
+        "lc104_unknown_agent.yaml:8:5: LC104 task 'diagnose' names unknown agent 'detective'"
+    )
+    warnings = run_lint(str(CASES / "lc103_placeholder.yaml"))
+    assert warnings.returncode == 0 and ": LC103 " in warnings.stdout
+    assert run_lint(str(CASES / "clean.yaml")).returncode == 0
+
+
+def test_cli_json_format() -> None:
+    """JSON is a list of objects with path, line, column, rule, task, severity, message."""
+    proc = run_lint(str(CASES / "lc004_output_pydantic.yaml"), "--format", "json")
+    findings = json.loads(proc.stdout)
+    assert proc.returncode == 1
+    assert [set(f) for f in findings] == [{"path", "line", "column", "rule", "task", "severity", "message"}] * 2
+    assert [(f["rule"], f["line"], f["severity"]) for f in findings] == [("LC004", 5, "error"), ("LC004", 13, "error")]
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [("tasks: [unclosed\n", "invalid YAML"), ("a: b\n\tc: d\n", "invalid YAML"), (None, "no such file")],
+)
+def test_cli_unreadable_or_invalid_yaml_exits_2(tmp_path: Path, content: str | None, needle: str) -> None:
+    """Bad YAML or a missing file: one line naming the file, exit 2, no traceback."""
+    path = tmp_path / "tasks.yaml"
+    if content is not None:
+        path.write_text(content)
+    proc = run_lint(str(path))
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1 and needle in proc.stderr and str(path) in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_cli_defaults_to_config_folder_when_present(tmp_path: Path) -> None:
+    """With no PATH, lint reads ./config."""
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "workflows.yaml").write_text("w:\n  tasks: [missing]\n")
+    proc = run_lint(cwd=tmp_path)
+    assert proc.returncode == 1 and "LC101" in proc.stdout and "config/workflows.yaml:2:3" in proc.stdout
+
+
+def test_cli_module_option(tmp_path: Path) -> None:
+    """--module lints a Python factory; a broken spec is a usage error."""
+    (tmp_path / "factory_mod.py").write_text(
+        "from marsrag.tasks import TaskConfig\n"
+        "def make():\n    return [TaskConfig(name='t', description='d', agent='a', output_pydantic='Other')]\n"
+    )
+    proc = run_lint("--module", "factory_mod:make", cwd=tmp_path)
+    assert proc.returncode == 1 and "factory_mod:make:2:1: LC004" in proc.stdout
+    bad = run_lint("--module", "no_such_module:make", cwd=tmp_path)
+    assert bad.returncode == 2 and "cannot import" in bad.stderr
+
+
+def test_yaml_bombs_and_huge_files_are_refused(tmp_path: Path) -> None:
+    """Alias bombs lint in linear time; files over the size limit are refused with exit 2."""
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
+        for i in range(20)
+    )
+    (tmp_path / "bomb.yaml").write_text(bomb)
+    assert run_lint(str(tmp_path / "bomb.yaml")).returncode in (0, 1)
+    (tmp_path / "huge.yaml").write_text("x: " + "y" * 2_000_000 + "\n")
+    proc = run_lint(str(tmp_path / "huge.yaml"))
+    assert proc.returncode == 2 and "larger than" in proc.stderr
