@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 _SANDBOX = Path(tempfile.mkdtemp(prefix="marsrag-tests-"))
-for _name in ("home", "xdg-data", "xdg-config", "xdg-cache", "crewai"):
+for _name in ("home", "xdg-data", "xdg-config", "xdg-cache", "crewai", "marsrag"):
     (_SANDBOX / _name).mkdir()
 os.environ.update(
     HOME=str(_SANDBOX / "home"),
@@ -21,6 +21,7 @@ os.environ.update(
     XDG_CONFIG_HOME=str(_SANDBOX / "xdg-config"),
     XDG_CACHE_HOME=str(_SANDBOX / "xdg-cache"),
     CREWAI_STORAGE_DIR=str(_SANDBOX / "crewai"),
+    MARSRAG_HOME=str(_SANDBOX / "marsrag"),
     CREWAI_DISABLE_TELEMETRY="true",
     CREWAI_TRACING_ENABLED="false",
     OTEL_SDK_DISABLED="true",

@@ -1,0 +1,1 @@
+"""Bindings to other frameworks. Each module imports its framework lazily: import them only when needed."""

@@ -1,0 +1,92 @@
+"""The binding to CrewAI: contract-bound tasks, a local converter and the lenient transport model.
+
+Importing this module imports CrewAI (seconds), after :func:`prepare_crewai_environment` has made it
+offline. Only code that runs crews imports it; ``validate``, ``schema`` and ``lint`` never do.
+
+How a narrative task is bound (see CREWAI_NOTES for the CrewAI behaviour each choice answers):
+
+- ``output_pydantic=LoopOutput``: the task's typed output.
+- ``response_model=LoopOutputDraft``: what the agent asks the provider for. It has the five string fields
+  and no constraints, so providers with native structured output return a near-miss instead of rejecting
+  it inside the call, and our guardrail gets to repair it.
+- ``converter_cls=LocalConverter``: CrewAI's conversion step parses with :func:`validate_output` and never
+  calls the LLM (CrewAI's own converter spends up to three blind calls on text it could have parsed).
+- ``guardrail=ContractGuardrail`` with ``guardrail_max_retries=1``: exactly one repair attempt, with the
+  validation errors fed back; after it the task completes and its failed status is recorded instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marsrag.integrations.crewai_env import prepare_crewai_environment
+
+prepare_crewai_environment()
+
+import crewai  # noqa: E402 - must follow the environment set-up above
+from crewai.utilities.converter import Converter, ConverterError  # noqa: E402
+from pydantic import BaseModel, Field  # noqa: E402
+
+from marsrag.contract import LoopOutput, validate_output  # noqa: E402
+
+Agent = crewai.Agent
+Crew = crewai.Crew
+Process = crewai.Process
+BaseLLM = crewai.BaseLLM
+TaskOutput = crewai.TaskOutput
+
+
+class LoopOutputDraft(BaseModel):
+    """The lenient transport shape: the five fields as plain strings, no constraints.
+
+    Used as the provider-facing ``response_model`` so a near-miss reaches the contract guardrail.
+    """
+
+    hook: str = Field(description="HOOK: one clear tension or stakes statement anchored to the user goal.")
+    grip: str = Field(description="GRIP: the key insight, mechanism, or diagnosis.")
+    payoff: str = Field(description="PAYOFF: specific value, recommendation, or resolution.")
+    reinforce: str = Field(description="REINFORCE: evidence, constraints, or practical framing.")
+    loop: str = Field(description="LOOP: the best next question or action.")
+
+
+class LocalConverter(Converter):
+    """CrewAI converter that parses locally with the contract and never calls an LLM."""
+
+    # Returning (not raising) ConverterError is deliberate: CrewAI then keeps the raw text and the guardrail
+    # decides, whereas a raised error would fail the task before the guardrail sees the answer.
+    def to_pydantic(self, current_attempt: int = 1) -> BaseModel | ConverterError:  # type: ignore[override]
+        """The LoopOutput in the text, or a ConverterError (CrewAI then keeps the raw text)."""
+        result = validate_output(self.text)
+        if result.model is not None:
+            return result.model
+        return ConverterError(f"not a valid LoopOutput: {result.errors[0].message if result.errors else ''}")
+
+    def to_json(self, current_attempt: int = 1) -> dict[str, Any] | ConverterError:  # type: ignore[override]
+        """Like :meth:`to_pydantic`, as a dict."""
+        model = self.to_pydantic(current_attempt)
+        return model if isinstance(model, ConverterError) else model.model_dump()
+
+
+class ContractTask(crewai.Task):
+    """A CrewAI Task carrying MarsRAG's metadata as declared fields.
+
+    CrewAI's Task drops unknown keyword arguments; declared fields survive ``Crew.copy()``, ``config=`` and
+    ``model_dump``.
+    """
+
+    loop_contract_version: str | None = Field(default=None, description="Loop Contract version (None: no contract).")
+    loop_mode: str = Field(default="hard", description="none | soft | hard")
+    marsrag_task: str | None = Field(default=None, description="The MarsRAG task config this task was built from.")
+
+
+__all__ = [
+    "Agent",
+    "BaseLLM",
+    "ContractTask",
+    "Crew",
+    "LocalConverter",
+    "LoopOutput",
+    "LoopOutputDraft",
+    "Process",
+    "TaskOutput",
+]

@@ -1,0 +1,30 @@
+"""Keep CrewAI offline and contained: environment set before CrewAI is ever imported.
+
+CrewAI phones home (telemetry, tracing) and writes files under the home directory unless told otherwise;
+MarsRAG runs with no network and keeps CrewAI's files in its own data directory.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from marsrag.paths import data_dir
+
+# Any of these means the user configured OpenTelemetry themselves: then the SDK stays enabled.
+_OTEL_CONFIGURED = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_TRACES_EXPORTER")
+
+
+def prepare_crewai_environment(base: Path | None = None) -> Path:
+    """Set CrewAI's telemetry, tracing and storage variables; return CrewAI's storage directory.
+
+    Must run before ``import crewai`` (CrewAI reads them at import time). Idempotent.
+    """
+    storage = (base or data_dir()) / "crewai"
+    storage.mkdir(parents=True, exist_ok=True)
+    os.environ["CREWAI_DISABLE_TELEMETRY"] = "true"
+    os.environ["CREWAI_TRACING_ENABLED"] = "false"
+    os.environ["CREWAI_STORAGE_DIR"] = str(storage.resolve())
+    if not any(os.environ.get(name) for name in _OTEL_CONFIGURED):
+        os.environ["OTEL_SDK_DISABLED"] = "true"
+    return storage

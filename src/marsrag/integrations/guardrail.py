@@ -1,0 +1,90 @@
+"""The contract guardrail: validate each attempt, allow one repair, never make CrewAI raise.
+
+It works on CrewAI's ``TaskOutput`` by duck typing (``raw``, ``pydantic``, ``model_copy``), so it is tested
+and usable without importing CrewAI. Attempts are kept on the guardrail, in order, for the runtime to store.
+"""
+
+# No "from __future__ import annotations" here: CrewAI inspects the guardrail's return annotation at
+# runtime and accepts only a real tuple[bool, Any], not its string form.
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from marsrag.contract import FIELDS, Mode, ValidationResult, validate_output
+
+#: How many attempts a contract task gets: its first answer and one repair.
+MAX_ATTEMPTS = 2
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One validated answer of a task: its number (1 = first answer, 2 = repair), raw text and verdict."""
+
+    number: int
+    raw: str
+    result: ValidationResult
+
+    @property
+    def is_repair(self) -> bool:
+        """Whether this attempt was the repair."""
+        return self.number > 1
+
+
+def needs_repair(result: ValidationResult) -> bool:
+    """Whether a result is repaired under its mode: hard repairs anything not valid, soft only failed."""
+    return not result.completes
+
+
+def repair_instructions(result: ValidationResult) -> str:
+    """The feedback given to the agent for its one repair attempt: what failed and what to return."""
+    problems = "; ".join(
+        issue.message for issue in result.errors if issue.field is not None or not result.passing_fields
+    )
+    if not problems:
+        problems = "; ".join(issue.message for issue in result.errors)
+    kept = [name.upper() for name in result.passing_fields]
+    keep = f" Keep the sections that passed ({', '.join(kept)}) as they were." if kept else ""
+    return (
+        f"the answer does not satisfy the Loop Contract ({result.status}): {problems}.{keep} Return all five "
+        f"sections {', '.join(name.upper() for name in FIELDS)}, each non-empty, 1-4 sentences and at most 800 "
+        "characters, as one JSON object with those keys in lower case."
+    )
+
+
+class ContractGuardrail:
+    """A CrewAI task guardrail enforcing the Loop Contract under a loop mode, with exactly one repair.
+
+    Give CrewAI the bound :meth:`check` as ``guardrail``, with ``guardrail_max_retries=1``. The first attempt
+    that needs repair returns ``(False, feedback)``; every other attempt returns ``(True, output)`` with
+    ``output.pydantic`` set to the LoopOutput when valid (else None), so CrewAI never raises for the
+    contract: the runtime reads :attr:`attempts` and decides.
+    """
+
+    def __init__(self, mode: Mode = "hard", on_attempt: "Callable[[Attempt], None] | None" = None) -> None:
+        if mode == "none":
+            raise ValueError("loop_mode none tasks have no contract guardrail")
+        self.mode: Mode = mode
+        self.on_attempt = on_attempt
+        self.attempts: list[Attempt] = []
+        self._lock = threading.Lock()
+
+    @property
+    def final(self) -> Attempt | None:
+        """The last attempt, whose verdict is the task's."""
+        return self.attempts[-1] if self.attempts else None
+
+    def check(self, output: Any) -> tuple[bool, Any]:
+        """Validate one attempt (CrewAI calls this bound method: it reads a guardrail's source for events)."""
+        result = validate_output(output, mode=self.mode)
+        raw = output.raw if isinstance(getattr(output, "raw", None), str) else ""
+        with self._lock:
+            attempt = Attempt(len(self.attempts) + 1, raw, result)
+            self.attempts.append(attempt)
+        if self.on_attempt is not None:
+            self.on_attempt(attempt)
+        if attempt.number < MAX_ATTEMPTS and needs_repair(result):
+            return False, repair_instructions(result)
+        model = result.model
+        update = {"pydantic": model, "json_dict": model.model_dump() if model is not None else None}
+        return True, output.model_copy(update=update)
