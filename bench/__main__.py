@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import os
 import platform
+import tempfile
 
-from bench import contract_bench
 from bench._timing import pin_to_one_core
 
 
 def main() -> None:
-    """Run all benchmarks."""
-    print(f"MarsRAG benchmarks on Python {platform.python_version()}, {platform.machine()}; {pin_to_one_core()}")
-    contract_bench.run()
+    """Run all benchmarks in a throwaway home, so CrewAI's files land nowhere that lasts."""
+    with tempfile.TemporaryDirectory(prefix="marsrag-bench-") as home:
+        os.environ.update(
+            HOME=home, XDG_DATA_HOME=f"{home}/data", XDG_CONFIG_HOME=f"{home}/config", MARSRAG_HOME=f"{home}/marsrag"
+        )
+        from bench import contract_bench, crewai_bench
+
+        print(f"MarsRAG benchmarks on Python {platform.python_version()}, {platform.machine()}; {pin_to_one_core()}")
+        contract_bench.run()
+        crewai_bench.run()
 
 
 if __name__ == "__main__":
