@@ -20,35 +20,20 @@ from pathlib import Path
 
 import json_repair
 
+from bench._samples import CLEAN, CONTENT, labelled
 from bench._timing import Report, compare, rate
-from marsrag.contract import FIELDS, LoopOutput, validate_output
+from marsrag.contract import LoopOutput, validate_output
 from marsrag.contract.rules import MAX_INPUT_CHARS
-
-CONTENT = {
-    "hook": "Three of your five API regions breached their latency SLO this week.",
-    "grip": "Every breach started within ten minutes of a cache node restart, so cold caches are the common cause.",
-    "payoff": "Stagger cache restarts and pre-warm each node from a snapshot before it rejoins the pool.",
-    "reinforce": "Pre-warmed nodes reached a 95% hit rate in two minutes in staging, versus forty minutes cold.",
-    "loop": "Should we pre-warm from the latest snapshot or from a replayed traffic sample?",
-}
-CLEAN = json.dumps(CONTENT)
-
-
-def _labelled(fmt: str, sep: str = "\n") -> str:
-    return sep.join(
-        fmt.format(n=n, L=name.upper(), T=name.title(), v=CONTENT[name]) for n, name in enumerate(FIELDS, 1)
-    )
-
 
 NO_REPAIR_FORMS = {
     "fenced json after prose": f"Here you go:\n```json\n{json.dumps(CONTENT, indent=2)}\n```",
     "prose around json": f"Sure! Here is the answer: {CLEAN}\nLet me know if you need more.",
     "crewai Final Answer": f"Thought: I now know the final answer\nFinal Answer: {CLEAN}",
-    "template labels": _labelled("{n}. {L}: {v}"),
-    "bold labels": _labelled("**{T}:** {v}", "\n\n"),
-    "markdown headings": _labelled("## {T}\n{v}", "\n\n"),
-    "xml tags": _labelled("<{n_}>{v}</{n_}>".replace("{n_}", "{T}")),
-    "inline labels": _labelled("{T}: {v}", " "),
+    "template labels": labelled("{n}. {L}: {v}"),
+    "bold labels": labelled("**{T}:** {v}", "\n\n"),
+    "markdown headings": labelled("## {T}\n{v}", "\n\n"),
+    "xml tags": labelled("<{T}>{v}</{T}>"),
+    "inline labels": labelled("{T}: {v}", " "),
 }
 REPAIR_FORMS = {
     "trailing comma": CLEAN[:-1] + ",}",

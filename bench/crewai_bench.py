@@ -17,31 +17,21 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench._samples import CLEAN, CONTENT, labelled
 from bench._timing import Report
-from marsrag.contract import EXPECTED_OUTPUT_TEMPLATE, FIELDS, LoopOutput
+from marsrag.contract import EXPECTED_OUTPUT_TEMPLATE, LoopOutput
 from marsrag.tasks import ProjectConfig, WorkflowConfig, load_config, sample_config_dir
 
-CONTENT = {
-    "hook": "Three of your five API regions breached their latency SLO this week.",
-    "grip": "Every breach started within ten minutes of a cache node restart, so cold caches are the cause.",
-    "payoff": "Stagger cache restarts and pre-warm each node from a snapshot before it rejoins the pool.",
-    "reinforce": "Pre-warmed nodes reached a 95% hit rate in two minutes in staging, versus forty minutes cold.",
-    "loop": "Should we pre-warm from the latest snapshot or from a replayed traffic sample?",
-}
-VALID = json.dumps(CONTENT)
-
-
-def _labels(fmt: str, sep: str = "\n") -> str:
-    return sep.join(fmt.format(L=n.upper(), T=n.title(), i=i, v=CONTENT[n]) for i, n in enumerate(FIELDS, 1))
+VALID = CLEAN
 
 
 # name -> (replayed outputs, whether the first answer is recoverable without a repair)
 FORMS: dict[str, tuple[list[str], bool]] = {
     "clean JSON": ([VALID], True),
     "JSON in a fence after prose": (["Here you go:\n```json\n" + json.dumps(CONTENT, indent=2) + "\n```"], True),
-    "bold labels": ([_labels("**{T}:** {v}", "\n\n")], True),
-    "numbered template labels": ([_labels("{i}. {L}: {v}")], True),
-    "markdown headings": ([_labels("## {T}\n{v}", "\n\n")], True),
+    "bold labels": ([labelled("**{T}:** {v}", "\n\n")], True),
+    "numbered template labels": ([labelled("{n}. {L}: {v}")], True),
+    "markdown headings": ([labelled("## {T}\n{v}", "\n\n")], True),
     "python dict, trailing comma": (["{" + ", ".join(f"'{k}': '{v}'" for k, v in CONTENT.items()) + ",}"], True),
     "missing closing brace": ([VALID[:-1]], True),
     "missing field, then valid": ([json.dumps({k: v for k, v in CONTENT.items() if k != "grip"}), VALID], False),
