@@ -18,3 +18,15 @@ class InputError(MarsRAGError):
 
 class ConfigError(MarsRAGError, ValueError):
     """A config file cannot be used; the message names the file, the line and the key."""
+
+
+class StoreError(MarsRAGError):
+    """The run store cannot be reached or used (bad URL, database down, failed migration)."""
+
+
+class RunNotFoundError(StoreError, LookupError):
+    """No run has that id."""
+
+
+class IncompatibleRecordError(StoreError):
+    """A stored record was made under a contract major version this MarsRAG cannot read."""

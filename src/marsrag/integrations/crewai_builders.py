@@ -19,7 +19,7 @@ from marsrag.integrations.crewai import (
     Process,
 )
 from marsrag.integrations.guardrail import ContractGuardrail
-from marsrag.tasks.config import AgentConfig, ProjectConfig, TaskConfig, WorkflowConfig
+from marsrag.tasks.config import AUTO_AGENT, AgentConfig, ProjectConfig, TaskConfig, WorkflowConfig
 
 #: expected_output of a task that runs without the contract (loop_mode none, or narrative: false).
 MACHINE_FIRST_OUTPUT = "The result as plain data for the next step: no narrative sections, no commentary."
@@ -48,6 +48,7 @@ class BuiltCrew:
     loop_mode: Mode
     crew: Any
     tasks: list[BuiltTask]
+    agents: dict[str, Any]
 
     def kickoff(self, inputs: dict[str, Any] | None = None) -> Any:
         """Run the crew (``inputs`` fill ``{placeholders}`` such as ``{goal}``)."""
@@ -108,20 +109,24 @@ def build_crew(project: ProjectConfig, workflow: str | None = None, llm: Any = N
     """A sequential crew for a workflow: fresh agents and tasks, each task given the prior one as context."""
     chosen = project.workflow(workflow)
     mode = chosen.effective_loop_mode
-    agents: dict[str, Any] = {}
+    configs = project.tasks_of(chosen)
+    # A task with agent: auto is run by whichever agent the loop before it routes to, so every agent must
+    # be in the crew; it starts with the first registered agent until a route says otherwise.
+    routed = any(config.agent == AUTO_AGENT for config in configs)
+    names = list(project.agents) if routed else list(dict.fromkeys(config.agent for config in configs))
+    agents = {name: build_agent(project.agents[name], llm) for name in names}
     built: list[BuiltTask] = []
-    for config in project.tasks_of(chosen):
-        if config.agent not in agents:
-            agents[config.agent] = build_agent(project.agents[config.agent], llm)
+    for config in configs:
+        agent = agents[names[0]] if config.agent == AUTO_AGENT else agents[config.agent]
         context = [built[-1].task] if built else None
-        built.append(build_task(config, agents[config.agent], mode, context))
+        built.append(build_task(config, agent, mode, context))
     crew = Crew(
         agents=list(agents.values()),
         tasks=[item.task for item in built],
         process=Process.sequential,
         verbose=False,
     )
-    return BuiltCrew(chosen, mode, crew, built)
+    return BuiltCrew(chosen, mode, crew, built, agents)
 
 
 __all__ = ["FIELDS", "BuiltCrew", "BuiltTask", "build_agent", "build_crew", "build_task"]

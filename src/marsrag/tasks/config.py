@@ -36,6 +36,15 @@ class AgentConfig(BaseModel):
     llm: str | None = None
 
 
+class ToolConfig(BaseModel):
+    """A tool the loop can route to (``tools.yaml``): its name and what it does."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    description: str
+
+
 class TaskConfig(BaseModel):
     """A task as in ``tasks.yaml``. Narrative tasks default to the canonical template and contract."""
 
@@ -92,6 +101,7 @@ class ProjectConfig(BaseModel):
 
     source: str = "<python>"
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
+    tools: dict[str, ToolConfig] = Field(default_factory=dict)
     tasks: dict[str, TaskConfig] = Field(default_factory=dict)
     workflows: dict[str, WorkflowConfig] = Field(default_factory=dict)
 

@@ -221,7 +221,11 @@ def _check_wording(config: ConfigSet) -> Iterator[Hit]:
                 )
 
 
-_REQUIRED: dict[str, tuple[str, ...]] = {"task": ("description", "agent"), "agent": ("role", "goal")}
+_REQUIRED: dict[str, tuple[str, ...]] = {
+    "task": ("description", "agent"),
+    "agent": ("role", "goal"),
+    "tool": ("description",),
+}
 
 
 def _check_shape(config: ConfigSet) -> Iterator[Hit]:

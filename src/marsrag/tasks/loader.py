@@ -9,11 +9,16 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from marsrag.errors import ConfigError
-from marsrag.tasks.config import AgentConfig, ProjectConfig, TaskConfig, WorkflowConfig
+from marsrag.tasks.config import AgentConfig, ProjectConfig, TaskConfig, ToolConfig, WorkflowConfig
 from marsrag.tasks.lint import lint_config
 from marsrag.tasks.sources import ConfigSet, Entry, config_sets_from_paths
 
-_MODELS: dict[str, type[BaseModel]] = {"agent": AgentConfig, "task": TaskConfig, "workflow": WorkflowConfig}
+_MODELS: dict[str, type[BaseModel]] = {
+    "agent": AgentConfig,
+    "tool": ToolConfig,
+    "task": TaskConfig,
+    "workflow": WorkflowConfig,
+}
 
 
 def sample_config_dir() -> Path:
@@ -51,10 +56,16 @@ def project_from_set(config: ConfigSet) -> ProjectConfig:
     if errors:
         more = f" (and {len(errors) - 1} more: run marsrag lint)" if len(errors) > 1 else ""
         raise ConfigError(errors[0].to_text() + more)
-    built: dict[str, dict[str, Any]] = {"agent": {}, "task": {}, "workflow": {}}
+    built: dict[str, dict[str, Any]] = {kind: {} for kind in _MODELS}
     for entry in config.entries:
         built[entry.kind][entry.name] = _build(entry)
-    return ProjectConfig(source=config.label, agents=built["agent"], tasks=built["task"], workflows=built["workflow"])
+    return ProjectConfig(
+        source=config.label,
+        agents=built["agent"],
+        tools=built["tool"],
+        tasks=built["task"],
+        workflows=built["workflow"],
+    )
 
 
 def _build(entry: Entry) -> BaseModel:

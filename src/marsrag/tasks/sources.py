@@ -16,9 +16,9 @@ from typing import Any, Literal
 from marsrag.errors import ConfigError
 from marsrag.tasks._yaml import Position, YamlDoc, read_yaml
 
-EntryKind = Literal["agent", "task", "workflow"]
-_KIND_BY_STEM: dict[str, EntryKind] = {"agents": "agent", "tasks": "task", "workflows": "workflow"}
-_SECTION_KIND: dict[str, EntryKind] = {"agents": "agent", "tasks": "task", "workflows": "workflow"}
+EntryKind = Literal["agent", "tool", "task", "workflow"]
+_KIND_BY_STEM: dict[str, EntryKind] = {"agents": "agent", "tools": "tool", "tasks": "task", "workflows": "workflow"}
+_SECTION_KIND = _KIND_BY_STEM
 YAML_SUFFIXES = (".yaml", ".yml")
 
 
@@ -66,7 +66,7 @@ class ConfigSet:
 
 def _infer_kind(value: Any) -> EntryKind:
     if isinstance(value, Mapping):
-        if "tasks" in value and "description" not in value:
+        if "tasks" in value:
             return "workflow"
         if "role" in value or "goal" in value:
             return "agent"
@@ -134,7 +134,7 @@ def config_set_from_factory(spec: str) -> ConfigSet:
     Raises:
         ConfigError: the spec is malformed, the module or function cannot be imported, or it fails.
     """
-    from marsrag.tasks.config import AgentConfig, ProjectConfig, TaskConfig, WorkflowConfig
+    from marsrag.tasks.config import AgentConfig, ProjectConfig, TaskConfig, ToolConfig, WorkflowConfig
 
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
@@ -155,12 +155,17 @@ def config_set_from_factory(spec: str) -> ConfigSet:
     items = produced.agents.values() if isinstance(produced, ProjectConfig) else []
     models: list[Any] = list(items)
     if isinstance(produced, ProjectConfig):
-        models += [*produced.tasks.values(), *produced.workflows.values()]
+        models += [*produced.tools.values(), *produced.tasks.values(), *produced.workflows.values()]
     elif isinstance(produced, Mapping):
         models += list(produced.values())
     else:
         models += list(produced)
-    kinds: dict[type, EntryKind] = {AgentConfig: "agent", TaskConfig: "task", WorkflowConfig: "workflow"}
+    kinds: dict[type, EntryKind] = {
+        AgentConfig: "agent",
+        ToolConfig: "tool",
+        TaskConfig: "task",
+        WorkflowConfig: "workflow",
+    }
     for model in models:
         kind = kinds.get(type(model))
         if kind is None:

@@ -1,0 +1,76 @@
+"""The transition planner: the next task's hook from the prior task's stored state, with no LLM call.
+
+The one repair already happened at the task (the contract guardrail); the planner only reads its outcome:
+
+- prior valid on its first attempt: hook = prior.loop, mode ``direct``;
+- prior valid after its repair: hook = the repaired loop, mode ``repair``;
+- prior still invalid after its repair, or missing: the fallback question, mode ``fallback``.
+
+In soft mode a partial prior whose ``loop`` passes hands it on (``direct``, or ``repair`` after a repair);
+the fallback is used only when the loop itself is missing or invalid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from marsrag.runtime.state import FALLBACK_HOOK, TaskState, TransitionMode
+
+
+@dataclass(frozen=True)
+class PlannedTransition:
+    """The planner's output: the next hook, how it was obtained, and why, for a person."""
+
+    hook: str
+    mode: TransitionMode
+    reason: str
+
+
+def _failed_fields(prior: TaskState) -> list[str]:
+    fields = [issue.field for issue in prior.validation.errors if issue.field]
+    return list(dict.fromkeys(fields))
+
+
+def _first_attempt_problem(prior: TaskState) -> str:
+    first = prior.attempts[0] if prior.attempts else None
+    if first is None or not first.errors:
+        return "first attempt invalid"
+    fields = list(dict.fromkeys(issue.field or "output" for issue in first.errors))
+    return f"first attempt: {', '.join(fields)} failed"
+
+
+def plan_transition(prior: TaskState | None, target: str | None = None) -> PlannedTransition:
+    """Plan the handoff from ``prior`` (its final, stored state) to the next task.
+
+    Args:
+        prior: the prior task's state with its attempts, or None when it has none (it never completed).
+        target: the next task's id, only used in the reason.
+    """
+    to = f" to {target}" if target else ""
+    if prior is None:
+        return PlannedTransition(FALLBACK_HOOK, "fallback", f"prior task has no stored output{to}")
+    status = prior.validation.status
+    if status == "skipped":
+        return PlannedTransition(
+            FALLBACK_HOOK, "fallback", "prior task ran without the contract (loop_mode none): no loop to hand on"
+        )
+    repaired = len(prior.attempts) > 1
+    loop = prior.loop_output.loop
+    failed = _failed_fields(prior)
+    loop_usable = loop is not None and "loop" not in failed and (status == "valid" or prior.loop_mode == "soft")
+    if loop_usable and loop is not None:
+        if status == "valid":
+            if repaired:
+                return PlannedTransition(
+                    loop, "repair", f"prior output valid after its repair ({_first_attempt_problem(prior)})"
+                )
+            return PlannedTransition(loop, "direct", "prior output valid")
+        detail = f"prior output partial (fields {', '.join(failed)} failed); its loop is valid"
+        return PlannedTransition(
+            loop, "repair" if repaired else "direct", detail + (" after repair" if repaired else "")
+        )
+    after = " after repair" if repaired else ""
+    if not failed:
+        return PlannedTransition(FALLBACK_HOOK, "fallback", f"prior output {status}{after}: no loop")
+    ordered = (["loop"] if "loop" in failed else []) + [name for name in failed if name != "loop"]
+    return PlannedTransition(FALLBACK_HOOK, "fallback", f"fields {', '.join(ordered)} failed{after}")

@@ -1,0 +1,1 @@
+"""The MarsRAG orchestrator: runs workflows, chains loops into hooks, routes, stores typed state."""

@@ -1,0 +1,121 @@
+"""Routing on the loop: rank the registered agents, tools and workflows against a task's ``loop``.
+
+The default :class:`LexicalRouter` is deterministic: it scores word overlap between the loop and each
+candidate's text (role and goal; tool description; workflow description), weighting rarer words higher
+(inverse document frequency within each kind). Any object with a ``route`` method can replace it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from marsrag.runtime.state import Routing
+from marsrag.tasks.config import ProjectConfig
+
+CandidateKind = Literal["agent", "tool", "workflow"]
+
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset(
+    "a an and are as at be by can do does for from how i if in into is it its me my of on or our should so "
+    "that the their then there these this to us was we what when where which who why will with would you "
+    "your next step per".split()
+)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """Something the loop can route to, with the text it is matched on."""
+
+    kind: CandidateKind
+    name: str
+    text: str
+
+
+class Router(Protocol):
+    """Chooses the next agent, tool and workflow for a loop."""
+
+    def route(self, loop: str, candidates: Sequence[Candidate]) -> Routing: ...
+
+
+def _stem(word: str) -> str:
+    # A light suffix stripper, enough for "changes"/"change", "planned"/"plan", "diagnosed"/"diagnose".
+    if len(word) > 5 and word.endswith("ies"):
+        word = word[:-3] + "y"
+    elif len(word) > 4 and word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]
+    for suffix in ("ing", "ed"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            word = word[: -len(suffix)]
+            break
+    if len(word) > 4 and word.endswith("e"):
+        word = word[:-1]
+    if len(word) > 4 and word[-1] == word[-2] and word[-1] not in "aeiouls":
+        word = word[:-1]
+    return word
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased, stemmed content words."""
+    return [_stem(word) for word in _WORD.findall(text.lower()) if word not in _STOP and len(word) > 2]
+
+
+class LexicalRouter:
+    """Deterministic lexical scoring; ties go to the candidate registered first; no overlap, no route."""
+
+    def scores(self, loop: str, candidates: Sequence[Candidate]) -> list[tuple[Candidate, float]]:
+        """Every candidate with its score, in registration order."""
+        query = Counter(tokens(loop))
+        result: list[tuple[Candidate, float]] = []
+        for kind in ("agent", "tool", "workflow"):
+            group = [candidate for candidate in candidates if candidate.kind == kind]
+            documents = [set(tokens(candidate.text)) for candidate in group]
+            frequency = Counter(word for document in documents for word in document)
+            for candidate, document in zip(group, documents, strict=True):
+                score = sum(
+                    count * math.log(1 + len(group) / frequency[word])
+                    for word, count in query.items()
+                    if word in document
+                )
+                result.append((candidate, score))
+        return result
+
+    def route(self, loop: str, candidates: Sequence[Candidate]) -> Routing:
+        """The best-scoring candidate of each kind."""
+        best: dict[str, tuple[float, str]] = {}
+        for candidate, score in self.scores(loop, candidates):
+            if score > 0 and (candidate.kind not in best or score > best[candidate.kind][0]):
+                best[candidate.kind] = (score, candidate.name)
+        return Routing(
+            next_agent=best["agent"][1] if "agent" in best else None,
+            next_tool=best["tool"][1] if "tool" in best else None,
+            next_workflow=best["workflow"][1] if "workflow" in best else None,
+        )
+
+
+def candidates_of(
+    agents: Iterable[tuple[str, str]], tools: Iterable[tuple[str, str]], workflows: Iterable[tuple[str, str]]
+) -> list[Candidate]:
+    """Candidates from ``(name, text)`` pairs of each kind."""
+    return (
+        [Candidate("agent", name, text) for name, text in agents]
+        + [Candidate("tool", name, text) for name, text in tools]
+        + [Candidate("workflow", name, text) for name, text in workflows]
+    )
+
+
+def project_candidates(project: ProjectConfig) -> list[Candidate]:
+    """The registered agents (role, goal), tools (tools.yaml, and tool names agents list) and workflows."""
+    tools = {name: f"{name.replace('_', ' ')} {tool.description}" for name, tool in project.tools.items()}
+    for agent in project.agents.values():
+        for name in agent.tools:
+            tools.setdefault(name, name.replace("_", " "))
+    return candidates_of(
+        ((name, f"{agent.role} {agent.goal}") for name, agent in project.agents.items()),
+        tools.items(),
+        ((name, f"{name.replace('_', ' ')} {workflow.description}") for name, workflow in project.workflows.items()),
+    )

@@ -1,0 +1,232 @@
+"""The workflow runner: runs a workflow's tasks on CrewAI, chains each loop into the next hook, stores it all.
+
+One crew per run, built fresh. After each task CrewAI calls the task's callback (before the next task
+starts); there the runner stores the task's state with its attempts and events in one transaction, plans
+the transition with the planner, stores it, and hands the next task its hook (in its description, which
+survives its repair retry), its retrieval results and, for ``agent: auto``, its routed agent.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from functools import partial
+from typing import Any
+
+from marsrag.chain.planner import PlannedTransition, plan_transition
+from marsrag.contract import LOOP_CONTRACT_VERSION
+from marsrag.events.model import LoopEvent
+from marsrag.events.sinks import EventSink, dispatch
+from marsrag.integrations.crewai_builders import BuiltCrew, BuiltTask, build_crew
+from marsrag.runtime.retrieval import NoRetriever, Retriever, retrieval_query
+from marsrag.runtime.routing import LexicalRouter, Router, project_candidates
+from marsrag.runtime.state import (
+    AttemptRecord,
+    HookSource,
+    Issue,
+    LoopFields,
+    Retrieval,
+    Routing,
+    RunRecord,
+    TaskState,
+    TransitionRecord,
+    Validation,
+)
+from marsrag.runtime.summary import summarize
+from marsrag.store.base import RunStore
+from marsrag.tasks.config import AUTO_AGENT, ProjectConfig
+
+
+class WorkflowRunner:
+    """Runs workflows of one project with one LLM, storing every step in a run store."""
+
+    def __init__(
+        self,
+        store: RunStore,
+        project: ProjectConfig,
+        llm: Any,
+        *,
+        sinks: Sequence[EventSink] = (),
+        retriever: Retriever | None = None,
+        router: Router | None = None,
+        retrieval_limit: int = 5,
+    ) -> None:
+        self.store = store
+        self.project = project
+        self.llm = llm
+        self.sinks = list(sinks)
+        self.retriever: Retriever = retriever or NoRetriever()
+        self.router: Router = router or LexicalRouter()
+        self.retrieval_limit = retrieval_limit
+        self.candidates = project_candidates(project)
+
+    def start(self, goal: str, *, workflow: str | None = None, session_id: str | None = None) -> RunRecord:
+        """Record a new pending run (the workflow is checked now, so a bad name writes nothing)."""
+        chosen = self.project.workflow(workflow)
+        run = RunRecord(
+            run_id=uuid.uuid4().hex,
+            session_id=session_id or uuid.uuid4().hex,
+            goal=goal,
+            workflow=chosen.name,
+            loop_mode=chosen.effective_loop_mode,
+        )
+        self.store.create_run(run)
+        return run
+
+    def run(self, goal: str, *, workflow: str | None = None, session_id: str | None = None) -> RunRecord:
+        """Start and execute a run; return its final record (``completed`` or ``failed`` with the reason)."""
+        return self.execute(self.start(goal, workflow=workflow, session_id=session_id).run_id)
+
+    def execute(self, run_id: str) -> RunRecord:
+        """Execute a stored run to its end. LLM and store errors end it ``failed``, never raise."""
+        run = self.store.get_run(run_id)
+        self.store.set_run_status(run_id, "running")
+        execution = _Execution(self, run)
+        try:
+            execution.kickoff()
+        except Exception as error:  # noqa: BLE001 - any failure is recorded on the run, with its reason
+            self.store.set_run_status(run_id, "failed", reason=f"{type(error).__name__}: {error}")
+            return self.store.get_run(run_id)
+        self.store.set_run_status(run_id, "completed", summary=summarize(execution.states))
+        return self.store.get_run(run_id)
+
+
+class _Execution:
+    """The mutable state of one run while its crew executes."""
+
+    def __init__(self, runner: WorkflowRunner, run: RunRecord) -> None:
+        self.runner = runner
+        self.run = run
+        self.built: BuiltCrew = build_crew(runner.project, run.workflow, runner.llm)
+        self.states: list[TaskState] = []
+        self.hooks: dict[int, tuple[str | None, HookSource]] = {0: (None, "goal")}
+        self.retrievals: dict[int, Retrieval] = {}
+        for index, item in enumerate(self.built.tasks):
+            item.task.callback = partial(self._task_done, index)
+        self._prepare(0, None, first=True)
+
+    def kickoff(self) -> None:
+        self.built.kickoff({"goal": self.run.goal})
+
+    # -- before a task -------------------------------------------------------------------------------------
+
+    def _prepare(self, index: int, hook: str | None, *, first: bool = False) -> None:
+        """Give task ``index`` its hook and retrieval results, in its description."""
+        task = self.built.tasks[index].task
+        query = retrieval_query(hook, self.run.goal)
+        results = self.runner.retriever.search(query, self.runner.retrieval_limit)
+        self.retrievals[index] = Retrieval(query=query, results=results)
+        additions = []
+        if hook is not None and self.built.tasks[index].has_contract:
+            additions.append(f'The previous step handed over this question or action; open your HOOK with it: "{hook}"')
+        if results:
+            passages = "\n".join(f"[{item.get('source', '?')}] {item.get('text', '')}" for item in results)
+            additions.append(f"Sources retrieved for this step:\n{passages}")
+        if additions:
+            text = "\n\n".join(additions)
+            if first:
+                # The first description is interpolated by kickoff(inputs): stray braces would be read as inputs.
+                text = text.replace("{", "(").replace("}", ")")
+            task.description = f"{task.description}\n\n{text}"
+
+    # -- after a task (CrewAI calls this before the next task starts) ----------------------------------------
+
+    def _task_done(self, index: int, output: Any) -> None:
+        item = self.built.tasks[index]
+        state = self._state(index, item, output)
+        events = self._attempt_events(state) if item.has_contract else []
+        self.runner.store.save_task(state, events)
+        dispatch(events, self.runner.sinks)
+        self.states.append(state)
+        if index + 1 < len(self.built.tasks):
+            self._hand_over(state, index + 1)
+
+    def _hand_over(self, prior: TaskState, index: int) -> None:
+        target = self.built.tasks[index]
+        planned = plan_transition(prior, target.config.name)
+        transition = TransitionRecord(
+            run_id=self.run.run_id,
+            transition_source_task_id=prior.task_id,
+            transition_target_task_id=target.config.name,
+            transition_mode=planned.mode,
+            transition_reason=planned.reason,
+            hook=planned.hook,
+        )
+        events = self._transition_events(target.config.name, planned)
+        self.runner.store.save_transition(transition, events)
+        dispatch(events, self.runner.sinks)
+        self.hooks[index] = (planned.hook, planned.mode)
+        self._prepare(index, planned.hook)
+        if target.config.agent == AUTO_AGENT and prior.routing.next_agent in self.built.agents:
+            target.task.agent = self.built.agents[prior.routing.next_agent]
+
+    def _state(self, index: int, item: BuiltTask, output: Any) -> TaskState:
+        hook, source = self.hooks[index]
+        agent = next((name for name, agent in self.built.agents.items() if agent is item.task.agent), None)
+        raw = output.raw if isinstance(getattr(output, "raw", None), str) else str(output)
+        common: dict[str, Any] = {
+            "run_id": self.run.run_id,
+            "task_id": item.config.name,
+            "position": index,
+            "agent": agent,
+            "loop_mode": self.built.loop_mode if item.config.narrative else "none",
+            "hook_source": source,
+            "retrieval": self.retrievals.get(index),
+        }
+        if item.guardrail is None or not item.guardrail.attempts:
+            return TaskState(
+                **common,
+                loop_contract_version=LOOP_CONTRACT_VERSION,
+                validation=Validation(status="skipped"),
+                loop_output=LoopFields(),
+                attempts=[AttemptRecord(number=1, raw=raw, status="skipped")],
+                rendered=raw,
+            )
+        attempts = [
+            AttemptRecord(number=attempt.number, raw=attempt.raw, status=attempt.result.status, errors=_issues(attempt))
+            for attempt in item.guardrail.attempts
+        ]
+        final = item.guardrail.attempts[-1].result
+        fields = LoopFields(**dict(final.loop_output))
+        if hook is not None:
+            fields.hook = hook  # the stored hook of a chained task is the derived one (spec section 3)
+        routing = self.runner.router.route(fields.loop, self.runner.candidates) if fields.loop else Routing()
+        return TaskState(
+            **common,
+            loop_contract_version=item.task.loop_contract_version or LOOP_CONTRACT_VERSION,
+            validation=Validation(status=final.status, errors=attempts[-1].errors),
+            loop_output=fields,
+            routing=routing,
+            attempts=attempts,
+            rendered=fields.render(),
+        )
+
+    def _event(self, name: str, task_id: str, **fields: Any) -> LoopEvent:
+        return LoopEvent(
+            name=name,  # type: ignore[arg-type]
+            run_id=self.run.run_id,
+            task_id=task_id,
+            loop_contract_version=LOOP_CONTRACT_VERSION,
+            loop_mode=self.built.loop_mode,
+            **fields,
+        )
+
+    def _attempt_events(self, state: TaskState) -> list[LoopEvent]:
+        return [
+            self._event(
+                "loop.contract.validated" if attempt.status == "valid" else "loop.contract.failed",
+                state.task_id,
+                validation_status=attempt.status,
+            )
+            for attempt in state.attempts
+        ]
+
+    def _transition_events(self, target: str, planned: PlannedTransition) -> list[LoopEvent]:
+        events = [self._event("loop.transition.planned", target, transition_mode=planned.mode)]
+        if planned.mode == "fallback":
+            events.append(self._event("loop.transition.fallback_used", target, transition_mode=planned.mode))
+        return events
+
+
+def _issues(attempt: Any) -> list[Issue]:
+    return [Issue(field=issue.field, code=issue.code, message=issue.message) for issue in attempt.result.errors]

@@ -1,0 +1,138 @@
+"""Typed runtime state: one record per task in the shape of spec section 4, plus runs and transitions.
+
+Structured fields are stored separately from rendered prose; every record carries the contract version it
+was made under, so a reader can tell an incompatible record from a broken one.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from marsrag.contract import FIELDS, LOOP_CONTRACT_VERSION
+
+ValidationStatus = Literal["valid", "partial", "failed", "skipped"]
+TransitionMode = Literal["direct", "repair", "fallback"]
+HookSource = Literal["goal", "direct", "repair", "fallback"]
+RunStatus = Literal["pending", "running", "completed", "failed"]
+
+#: The hook a task gets when the prior loop is unusable (spec section 3), word for word.
+FALLBACK_HOOK = "What is the single most important next step to resolve the current uncertainty?"
+
+
+def utcnow() -> datetime:
+    """Now, timezone-aware (UTC)."""
+    return datetime.now(UTC)
+
+
+class Issue(BaseModel):
+    """A validation error as stored: ``{field, code, message}``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    field: str | None
+    code: str
+    message: str
+
+
+class Validation(BaseModel):
+    """``validation`` of spec section 4: the status and errors of the task's final attempt."""
+
+    status: ValidationStatus
+    errors: list[Issue] = Field(default_factory=list)
+
+
+class LoopFields(BaseModel):
+    """``loop_output`` of spec section 4: the five fields, None where the final attempt had none."""
+
+    hook: str | None = None
+    grip: str | None = None
+    payoff: str | None = None
+    reinforce: str | None = None
+    loop: str | None = None
+
+    def render(self) -> str:
+        """The fields as labelled prose (what the rendered-text column holds)."""
+        return "\n".join(f"{name.upper()}: {getattr(self, name)}" for name in FIELDS if getattr(self, name))
+
+
+class Routing(BaseModel):
+    """``routing`` of spec section 4: where the loop points next."""
+
+    next_agent: str | None = None
+    next_tool: str | None = None
+    next_workflow: str | None = None
+
+
+class AttemptRecord(BaseModel):
+    """One answer of a task (1 = first, 2 = repair): its raw text and verdict."""
+
+    number: int
+    raw: str
+    status: ValidationStatus
+    errors: list[Issue] = Field(default_factory=list)
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class Retrieval(BaseModel):
+    """The retrieval step of a task: the hook-derived query and what came back."""
+
+    query: str
+    results: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class TaskState(BaseModel):
+    """One task's runtime state, exactly the shape of spec section 4 plus attempts, hook source, retrieval."""
+
+    run_id: str
+    task_id: str
+    position: int
+    agent: str | None = None
+    loop_contract_version: str = LOOP_CONTRACT_VERSION
+    loop_mode: str
+    validation: Validation
+    loop_output: LoopFields
+    routing: Routing = Field(default_factory=Routing)
+    attempts: list[AttemptRecord] = Field(default_factory=list)
+    hook_source: HookSource = "goal"
+    retrieval: Retrieval | None = None
+    rendered: str = ""
+    created_at: datetime = Field(default_factory=utcnow)
+
+    def spec_view(self) -> dict[str, Any]:
+        """The record exactly as spec section 4 shows it."""
+        return self.model_dump(
+            mode="json",
+            include={"run_id", "task_id", "loop_contract_version", "loop_mode", "validation", "loop_output", "routing"},
+        )
+
+
+class TransitionRecord(BaseModel):
+    """A handoff between two tasks (spec section 3 transition metadata)."""
+
+    run_id: str
+    transition_source_task_id: str
+    transition_target_task_id: str
+    transition_mode: TransitionMode
+    transition_reason: str
+    hook: str
+    superseded: bool = False
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class RunRecord(BaseModel):
+    """A run of a workflow for a goal, in a session."""
+
+    run_id: str
+    session_id: str
+    goal: str
+    workflow: str
+    loop_mode: str
+    status: RunStatus = "pending"
+    status_reason: str | None = None
+    summary: str = ""
+    loop_contract_version: str = LOOP_CONTRACT_VERSION
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)

@@ -1,0 +1,86 @@
+"""The run store interface: one seam, one implementation per database, one conformance test suite.
+
+A store keeps runs, task states (with their attempts), transitions and events. Every write method is one
+transaction: a task state is committed together with its attempts and the events describing it, so a crash
+leaves either all of them or none. Implementations must be safe to use from several threads (CrewAI runs
+guardrails and callbacks in worker threads) and, from issue 5 on, from several processes.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+from marsrag.events.model import LoopEvent
+from marsrag.runtime.state import RunRecord, RunStatus, TaskState, TransitionRecord
+
+
+class RunStore(ABC):
+    """Persistence for runs, task states, attempts, transitions and events."""
+
+    #: The URL the store was opened with, with any password masked.
+    url: str
+
+    @abstractmethod
+    def create_run(self, run: RunRecord) -> None:
+        """Insert a new run (status ``pending`` or ``running``)."""
+
+    @abstractmethod
+    def set_run_status(
+        self, run_id: str, status: RunStatus, *, reason: str | None = None, summary: str | None = None
+    ) -> None:
+        """Update a run's status (and its reason and summary when given); bumps ``updated_at``.
+
+        Raises:
+            RunNotFoundError: no such run.
+        """
+
+    @abstractmethod
+    def save_task(self, state: TaskState, events: Sequence[LoopEvent] = ()) -> None:
+        """Insert (or replace) one task state with its attempts and events, in one transaction."""
+
+    @abstractmethod
+    def save_transition(self, transition: TransitionRecord, events: Sequence[LoopEvent] = ()) -> None:
+        """Insert one transition with its events, in one transaction."""
+
+    @abstractmethod
+    def add_events(self, events: Sequence[LoopEvent]) -> None:
+        """Insert events that describe no new state (e.g. ``loop.ui.rendered``)."""
+
+    @abstractmethod
+    def get_run(self, run_id: str) -> RunRecord:
+        """One run.
+
+        Raises:
+            RunNotFoundError: no such run.
+        """
+
+    @abstractmethod
+    def list_runs(self, *, limit: int | None = None, session_id: str | None = None) -> list[RunRecord]:
+        """Runs, newest first (optionally only one session's)."""
+
+    @abstractmethod
+    def get_tasks(self, run_id: str) -> list[TaskState]:
+        """A run's task states with their attempts, in workflow order.
+
+        Raises:
+            IncompatibleRecordError: a record was made under another contract major version.
+        """
+
+    @abstractmethod
+    def get_transitions(self, run_id: str) -> list[TransitionRecord]:
+        """A run's transitions, in order (superseded ones included, marked)."""
+
+    @abstractmethod
+    def get_events(self, run_id: str) -> list[LoopEvent]:
+        """A run's events, in the order they were stored."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release connections (idempotent)."""
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
