@@ -1,0 +1,38 @@
+"""The run store: one interface (:class:`RunStore`), opened from a URL by :func:`open_store`.
+
+Importing this package stays cheap: SQLAlchemy and Alembic load only when a store is opened.
+"""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import quote
+
+from marsrag.paths import data_dir
+from marsrag.store.base import RunStore
+
+__all__ = ["RunStore", "default_db_url", "open_store"]
+
+
+def default_db_url() -> str:
+    """The store URL to use when none is given: ``$MARSRAG_DB``, else a SQLite file in the data directory."""
+    explicit = os.environ.get("MARSRAG_DB")
+    if explicit:
+        return explicit
+    # Quoted because SQLAlchemy unquotes the path part of a URL ('%', '?' and '#' would be misread).
+    return f"sqlite:///{quote(str(data_dir() / 'marsrag.db'), safe='/')}"
+
+
+def open_store(url: str | None = None) -> RunStore:
+    """Open the run store at ``url`` (default :func:`default_db_url`), creating and migrating it as needed.
+
+    Accepts ``sqlite:///PATH`` (the directory is created) and ``postgresql+psycopg://USER@HOST/DB``
+    (``postgresql://`` means the same driver). The database is contacted once here, so a bad address fails
+    now rather than at the first write.
+
+    Raises:
+        StoreError: a bad URL (unparseable, unknown scheme, in-memory SQLite) or an unreachable database.
+    """
+    from marsrag.store.sql import SqlRunStore
+
+    return SqlRunStore.from_url(default_db_url() if url is None else url)

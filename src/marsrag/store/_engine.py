@@ -1,0 +1,119 @@
+"""Database URLs and engines: which URLs the store accepts, and how each backend's connections are set up.
+
+SQLite gets WAL, a generous busy timeout and enforced foreign keys on every new connection, and SQLAlchemy
+(not the sqlite3 module) emits ``BEGIN``: deferred for reads, ``BEGIN IMMEDIATE`` for writes, so concurrent
+writers queue on the busy timeout instead of failing when a read lock cannot be upgraded. PostgreSQL gets a
+short connect timeout (an unreachable server fails fast) and pre-ping (a restarted server is survived).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import URL, Connection, make_url
+from sqlalchemy.exc import ArgumentError
+from sqlalchemy.pool import ConnectionPoolEntry
+
+from marsrag.errors import StoreError
+
+#: Execution option marking a connection that writes; on SQLite it begins with ``BEGIN IMMEDIATE``.
+WRITE_OPTION = "marsrag_write"
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+POSTGRES_CONNECT_TIMEOUT_S = 5
+
+_EXPECTED = "expected sqlite:///PATH or postgresql+psycopg://USER@HOST:PORT/DATABASE"
+_PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
+
+
+def mask(text: str) -> str:
+    """A URL string with any password replaced by ``***`` (for messages about URLs we could not parse)."""
+    return _PASSWORD.sub(r"\1***@", text)
+
+
+def parse_url(text: str) -> URL:
+    """Parse and normalize a store URL (``postgresql://`` means psycopg 3).
+
+    Raises:
+        StoreError: unparseable, an unsupported scheme or driver, or an in-memory SQLite database.
+    """
+    try:
+        url = make_url(text)
+    except (ArgumentError, ValueError) as error:
+        raise StoreError(f"database URL {mask(text)!r} cannot be parsed ({error}); {_EXPECTED}") from None
+    # Split by hand: URL.get_driver_name() imports the dialect to find its default driver.
+    backend, _, driver = url.drivername.partition("+")
+    if backend == "sqlite" and driver in ("", "pysqlite"):
+        if not url.database or url.database == ":memory:" or url.query.get("mode") == "memory":
+            raise StoreError(
+                f"database URL {url.render_as_string()!r} names an in-memory SQLite database, which every "
+                "connection sees empty; use a file: sqlite:///PATH"
+            )
+        return url
+    if backend == "postgresql" and driver in ("", "psycopg"):
+        return url.set(drivername="postgresql+psycopg")
+    raise StoreError(f"database URL scheme {url.drivername!r} is not supported; {_EXPECTED}")
+
+
+def create(url: URL) -> Engine:
+    """An engine for a URL returned by :func:`parse_url`, with the backend's connection setup attached.
+
+    Raises:
+        StoreError: the SQLite file's directory cannot be created, or the engine rejects the URL's options.
+    """
+    try:
+        if url.get_backend_name() == "sqlite":
+            return _sqlite_engine(url)
+        return _postgres_engine(url)
+    except (ArgumentError, TypeError, ValueError) as error:
+        raise StoreError(f"database URL {url.render_as_string()!r} has unusable options: {error}") from None
+
+
+def _sqlite_engine(url: URL) -> Engine:
+    assert url.database is not None
+    if not url.query.get("uri"):
+        parent = Path(url.database).parent
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise StoreError(f"cannot create the directory of the SQLite database {url.database!r}: {error}") from None
+    engine = create_engine(url)
+    event.listen(engine, "connect", _sqlite_connect)
+    event.listen(engine, "begin", _sqlite_begin)
+    return engine
+
+
+def _sqlite_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
+    # Stop the sqlite3 module's own implicit BEGIN (it skips SELECT and DDL); _sqlite_begin emits ours.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    try:
+        # busy_timeout first: switching to WAL takes a lock another opener may hold.
+        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA foreign_keys = ON")
+    finally:
+        cursor.close()
+
+
+def _sqlite_begin(connection: Connection) -> None:
+    # A deferred transaction that later writes fails at once (SQLITE_BUSY) when another connection wrote in
+    # between; taking the write lock up front makes writers wait their turn on busy_timeout instead.
+    immediate = connection.get_execution_options().get(WRITE_OPTION, False)
+    connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def _postgres_engine(url: URL) -> Engine:
+    connect_args: dict[str, Any] = {}
+    if "connect_timeout" not in url.query:
+        connect_args["connect_timeout"] = POSTGRES_CONNECT_TIMEOUT_S
+    return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+
+
+def one_line(error: BaseException) -> str:
+    """An exception's message on one line (drivers' messages often span several)."""
+    lines = (line.strip() for line in str(error).splitlines())
+    return "; ".join(line for line in lines if line) or type(error).__name__

@@ -1,0 +1,222 @@
+"""The SQL run store: one implementation of :class:`RunStore` for SQLite and PostgreSQL, over SQLAlchemy Core.
+
+Every write is one transaction (``engine.begin()``). The store holds nothing mutable but the engine, whose pool
+is thread-safe, so one store serves every thread of a process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from itertools import groupby
+from typing import Any
+
+from sqlalchemy import Connection, Engine, bindparam, delete, insert, select, update
+from sqlalchemy.exc import SQLAlchemyError
+
+from marsrag.errors import RunNotFoundError, StoreError
+from marsrag.events.model import LoopEvent
+from marsrag.runtime.state import RunRecord, RunStatus, TaskState, TransitionRecord, utcnow
+from marsrag.store import _engine, _rows
+from marsrag.store._migrate import ensure_schema
+from marsrag.store.base import RunStore
+from marsrag.store.schema import attempts, events, runs, task_states, transitions
+
+# Write statements built once: building the expression each call cost more than executing it on SQLite.
+_RUN_FOR_WRITE = select(runs.c.run_id).where(runs.c.run_id == bindparam("run_id")).with_for_update(key_share=True)
+_RUN_EXISTS = select(runs.c.run_id).where(runs.c.run_id == bindparam("run_id"))
+_DELETE_ATTEMPTS = delete(attempts).where(
+    (attempts.c.run_id == bindparam("run_id")) & (attempts.c.task_id == bindparam("task_id"))
+)
+_DELETE_TASK = delete(task_states).where(
+    (task_states.c.run_id == bindparam("run_id")) & (task_states.c.task_id == bindparam("task_id"))
+)
+_INSERT_RUN, _INSERT_TASK, _INSERT_ATTEMPTS = insert(runs), insert(task_states), insert(attempts)
+_INSERT_TRANSITION, _INSERT_EVENTS = insert(transitions), insert(events)
+
+
+class SqlRunStore(RunStore):
+    """A :class:`RunStore` in a SQL database (SQLite file or PostgreSQL), migrated to the current schema."""
+
+    def __init__(self, engine: Engine) -> None:
+        """Use an engine made by :meth:`from_url` (it carries the SQLite connection setup); migrates it.
+
+        Raises:
+            StoreError: the database cannot be reached or migrated.
+        """
+        self.url = engine.url.render_as_string(hide_password=True)
+        self._engine = engine
+        self._writer = engine.execution_options(**{_engine.WRITE_OPTION: True})
+        ensure_schema(engine, self.url)
+
+    @classmethod
+    def from_url(cls, url: str) -> SqlRunStore:
+        """Open (creating and migrating when needed) the store at ``sqlite:///PATH`` or ``postgresql+psycopg://...``.
+
+        Raises:
+            StoreError: a bad URL, or a database that cannot be reached or migrated.
+        """
+        engine = _engine.create(_engine.parse_url(url))
+        try:
+            return cls(engine)
+        except BaseException:
+            engine.dispose()
+            raise
+
+    @property
+    def engine(self) -> Engine:
+        """The SQLAlchemy engine (for read-only SQL such as metrics aggregation)."""
+        return self._engine
+
+    @contextmanager
+    def _write(self, action: str) -> Iterator[Connection]:
+        with self._errors(action), self._writer.begin() as connection:
+            yield connection
+
+    @contextmanager
+    def _read(self, action: str) -> Iterator[Connection]:
+        # One (deferred) transaction per read, so a task and its attempts come from the same snapshot.
+        with self._errors(action), self._engine.begin() as connection:
+            yield connection
+
+    @contextmanager
+    def _errors(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except SQLAlchemyError as error:
+            detail = _engine.one_line(getattr(error, "orig", None) or error)
+            raise StoreError(f"cannot {action} in {self.url}: {detail}") from error
+
+    def create_run(self, run: RunRecord) -> None:
+        """Insert a new run (status ``pending`` or ``running``)."""
+        with self._write(f"create run {run.run_id!r}") as connection:
+            connection.execute(_INSERT_RUN, [_rows.run_row(run)])
+
+    def set_run_status(
+        self, run_id: str, status: RunStatus, *, reason: str | None = None, summary: str | None = None
+    ) -> None:
+        """Update a run's status (and its reason and summary when given); bumps ``updated_at``.
+
+        Raises:
+            RunNotFoundError: no such run.
+        """
+        values: dict[str, Any] = {"status": status, "updated_at": _rows.to_db(utcnow())}
+        if reason is not None:
+            values["status_reason"] = reason
+        if summary is not None:
+            values["summary"] = summary
+        with self._write(f"set the status of run {run_id!r}") as connection:
+            result = connection.execute(update(runs).where(runs.c.run_id == run_id).values(values))
+            if result.rowcount == 0:
+                raise RunNotFoundError(f"no run {run_id!r} in {self.url}")
+
+    def save_task(self, state: TaskState, events: Sequence[LoopEvent] = ()) -> None:
+        """Insert (or replace) one task state with its attempts and events, in one transaction.
+
+        Raises:
+            RunNotFoundError: the task's run does not exist.
+        """
+        key = {"run_id": state.run_id, "task_id": state.task_id}
+        with self._write(f"save task {state.task_id!r} of run {state.run_id!r}") as connection:
+            # Lock the run row: two writers replacing the same task then queue instead of colliding on its key.
+            self._require_run(connection, state.run_id, lock=True)
+            connection.execute(_DELETE_ATTEMPTS, key)
+            connection.execute(_DELETE_TASK, key)
+            connection.execute(_INSERT_TASK, [_rows.task_row(state)])
+            if state.attempts:
+                connection.execute(_INSERT_ATTEMPTS, _rows.attempt_rows(state))
+            self._insert_events(connection, events)
+
+    def save_transition(self, transition: TransitionRecord, events: Sequence[LoopEvent] = ()) -> None:
+        """Insert one transition with its events, in one transaction.
+
+        Raises:
+            RunNotFoundError: the transition's run does not exist.
+        """
+        with self._write(f"save a transition of run {transition.run_id!r}") as connection:
+            self._require_run(connection, transition.run_id)
+            connection.execute(_INSERT_TRANSITION, [_rows.transition_row(transition)])
+            self._insert_events(connection, events)
+
+    def add_events(self, events: Sequence[LoopEvent]) -> None:
+        """Insert events that describe no new state (e.g. ``loop.ui.rendered``)."""
+        if events:
+            with self._write("add events") as connection:
+                self._insert_events(connection, events)
+
+    def get_run(self, run_id: str) -> RunRecord:
+        """One run.
+
+        Raises:
+            RunNotFoundError: no such run.
+            IncompatibleRecordError: the run was made under another contract major version.
+        """
+        with self._read(f"read run {run_id!r}") as connection:
+            row = connection.execute(select(runs).where(runs.c.run_id == run_id)).mappings().first()
+        if row is None:
+            raise RunNotFoundError(f"no run {run_id!r} in {self.url}")
+        return _rows.run_from(row)
+
+    def list_runs(self, *, limit: int | None = None, session_id: str | None = None) -> list[RunRecord]:
+        """Runs, newest first (optionally only one session's).
+
+        Raises:
+            ValueError: a negative limit.
+            IncompatibleRecordError: a listed run was made under another contract major version.
+        """
+        if limit is not None and limit < 0:
+            raise ValueError(f"limit must be >= 0, got {limit}")
+        query = select(runs).order_by(runs.c.created_at.desc(), runs.c.run_id.desc()).limit(limit)
+        if session_id is not None:
+            query = query.where(runs.c.session_id == session_id)
+        with self._read("list runs") as connection:
+            rows = connection.execute(query).mappings().all()
+        return [_rows.run_from(row) for row in rows]
+
+    def get_tasks(self, run_id: str) -> list[TaskState]:
+        """A run's task states with their attempts, in workflow order (empty for an unknown run).
+
+        Raises:
+            IncompatibleRecordError: a record was made under another contract major version.
+        """
+        with self._read(f"read the tasks of run {run_id!r}") as connection:
+            task_rows = connection.execute(
+                select(task_states)
+                .where(task_states.c.run_id == run_id)
+                .order_by(task_states.c.position, task_states.c.task_id)
+            ).mappings()
+            tasks = list(task_rows)
+            attempt_rows = connection.execute(
+                select(attempts).where(attempts.c.run_id == run_id).order_by(attempts.c.task_id, attempts.c.number)
+            ).mappings()
+            by_task = {task_id: list(group) for task_id, group in groupby(attempt_rows, key=lambda r: r["task_id"])}
+        return [_rows.task_from(row, by_task.get(row["task_id"], ())) for row in tasks]
+
+    def get_transitions(self, run_id: str) -> list[TransitionRecord]:
+        """A run's transitions, in order (superseded ones included, marked)."""
+        query = select(transitions).where(transitions.c.run_id == run_id).order_by(transitions.c.id)
+        with self._read(f"read the transitions of run {run_id!r}") as connection:
+            rows = connection.execute(query).mappings().all()
+        return [_rows.transition_from(row) for row in rows]
+
+    def get_events(self, run_id: str) -> list[LoopEvent]:
+        """A run's events, in the order they were stored."""
+        query = select(events).where(events.c.run_id == run_id).order_by(events.c.id)
+        with self._read(f"read the events of run {run_id!r}") as connection:
+            rows = connection.execute(query).mappings().all()
+        return [_rows.event_from(row) for row in rows]
+
+    def close(self) -> None:
+        """Release connections (idempotent)."""
+        self._engine.dispose()
+
+    def _require_run(self, connection: Connection, run_id: str, *, lock: bool = False) -> None:
+        # FOR NO KEY UPDATE on PostgreSQL (ignored on SQLite, whose write lock already serializes writers).
+        query = _RUN_FOR_WRITE if lock else _RUN_EXISTS
+        if connection.execute(query, {"run_id": run_id}).first() is None:
+            raise RunNotFoundError(f"no run {run_id!r} in {self.url}")
+
+    @staticmethod
+    def _insert_events(connection: Connection, loop_events: Sequence[LoopEvent]) -> None:
+        if loop_events:
+            connection.execute(_INSERT_EVENTS, _rows.event_rows(loop_events))
