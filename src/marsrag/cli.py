@@ -136,6 +136,78 @@ def lint(
     raise typer.Exit(1 if has_errors(findings) else 0)
 
 
+@app.command()
+def run(
+    goal: Annotated[str, typer.Argument(help="What the user wants; the first task's hook is anchored on it.")],
+    workflow: Annotated[str | None, typer.Option(help="Workflow name; default: the first user-facing one.")] = None,
+    config: Annotated[Path | None, typer.Option(help="Config folder; default ./config or the shipped sample.")] = None,
+    llm: Annotated[str | None, typer.Option(help="replay:FILE or a CrewAI model string (or MARSRAG_LLM).")] = None,
+    db: Annotated[str | None, typer.Option(help="Store URL; default MARSRAG_DB, else a file in the data dir.")] = None,
+    session: Annotated[str | None, typer.Option(help="Session id; default a new session.")] = None,
+    format: Annotated[FormatChoice, typer.Option(help="text, or json (the runs show document).")] = FormatChoice.text,
+) -> None:
+    """Run a workflow for GOAL: each task's loop becomes the next task's hook; every step is stored.
+
+    Exit 0 when every task executed (whatever their contract statuses), 1 when the run failed.
+
+    Example: marsrag run "Checkout conversion fell 8% on Android" --llm replay:answers.jsonl --format json
+    """
+    from marsrag.runtime.service import run_goal
+
+    document = run_goal(goal, workflow=workflow, config=config, llm=llm, db=db, session=session)
+    _print_run(document, format)
+    raise typer.Exit(0 if document["status"] == "completed" else 1)
+
+
+runs_app = typer.Typer(help="Stored runs: list them, show one.", no_args_is_help=True)
+app.add_typer(runs_app, name="runs")
+
+
+@runs_app.command("list")
+def runs_list(
+    db: Annotated[str | None, typer.Option(help="Store URL; default MARSRAG_DB, else a file in the data dir.")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="At most this many runs, newest first.")] = None,
+    format: Annotated[FormatChoice, typer.Option(help="text or json.")] = FormatChoice.text,
+) -> None:
+    """List stored runs, newest first.
+
+    Example: marsrag runs list --format json
+    """
+    from marsrag.runtime.service import list_runs
+
+    rows = list_runs(db=db, limit=limit)
+    if format is FormatChoice.json:
+        sys.stdout.write(json.dumps(rows, ensure_ascii=False) + "\n")
+        return
+    from marsrag.render_text import print_run_rows
+
+    print_run_rows(rows)
+
+
+@runs_app.command("show")
+def runs_show(
+    run_id: Annotated[str, typer.Argument(help="The run's id (see runs list).")],
+    db: Annotated[str | None, typer.Option(help="Store URL; default MARSRAG_DB, else a file in the data dir.")] = None,
+    format: Annotated[FormatChoice, typer.Option(help="text or json.")] = FormatChoice.text,
+) -> None:
+    """Show one run: its tasks' sections and statuses, transitions, summary and events.
+
+    Example: marsrag runs show 3f2a9c... --format json
+    """
+    from marsrag.runtime.service import show_run
+
+    _print_run(show_run(run_id, db=db), format)
+
+
+def _print_run(document: dict[str, Any], format: FormatChoice) -> None:
+    if format is FormatChoice.json:
+        sys.stdout.write(json.dumps(document, ensure_ascii=False) + "\n")
+        return
+    from marsrag.render_text import print_run
+
+    print_run(document)
+
+
 def _print_json(source: str, result: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps({"source": source, **result}, ensure_ascii=False) + "\n")
 

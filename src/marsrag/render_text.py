@@ -31,6 +31,14 @@ def print_result(source: str, result: dict[str, Any]) -> None:
     header.append(f"[{status.upper()}]", style=_BADGE_STYLE.get(status, "bold"))
     header.append("  completes" if result["completes"] else "  does not complete")
     out.print(header)
+    _print_sections(out, result)
+    for issue in result["warnings"]:
+        where = f"{issue['field']}: " if issue["field"] else ""
+        out.print(Text(f"! {where}{issue['message']}", style="yellow"))
+    out.print()
+
+
+def _print_sections(out: Console, result: dict[str, Any]) -> None:
     errors_by_field: dict[str | None, list[str]] = {}
     for issue in result["errors"]:
         errors_by_field.setdefault(issue["field"], []).append(issue["message"])
@@ -46,7 +54,59 @@ def print_result(source: str, result: dict[str, Any]) -> None:
     out.print(table)
     for message in errors_by_field.get(None, []):
         out.print(Text(f"✗ {message}", style="red"))
-    for issue in result["warnings"]:
-        where = f"{issue['field']}: " if issue["field"] else ""
-        out.print(Text(f"! {where}{issue['message']}", style="yellow"))
-    out.print()
+
+
+def print_run_rows(rows: list[dict[str, Any]]) -> None:
+    """Print the runs list as a table."""
+    table = Table(box=None, padding=(0, 2))
+    for column in ("run_id", "status", "workflow", "created_at", "goal"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(
+            row["run_id"],
+            Text(row["status"], style=_RUN_STYLE.get(row["status"], "")),
+            row["workflow"],
+            row["created_at"][:19],
+            Text(row["goal"]),
+        )
+    console().print(table)
+
+
+_RUN_STYLE = {"completed": "green", "failed": "red", "running": "yellow", "pending": "dim"}
+
+
+def print_run(document: dict[str, Any]) -> None:
+    """Print a run: each task's badge, hook source and five sections, the transitions, summary, next action."""
+    out = console()
+    header = Text(f"run {document['run_id']}  ")
+    header.append(document["status"].upper(), style=_RUN_STYLE.get(document["status"], "bold"))
+    header.append(f"  workflow {document['workflow']} ({document['loop_mode']})")
+    out.print(header)
+    if document.get("status_reason"):
+        out.print(Text(f"reason: {document['status_reason']}", style="red"))
+    transitions = {t["transition_target_task_id"]: t for t in document["transitions"] if not t.get("superseded")}
+    for task in document["tasks"]:
+        status = task["validation"]["status"]
+        line = Text(f"\n{task['task_id']}  ")
+        line.append(f"[{status.upper()}]", style=_BADGE_STYLE.get(status, "bold"))
+        line.append(f"  hook from: {task['hook_source']}")
+        if task["task_id"] in transitions:
+            line.append(f" ({transitions[task['task_id']]['transition_reason']})", style="dim")
+        out.print(line)
+        if status == "skipped":
+            out.print(Text(task["rendered"]))
+            continue
+        result = {
+            "status": status,
+            "completes": True,
+            "errors": task["validation"]["errors"],
+            "warnings": [],
+            "loop_output": task["loop_output"],
+        }
+        _print_sections(out, result)
+    if document.get("summary"):
+        out.print(Text("\nSummary", style="bold"))
+        out.print(Text(document["summary"]))
+    last = next((t["loop_output"]["loop"] for t in reversed(document["tasks"]) if t["loop_output"].get("loop")), None)
+    if last:
+        out.print(Text("\nNext recommended question/action: ", style="bold") + Text(last))

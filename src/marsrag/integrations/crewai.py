@@ -17,6 +17,7 @@ How a narrative task is bound (see CREWAI_NOTES for the CrewAI behaviour each ch
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from marsrag.integrations.crewai_env import prepare_crewai_environment
@@ -89,4 +90,14 @@ __all__ = [
     "LoopOutputDraft",
     "Process",
     "TaskOutput",
+    "crewai_llm",
 ]
+
+
+def crewai_llm(model: str, *, base_url: str | None = None) -> Any:
+    """A CrewAI LLM for a model string (any provider CrewAI supports), optionally at ``base_url``."""
+    options: dict[str, Any] = {"model": model}
+    if base_url:
+        options["base_url"] = base_url
+        options.setdefault("api_key", os.environ.get("OPENAI_API_KEY") or "not-needed")
+    return crewai.LLM(**options)

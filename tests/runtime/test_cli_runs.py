@@ -1,0 +1,101 @@
+"""marsrag run / runs list / runs show as real processes, on a real SQLite file, with a replay script."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.contract.samples import CONTENT
+
+pytestmark = pytest.mark.crewai
+
+
+def marsrag(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "marsrag", *args],
+        capture_output=True,
+        cwd=cwd,
+        check=False,
+        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"},
+    )
+    return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode(), proc.stderr.decode())
+
+
+@pytest.fixture
+def replay(tmp_path: Path) -> Path:
+    path = tmp_path / "answers.jsonl"
+    answers = [{**CONTENT, "loop": f"Question {i}?"} for i in range(3)]
+    path.write_text("".join(json.dumps({"output": json.dumps(a)}) + "\n" for a in answers))
+    return path
+
+
+def test_run_json_is_one_document_and_runs_show_matches(tmp_path: Path, replay: Path) -> None:
+    """run --format json prints exactly the runs show document; runs list lists it."""
+    db = f"sqlite:///{tmp_path / 'cli.db'}"
+    proc = marsrag("run", "API latency SLO breaches", "--llm", f"replay:{replay}", "--db", db, "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    document = json.loads(proc.stdout)
+    assert set(document) >= {
+        "run_id",
+        "session_id",
+        "goal",
+        "workflow",
+        "loop_mode",
+        "status",
+        "summary",
+        "created_at",
+        "tasks",
+        "transitions",
+        "events",
+    }
+    assert document["status"] == "completed" and len(document["tasks"]) == 3 and len(document["transitions"]) == 2
+    assert document["tasks"][1]["loop_output"]["hook"] == "Question 0?"
+    shown = marsrag("runs", "show", document["run_id"], "--db", db, "--format", "json")
+    assert json.loads(shown.stdout) == document
+    listed = json.loads(marsrag("runs", "list", "--db", db, "--format", "json").stdout)
+    assert listed == [
+        {key: document[key] for key in ("run_id", "session_id", "goal", "workflow", "status", "created_at")}
+    ]
+
+
+def test_run_text_shows_sections_badges_and_next_action(tmp_path: Path, replay: Path) -> None:
+    """Text output names each task with its badge and ends with the next recommended action."""
+    proc = marsrag("run", "latency", "--llm", f"replay:{replay}", "--db", f"sqlite:///{tmp_path / 'x.db'}")
+    assert proc.returncode == 0, proc.stderr
+    assert "[VALID]" in proc.stdout and "HOOK" in proc.stdout
+    assert "Next recommended question/action: Question 2?" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("runs", "show", "no-such-run"), "no-such-run"),
+        (("runs", "list", "--db", "mysql://nowhere/x"), "mysql"),
+        (("run", "goal", "--llm", "replay:/no/such/file.jsonl"), "file.jsonl"),
+        (("run", "goal", "--llm", "replay:x", "--workflow", "nope"), "nope"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(tmp_path: Path, args: tuple[str, ...], needle: str) -> None:
+    """Unknown run, bad URL, missing replay file, unknown workflow: one line naming it, exit 2, nothing run."""
+    full = [*args] if "--db" in args else [*args, "--db", f"sqlite:///{tmp_path / 'e.db'}"]
+    proc = marsrag(*full)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and needle in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_failed_run_exits_1_with_reason(tmp_path: Path) -> None:
+    """An LLM that runs out mid-run: the run is stored failed with its reason, exit 1."""
+    script = tmp_path / "short.jsonl"
+    script.write_text(json.dumps({"output": json.dumps(CONTENT)}) + "\n")
+    proc = marsrag(
+        "run", "latency", "--llm", f"replay:{script}", "--db", f"sqlite:///{tmp_path / 'f.db'}", "--format", "json"
+    )
+    assert proc.returncode == 1
+    document = json.loads(proc.stdout)
+    assert document["status"] == "failed" and "ran out of outputs" in document["status_reason"]

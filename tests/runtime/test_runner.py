@@ -1,0 +1,208 @@
+"""The workflow runner on real CrewAI crews (replay LLM) and a real SQLite store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from marsrag.events import JsonlSink, capture_events
+from marsrag.runtime.state import FALLBACK_HOOK
+from marsrag.store import RunStore
+from marsrag.tasks import ProjectConfig, load_config, sample_config_dir
+from tests.contract.samples import CONTENT
+from tests.runtime.conftest import project_with
+
+pytestmark = pytest.mark.crewai
+
+SAMPLE = load_config(sample_config_dir())
+NARRATIVE = sorted({n for w in SAMPLE.workflows.values() for n in w.tasks if SAMPLE.tasks[n].narrative})
+
+
+def answer(**changes: Any) -> str:
+    return json.dumps({k: v for k, v in {**CONTENT, **changes}.items() if v is not None})
+
+
+def runner_for(store: RunStore, project: ProjectConfig, outputs: list[str], **options: Any) -> Any:
+    from marsrag.llm.replay import ReplayLLM
+    from marsrag.runtime.runner import WorkflowRunner
+
+    llm = ReplayLLM.from_outputs(outputs)
+    return WorkflowRunner(store, project, llm, **options), llm
+
+
+def test_four_tasks_valid_repaired_failed_valid(store: RunStore, sample: ProjectConfig) -> None:
+    """valid -> (invalid, repaired) -> (invalid, invalid) -> valid: six calls, direct/repair/fallback, exact hooks."""
+    review = sample.tasks["recommend"].model_copy(update={"name": "review"})
+    project = project_with(sample, ["diagnose", "recommend", "plan", "review"], review=review)
+    outputs = [
+        answer(loop="Which cache tier should we pre-warm first?"),
+        answer(grip=None),
+        answer(loop="Who owns the rollout checkpoints?"),
+        "No idea.",
+        answer(loop=None),
+        answer(loop="Should we add an alert for cold caches?"),
+    ]
+    runner, llm = runner_for(store, project, outputs)
+    with capture_events() as events:
+        run = runner.run("API latency SLO breaches", workflow="flow")
+    assert run.status == "completed" and len(llm.calls) == 6
+    tasks = store.get_tasks(run.run_id)
+    assert [t.task_id for t in tasks] == ["diagnose", "recommend", "plan", "review"]
+    assert [[a.status for a in t.attempts] for t in tasks] == [
+        ["valid"],
+        ["partial", "valid"],
+        ["failed", "partial"],
+        ["valid"],
+    ]
+    assert [t.validation.status for t in tasks] == ["valid", "valid", "partial", "valid"]
+    assert [t.hook_source for t in tasks] == ["goal", "direct", "repair", "fallback"]
+    assert [t.loop_output.hook for t in tasks[1:]] == [
+        "Which cache tier should we pre-warm first?",
+        "Who owns the rollout checkpoints?",
+        FALLBACK_HOOK,
+    ]
+    transitions = store.get_transitions(run.run_id)
+    assert [(t.transition_source_task_id, t.transition_target_task_id, t.transition_mode) for t in transitions] == [
+        ("diagnose", "recommend", "direct"),
+        ("recommend", "plan", "repair"),
+        ("plan", "review", "fallback"),
+    ]
+    assert all(t.transition_reason for t in transitions)
+    assert transitions[2].transition_reason == "fields loop failed after repair"
+    names = [e.name for e in store.get_events(run.run_id)]
+    assert names.count("loop.contract.validated") == 3 and names.count("loop.contract.failed") == 3
+    assert names.count("loop.transition.planned") == 3 and names.count("loop.transition.fallback_used") == 1
+    assert [e.name for e in events] == names
+    # the derived hook reached the next task's prompt, and survived into its repair retry
+    assert "Which cache tier should we pre-warm first?" in json.dumps(llm.calls[1].messages)
+    assert "Who owns the rollout checkpoints?" in json.dumps(llm.calls[4].messages)
+
+
+@pytest.mark.parametrize("target", NARRATIVE)
+def test_chaining_from_the_prior_loop(store: RunStore, sample: ProjectConfig, target: str) -> None:
+    """Spec test 5, per narrative task type: the prior loop becomes the task's hook, in prompt and state."""
+    prior = "diagnose" if target != "diagnose" else "plan"
+    loop = f"What should the {target} step settle first?"
+    runner, llm = runner_for(store, project_with(sample, [prior, target]), [answer(loop=loop), answer()])
+    run = runner.run("Checkout conversion fell on Android", workflow="flow")
+    state = store.get_tasks(run.run_id)[1]
+    assert (state.loop_output.hook, state.hook_source) == (loop, "direct")
+    assert loop in json.dumps(llm.calls[1].messages)
+
+
+@pytest.mark.parametrize("target", NARRATIVE)
+def test_fallback_transition_path(store: RunStore, sample: ProjectConfig, target: str) -> None:
+    """Spec test 6, per narrative task type: an unusable prior gives the exact fallback question."""
+    prior = "diagnose" if target != "diagnose" else "plan"
+    runner, llm = runner_for(store, project_with(sample, [prior, target]), ["nothing", "still nothing", answer()])
+    run = runner.run("Checkout conversion fell on Android", workflow="flow")
+    state = store.get_tasks(run.run_id)[1]
+    assert (state.loop_output.hook, state.hook_source) == (FALLBACK_HOOK, "fallback")
+    assert FALLBACK_HOOK in json.dumps(llm.calls[2].messages)
+    assert [e.name for e in store.get_events(run.run_id)].count("loop.transition.fallback_used") == 1
+
+
+def test_soft_mode_hands_on_a_valid_loop_of_a_partial_answer(store: RunStore, sample: ProjectConfig) -> None:
+    """Soft: a partial prior with a valid loop completes without repair and hands its loop on directly."""
+    project = project_with(sample, ["diagnose", "recommend"], mode="soft")
+    runner, llm = runner_for(store, project, [answer(grip="", loop="Which tier first?"), answer()])
+    run = runner.run("latency", workflow="flow")
+    assert len(llm.calls) == 2
+    tasks = store.get_tasks(run.run_id)
+    assert tasks[0].validation.status == "partial" and tasks[1].loop_output.hook == "Which tier first?"
+    assert store.get_transitions(run.run_id)[0].transition_mode == "direct"
+
+
+def test_mode_none_tasks_are_skipped_not_validated(store: RunStore, sample: ProjectConfig) -> None:
+    """loop_mode none: statuses skipped, machine output kept as rendered text, no contract events."""
+    runner, llm = runner_for(store, project_with(sample, ["diagnose", "plan"], mode="none"), ["- a", "- b"])
+    run = runner.run("latency", workflow="flow")
+    tasks = store.get_tasks(run.run_id)
+    assert [t.validation.status for t in tasks] == ["skipped", "skipped"]
+    assert [t.rendered for t in tasks] == ["- a", "- b"]
+    assert not [e for e in store.get_events(run.run_id) if e.name.startswith("loop.contract")]
+
+
+def test_agent_auto_runs_the_agent_routed_from_the_prior_loop(store: RunStore, sample: ProjectConfig) -> None:
+    """The loop is the routing hint: agent: auto executes the prior task's routed next_agent."""
+    auto = sample.tasks["recommend"].model_copy(update={"name": "routed", "agent": "auto"})
+    project = project_with(sample, ["diagnose", "routed"], routed=auto)
+    loop = "Should we roll out in stages with a checkpoint and a rollback?"
+    runner, _ = runner_for(store, project, [answer(loop=loop), answer()])
+    run = runner.run("latency", workflow="flow")
+    first, second = store.get_tasks(run.run_id)
+    assert first.routing.next_agent == "planner" and first.routing.next_tool == "runbook_search"
+    assert first.routing.next_workflow == "change_review"
+    assert second.agent == "planner"
+
+
+class RecordingRetriever:
+    """A knowledge base stand-in at the retrieval seam: returns one passage per query and keeps the queries."""
+
+    def __init__(self) -> None:
+        self.queries: list[str] = []
+
+    def search(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
+        self.queries.append(query)
+        return [{"source": f"kb/doc{len(self.queries)}.md#Heading", "text": f"passage for {query[:20]}"}]
+
+
+def test_hook_shapes_the_retrieval_query(store: RunStore, sample: ProjectConfig) -> None:
+    """Each task's retrieval query is built from its hook and the goal; query and results are stored."""
+    retriever = RecordingRetriever()
+    project = project_with(sample, ["diagnose", "recommend"])
+    runner, llm = runner_for(store, project, [answer(loop="Which tier first?"), answer()], retriever=retriever)
+    run = runner.run("latency breaches", workflow="flow")
+    assert retriever.queries == ["latency breaches", "Which tier first? latency breaches"]
+    second = store.get_tasks(run.run_id)[1]
+    assert second.retrieval is not None and second.retrieval.query == "Which tier first? latency breaches"
+    assert second.retrieval.results[0]["source"] == "kb/doc2.md#Heading"
+    assert "kb/doc2.md#Heading" in json.dumps(llm.calls[1].messages)
+
+
+def test_summary_leads_with_the_payoffs(store: RunStore, sample: ProjectConfig) -> None:
+    """The run summary puts the payoffs first, valid tasks before partial ones."""
+    project = project_with(sample, ["diagnose", "recommend"], mode="soft")
+    outputs = [answer(payoff="Pre-warm caches.", grip=""), answer(payoff="Stagger restarts.")]
+    runner, _ = runner_for(store, project, outputs)
+    run = runner.run("latency", workflow="flow")
+    assert run.summary.splitlines()[:2] == ["- Stagger restarts. (recommend)", "- Pre-warm caches. (diagnose)"]
+
+
+def test_llm_error_fails_the_run_with_its_reason(store: RunStore, sample: ProjectConfig) -> None:
+    """Running out of replayed answers ends the run failed, reason stored; what was stored stays."""
+    runner, _ = runner_for(store, project_with(sample, ["diagnose", "recommend"]), [answer()])
+    run = runner.run("latency", workflow="flow")
+    assert run.status == "failed" and "ReplayExhaustedError" in (run.status_reason or "")
+    assert [t.task_id for t in store.get_tasks(run.run_id)] == ["diagnose"]
+
+
+def test_failing_sink_never_fails_the_run_and_jsonl_sink_writes(
+    store: RunStore, sample: ProjectConfig, tmp_path: Path
+) -> None:
+    """A sink that raises is logged and skipped; the JSON Lines sink gets every stored event."""
+
+    def broken(events: object) -> None:
+        raise RuntimeError("sink down")
+
+    path = tmp_path / "events.jsonl"
+    runner, _ = runner_for(
+        store, project_with(sample, ["diagnose", "recommend"]), [answer(), answer()], sinks=[broken, JsonlSink(path)]
+    )
+    run = runner.run("latency", workflow="flow")
+    assert run.status == "completed"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [line["name"] for line in lines] == [e.name for e in store.get_events(run.run_id)]
+    assert set(lines[0]) == {
+        "name",
+        "run_id",
+        "task_id",
+        "loop_contract_version",
+        "loop_mode",
+        "validation_status",
+        "transition_mode",
+        "timestamp",
+    }
