@@ -81,7 +81,13 @@ def _ours(store: RunStore) -> Callable[[], None]:
 
 
 def _raw(connection: sqlite3.Connection) -> Callable[[], None]:
-    for pragma in (f"busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}", "journal_mode = WAL", "foreign_keys = ON"):
+    pragmas = (
+        f"busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}",
+        "journal_mode = WAL",
+        "synchronous = NORMAL",
+        "foreign_keys = ON",
+    )
+    for pragma in pragmas:
         connection.execute(f"PRAGMA {pragma}")
     now = utcnow().isoformat(sep=" ")
     task_row = (

@@ -67,22 +67,31 @@ def tokens(text: str) -> list[str]:
 class LexicalRouter:
     """Deterministic lexical scoring; ties go to the candidate registered first; no overlap, no route."""
 
+    def __init__(self) -> None:
+        # Candidate texts are tokenized and weighted once per candidate list, not once per routed loop.
+        self._indexes: dict[tuple[Candidate, ...], list[tuple[Candidate, dict[str, float]]]] = {}
+
+    def _index(self, candidates: Sequence[Candidate]) -> list[tuple[Candidate, dict[str, float]]]:
+        key = tuple(candidates)
+        index = self._indexes.get(key)
+        if index is None:
+            index = []
+            for kind in ("agent", "tool", "workflow"):
+                group = [candidate for candidate in candidates if candidate.kind == kind]
+                documents = [set(tokens(candidate.text)) for candidate in group]
+                frequency = Counter(word for document in documents for word in document)
+                for candidate, document in zip(group, documents, strict=True):
+                    index.append((candidate, {word: math.log(1 + len(group) / frequency[word]) for word in document}))
+            self._indexes[key] = index
+        return index
+
     def scores(self, loop: str, candidates: Sequence[Candidate]) -> list[tuple[Candidate, float]]:
-        """Every candidate with its score, in registration order."""
+        """Every candidate with its score, grouped by kind, in registration order within a kind."""
         query = Counter(tokens(loop))
-        result: list[tuple[Candidate, float]] = []
-        for kind in ("agent", "tool", "workflow"):
-            group = [candidate for candidate in candidates if candidate.kind == kind]
-            documents = [set(tokens(candidate.text)) for candidate in group]
-            frequency = Counter(word for document in documents for word in document)
-            for candidate, document in zip(group, documents, strict=True):
-                score = sum(
-                    count * math.log(1 + len(group) / frequency[word])
-                    for word, count in query.items()
-                    if word in document
-                )
-                result.append((candidate, score))
-        return result
+        return [
+            (candidate, sum(count * weights[word] for word, count in query.items() if word in weights))
+            for candidate, weights in self._index(candidates)
+        ]
 
     def route(self, loop: str, candidates: Sequence[Candidate]) -> Routing:
         """The best-scoring candidate of each kind."""
