@@ -1,6 +1,16 @@
 """Loop events (spec section 8): typed records, stored with the state they describe, then sent to sinks."""
 
 from marsrag.events.model import EVENT_NAMES, LoopEvent
+from marsrag.events.otel import OtelSink, otel_sink_from_env
 from marsrag.events.sinks import EventSink, JsonlSink, capture_events, dispatch
 
-__all__ = ["EVENT_NAMES", "EventSink", "JsonlSink", "LoopEvent", "capture_events", "dispatch"]
+__all__ = [
+    "EVENT_NAMES",
+    "EventSink",
+    "JsonlSink",
+    "LoopEvent",
+    "OtelSink",
+    "capture_events",
+    "dispatch",
+    "otel_sink_from_env",
+]

@@ -12,7 +12,12 @@ from pathlib import Path
 from marsrag.paths import data_dir
 
 # Any of these means the user configured OpenTelemetry themselves: then the SDK stays enabled.
-_OTEL_CONFIGURED = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_TRACES_EXPORTER")
+_OTEL_CONFIGURED = (
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
+    "OTEL_TRACES_EXPORTER",
+)
 
 
 def prepare_crewai_environment(base: Path | None = None) -> Path:
