@@ -159,6 +159,27 @@ def run(
     raise typer.Exit(0 if document["status"] == "completed" else 1)
 
 
+@app.command()
+def resume(
+    run_id: Annotated[str, typer.Argument(help="The run to finish (see runs list; stale runs are resumable).")],
+    config: Annotated[Path | None, typer.Option(help="Config folder; default ./config or the shipped sample.")] = None,
+    llm: Annotated[str | None, typer.Option(help="replay:FILE or a CrewAI model string (or MARSRAG_LLM).")] = None,
+    db: Annotated[str | None, typer.Option(help="Store URL; default MARSRAG_DB, else a file in the data dir.")] = None,
+    format: Annotated[FormatChoice, typer.Option(help="text, or json (the runs show document).")] = FormatChoice.text,
+) -> None:
+    """Finish a run that stopped (a crash, a killed process) without redoing its committed tasks.
+
+    Exit 0 when the run is completed, 1 when it failed again.
+
+    Example: marsrag resume 3f2a9c... --llm openai/gpt-4o-mini
+    """
+    from marsrag.runtime.service import resume_run
+
+    document = resume_run(run_id, config=config, llm=llm, db=db)
+    _print_run(document, format)
+    raise typer.Exit(0 if document["status"] == "completed" else 1)
+
+
 runs_app = typer.Typer(help="Stored runs: list them, show one.", no_args_is_help=True)
 app.add_typer(runs_app, name="runs")
 

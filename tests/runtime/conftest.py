@@ -9,6 +9,7 @@ import pytest
 
 from marsrag.store import RunStore
 from marsrag.tasks import ProjectConfig, WorkflowConfig, load_config, sample_config_dir
+from tests.store.conftest import postgres_admin, postgres_url  # noqa: F401 - shared PostgreSQL fixtures
 
 
 @pytest.fixture

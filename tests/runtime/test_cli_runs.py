@@ -58,9 +58,8 @@ def test_run_json_is_one_document_and_runs_show_matches(tmp_path: Path, replay: 
     shown = marsrag("runs", "show", document["run_id"], "--db", db, "--format", "json")
     assert json.loads(shown.stdout) == document
     listed = json.loads(marsrag("runs", "list", "--db", db, "--format", "json").stdout)
-    assert listed == [
-        {key: document[key] for key in ("run_id", "session_id", "goal", "workflow", "status", "created_at")}
-    ]
+    expected = {key: document[key] for key in ("run_id", "session_id", "goal", "workflow", "status", "created_at")}
+    assert listed == [{**expected, "stale": False}]
 
 
 def test_run_text_shows_sections_badges_and_next_action(tmp_path: Path, replay: Path) -> None:

@@ -105,8 +105,12 @@ def build_task(config: TaskConfig, agent: Any, loop_mode: Mode, context: list[An
     return BuiltTask(config, task, guardrail)
 
 
-def build_crew(project: ProjectConfig, workflow: str | None = None, llm: Any = None) -> BuiltCrew:
-    """A sequential crew for a workflow: fresh agents and tasks, each task given the prior one as context."""
+def build_crew(project: ProjectConfig, workflow: str | None = None, llm: Any = None, *, start: int = 0) -> BuiltCrew:
+    """A sequential crew for a workflow: fresh agents and tasks, each task given the prior one as context.
+
+    With ``start`` (resuming a run) every task is still built, so the chain of contexts is whole, but the
+    crew only executes the tasks from ``start`` on; the caller gives the task before it its stored output.
+    """
     chosen = project.workflow(workflow)
     mode = chosen.effective_loop_mode
     configs = project.tasks_of(chosen)
@@ -122,7 +126,7 @@ def build_crew(project: ProjectConfig, workflow: str | None = None, llm: Any = N
         built.append(build_task(config, agent, mode, context))
     crew = Crew(
         agents=list(agents.values()),
-        tasks=[item.task for item in built],
+        tasks=[item.task for item in built[start:]],
         process=Process.sequential,
         verbose=False,
     )

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from marsrag.contract import FIELDS, Mode, ValidationResult, validate_output
+from marsrag.faults import failpoint
 
 #: How many attempts a contract task gets: its first answer and one repair.
 MAX_ATTEMPTS = 2
@@ -84,6 +85,7 @@ class ContractGuardrail:
         if self.on_attempt is not None:
             self.on_attempt(attempt)
         if attempt.number < MAX_ATTEMPTS and needs_repair(result):
+            failpoint("guardrail.repair_requested")  # a crash here happens during the repair
             return False, repair_instructions(result)
         model = result.model
         update = {"pydantic": model, "json_dict": model.model_dump() if model is not None else None}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,14 +41,16 @@ class ReplayLLM(BaseLLM):
 
     model: str = "replay"
     outputs: list[str]
+    #: Seconds each call takes, to stand in for a real model's latency (0: answer at once).
+    latency: float = 0.0
     _position: int = PrivateAttr(default=0)
     _calls: list[RecordedCall] = PrivateAttr(default_factory=list)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     @classmethod
-    def from_outputs(cls, outputs: Iterable[str]) -> ReplayLLM:
-        """A replay LLM answering with ``outputs`` in order."""
-        return cls(model="replay", outputs=list(outputs))
+    def from_outputs(cls, outputs: Iterable[str], *, latency: float = 0.0) -> ReplayLLM:
+        """A replay LLM answering with ``outputs`` in order, each call taking ``latency`` seconds."""
+        return cls(model="replay", outputs=list(outputs), latency=latency)
 
     @classmethod
     def from_file(cls, path: str | Path) -> ReplayLLM:
@@ -94,6 +97,8 @@ class ReplayLLM(BaseLLM):
         response_model: type[Any] | None = None,
     ) -> str:
         """Return the next scripted output."""
+        if self.latency > 0:
+            time.sleep(self.latency)
         recorded = [{"role": "user", "content": messages}] if isinstance(messages, str) else copy.deepcopy(messages)
         with self._lock:
             if self._position >= len(self.outputs):

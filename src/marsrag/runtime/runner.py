@@ -17,7 +17,10 @@ from marsrag.chain.planner import PlannedTransition, plan_transition
 from marsrag.contract import LOOP_CONTRACT_VERSION
 from marsrag.events.model import LoopEvent
 from marsrag.events.sinks import EventSink, dispatch
+from marsrag.faults import failpoint
+from marsrag.integrations.crewai import TaskOutput
 from marsrag.integrations.crewai_builders import BuiltCrew, BuiltTask, build_crew
+from marsrag.runtime.liveness import owner_id
 from marsrag.runtime.retrieval import NoRetriever, Retriever, retrieval_query
 from marsrag.runtime.routing import LexicalRouter, Router, project_candidates
 from marsrag.runtime.state import (
@@ -79,34 +82,80 @@ class WorkflowRunner:
 
     def execute(self, run_id: str) -> RunRecord:
         """Execute a stored run to its end. LLM and store errors end it ``failed``, never raise."""
+        return self._execute(self.store.get_run(run_id), [])
+
+    def resume(self, run_id: str) -> RunRecord:
+        """Finish a run that stopped (a crash, a killed process) without redoing its committed tasks.
+
+        Committed task states stay as they are; a transition missing after the last of them is planned from
+        the stored state (the planner is pure, so it is the one the crashed process would have stored); the
+        remaining tasks run with the stored output of the task before them as context.
+        """
         run = self.store.get_run(run_id)
-        self.store.set_run_status(run_id, "running")
-        execution = _Execution(self, run)
+        if run.status == "completed":
+            return run
+        names = self.project.workflow(run.workflow).tasks
+        stored: list[TaskState] = []
+        for state in self.store.get_tasks(run_id):
+            if len(stored) < len(names) and state.task_id == names[len(stored)]:
+                stored.append(state)
+        return self._execute(run, stored)
+
+    def _execute(self, run: RunRecord, stored: list[TaskState]) -> RunRecord:
+        self.store.set_run_status(run.run_id, "running", owner=owner_id())
         try:
+            execution = _Execution(self, run, stored)
             execution.kickoff()
         except Exception as error:  # noqa: BLE001 - any failure is recorded on the run, with its reason
-            self.store.set_run_status(run_id, "failed", reason=f"{type(error).__name__}: {error}")
-            return self.store.get_run(run_id)
-        self.store.set_run_status(run_id, "completed", summary=summarize(execution.states))
-        return self.store.get_run(run_id)
+            self.store.set_run_status(run.run_id, "failed", reason=f"{type(error).__name__}: {error}")
+            return self.store.get_run(run.run_id)
+        self.store.set_run_status(run.run_id, "completed", summary=summarize(execution.states))
+        return self.store.get_run(run.run_id)
 
 
 class _Execution:
     """The mutable state of one run while its crew executes."""
 
-    def __init__(self, runner: WorkflowRunner, run: RunRecord) -> None:
+    def __init__(self, runner: WorkflowRunner, run: RunRecord, stored: list[TaskState]) -> None:
         self.runner = runner
         self.run = run
-        self.built: BuiltCrew = build_crew(runner.project, run.workflow, runner.llm)
-        self.states: list[TaskState] = []
+        start = len(stored)
+        self.built: BuiltCrew = build_crew(runner.project, run.workflow, runner.llm, start=start)
+        self.states: list[TaskState] = list(stored)
         self.hooks: dict[int, tuple[str | None, HookSource]] = {0: (None, "goal")}
         self.retrievals: dict[int, Retrieval] = {}
         for index, item in enumerate(self.built.tasks):
             item.task.callback = partial(self._task_done, index)
-        self._prepare(0, None, first=True)
+        if start == 0:
+            self._prepare(0, None, first=True)
+        elif start < len(self.built.tasks):
+            self._resume_after(stored[-1], start)
+
+    def _resume_after(self, prior: TaskState, start: int) -> None:
+        """Stand the stored prior task in for the executed one: its output as context, its transition."""
+        prior_item = self.built.tasks[start - 1]
+        raw = prior.attempts[-1].raw if prior.attempts else prior.rendered
+        prior_item.task.output = TaskOutput(
+            description=prior_item.task.description, agent=prior.agent or "", raw=raw, name=prior.task_id
+        )
+        target = self.built.tasks[start].config.name
+        stored = [
+            t
+            for t in self.runner.store.get_transitions(self.run.run_id)
+            if t.transition_source_task_id == prior.task_id
+            and t.transition_target_task_id == target
+            and not t.superseded
+        ]
+        if not stored:
+            self._hand_over(prior, start, first=True)
+            return
+        self.hooks[start] = (stored[-1].hook, stored[-1].transition_mode)
+        self._prepare(start, stored[-1].hook, first=True)
+        self._route_agent(prior, start)
 
     def kickoff(self) -> None:
-        self.built.kickoff({"goal": self.run.goal})
+        if self.built.crew.tasks:
+            self.built.kickoff({"goal": self.run.goal})
 
     # -- before a task -------------------------------------------------------------------------------------
 
@@ -125,7 +174,7 @@ class _Execution:
         if additions:
             text = "\n\n".join(additions)
             if first:
-                # The first description is interpolated by kickoff(inputs): stray braces would be read as inputs.
+                # Text added before kickoff is interpolated with its inputs: stray braces would be read as inputs.
                 text = text.replace("{", "(").replace("}", ")")
             task.description = f"{task.description}\n\n{text}"
 
@@ -135,13 +184,15 @@ class _Execution:
         item = self.built.tasks[index]
         state = self._state(index, item, output)
         events = self._attempt_events(state) if item.has_contract else []
+        failpoint("task.before_commit", item.config.name)
         self.runner.store.save_task(state, events)
+        failpoint("task.after_commit", item.config.name)
         dispatch(events, self.runner.sinks)
         self.states.append(state)
         if index + 1 < len(self.built.tasks):
             self._hand_over(state, index + 1)
 
-    def _hand_over(self, prior: TaskState, index: int) -> None:
+    def _hand_over(self, prior: TaskState, index: int, *, first: bool = False) -> None:
         target = self.built.tasks[index]
         planned = plan_transition(prior, target.config.name)
         transition = TransitionRecord(
@@ -156,7 +207,11 @@ class _Execution:
         self.runner.store.save_transition(transition, events)
         dispatch(events, self.runner.sinks)
         self.hooks[index] = (planned.hook, planned.mode)
-        self._prepare(index, planned.hook)
+        self._prepare(index, planned.hook, first=first)
+        self._route_agent(prior, index)
+
+    def _route_agent(self, prior: TaskState, index: int) -> None:
+        target = self.built.tasks[index]
         if target.config.agent == AUTO_AGENT and prior.routing.next_agent in self.built.agents:
             target.task.agent = self.built.agents[prior.routing.next_agent]
 

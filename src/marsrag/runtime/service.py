@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,35 @@ def _open(db: str | None) -> Any:
     from marsrag.store import open_store
 
     return open_store(db)
+
+
+@contextmanager
+def _runner(
+    config: str | Path | None, llm: str | None, db: str | None, base_url: str | None, workflow: str | None = None
+) -> Iterator[Any]:
+    """A workflow runner on the project, LLM and store given, with the configured event sinks.
+
+    Checks come cheapest first (config, workflow name, LLM spec, database), so bad input is reported before
+    anything is opened or stored.
+    """
+    from marsrag.events.otel import otel_sink_from_env
+    from marsrag.events.sinks import EventSink, JsonlSink
+    from marsrag.llm.select import resolve_llm
+    from marsrag.runtime.runner import WorkflowRunner
+    from marsrag.tasks.loader import load_config
+
+    project = load_config(config)
+    if workflow is not None:
+        project.workflow(workflow)
+    model = resolve_llm(llm, base_url=base_url)
+    otel = otel_sink_from_env()
+    sinks: list[EventSink] = [JsonlSink(data_dir() / "events.jsonl"), *([otel] if otel is not None else [])]
+    try:
+        with _open(db) as store:
+            yield WorkflowRunner(store, project, model, sinks=sinks)
+    finally:
+        if otel is not None:
+            otel.shutdown()  # sends the batched records before the CLI exits, even when the run raised
 
 
 def run_goal(
@@ -27,21 +58,35 @@ def run_goal(
     """Run a workflow for a goal and return the run document (as ``runs show`` prints it).
 
     Raises:
-        ConfigError, InputError, StoreError: bad config, LLM spec or database (nothing is run).
+        ConfigError, InputError, StoreError: bad config, workflow, LLM spec or database (nothing is run).
     """
-    from marsrag.events.sinks import JsonlSink
-    from marsrag.llm.select import resolve_llm
-    from marsrag.runtime.runner import WorkflowRunner
     from marsrag.runtime.views import run_document
-    from marsrag.tasks.loader import load_config
 
-    project = load_config(config)
-    project.workflow(workflow)  # a bad workflow name is an error before anything is stored
-    model = resolve_llm(llm, base_url=base_url)
-    with _open(db) as store:
-        runner = WorkflowRunner(store, project, model, sinks=[JsonlSink(data_dir() / "events.jsonl")])
+    with _runner(config, llm, db, base_url, workflow) as runner:
         record = runner.run(goal, workflow=workflow, session_id=session)
-        return run_document(store, record.run_id)
+        return run_document(runner.store, record.run_id)
+
+
+def resume_run(
+    run_id: str,
+    *,
+    config: str | Path | None = None,
+    llm: str | None = None,
+    db: str | None = None,
+    base_url: str | None = None,
+) -> dict[str, Any]:
+    """Finish a stopped run without redoing its committed tasks; return its run document.
+
+    Raises:
+        RunNotFoundError: no such run.
+        ConfigError, InputError, StoreError: bad config, LLM spec or database.
+    """
+    from marsrag.runtime.views import run_document
+
+    with _runner(config, llm, db, base_url) as runner:
+        runner.store.get_run(run_id)  # an unknown id is an error before anything else
+        record = runner.resume(run_id)
+        return run_document(runner.store, record.run_id)
 
 
 def list_runs(*, db: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:

@@ -136,3 +136,5 @@ class RunRecord(BaseModel):
     loop_contract_version: str = LOOP_CONTRACT_VERSION
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+    #: "host:pid" of the process executing the run (None before it starts).
+    owner: str | None = None

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from marsrag.runtime.liveness import is_stale
 from marsrag.runtime.state import RunRecord
 from marsrag.store.base import RunStore
 
 
 def run_summary_row(run: RunRecord) -> dict[str, Any]:
-    """One row of ``runs list``."""
+    """One row of ``runs list``; ``stale`` marks a run left running by a process that is gone."""
     return {
         "run_id": run.run_id,
         "session_id": run.session_id,
@@ -17,6 +18,7 @@ def run_summary_row(run: RunRecord) -> dict[str, Any]:
         "workflow": run.workflow,
         "status": run.status,
         "created_at": run.created_at.isoformat(),
+        "stale": is_stale(run),
     }
 
 

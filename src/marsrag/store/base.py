@@ -27,9 +27,15 @@ class RunStore(ABC):
 
     @abstractmethod
     def set_run_status(
-        self, run_id: str, status: RunStatus, *, reason: str | None = None, summary: str | None = None
+        self,
+        run_id: str,
+        status: RunStatus,
+        *,
+        reason: str | None = None,
+        summary: str | None = None,
+        owner: str | None = None,
     ) -> None:
-        """Update a run's status (and its reason and summary when given); bumps ``updated_at``.
+        """Update a run's status (and its reason, summary and owner when given); bumps ``updated_at``.
 
         Raises:
             RunNotFoundError: no such run.
@@ -37,7 +43,13 @@ class RunStore(ABC):
 
     @abstractmethod
     def save_task(self, state: TaskState, events: Sequence[LoopEvent] = ()) -> None:
-        """Insert (or replace) one task state with its attempts and events, in one transaction."""
+        """Insert (or replace) one task state with its attempts and events, in one transaction.
+
+        Also bumps the run's ``updated_at``: every committed task is a heartbeat of the process running it.
+
+        Raises:
+            RunNotFoundError: the task's run does not exist.
+        """
 
     @abstractmethod
     def save_transition(self, transition: TransitionRecord, events: Sequence[LoopEvent] = ()) -> None:

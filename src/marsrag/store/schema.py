@@ -45,6 +45,8 @@ runs = Table(
     Column("loop_contract_version", String, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),
+    # "host:pid" of the process executing the run, so a run left running by a dead process can be told stale.
+    Column("owner", String, nullable=True),
     PrimaryKeyConstraint("run_id", name="pk_runs"),
     Index("ix_runs_session_id", "session_id"),
     Index("ix_runs_created_at", "created_at"),

@@ -23,7 +23,7 @@ from marsrag.store.base import RunStore
 from marsrag.store.schema import attempts, events, runs, task_states, transitions
 
 # Write statements built once: building the expression each call cost more than executing it on SQLite.
-_RUN_FOR_WRITE = select(runs.c.run_id).where(runs.c.run_id == bindparam("run_id")).with_for_update(key_share=True)
+_HEARTBEAT = update(runs).where(runs.c.run_id == bindparam("b_run_id")).values(updated_at=bindparam("b_now"))
 _RUN_EXISTS = select(runs.c.run_id).where(runs.c.run_id == bindparam("run_id"))
 _DELETE_ATTEMPTS = delete(attempts).where(
     (attempts.c.run_id == bindparam("run_id")) & (attempts.c.task_id == bindparam("task_id"))
@@ -93,9 +93,15 @@ class SqlRunStore(RunStore):
             connection.execute(_INSERT_RUN, [_rows.run_row(run)])
 
     def set_run_status(
-        self, run_id: str, status: RunStatus, *, reason: str | None = None, summary: str | None = None
+        self,
+        run_id: str,
+        status: RunStatus,
+        *,
+        reason: str | None = None,
+        summary: str | None = None,
+        owner: str | None = None,
     ) -> None:
-        """Update a run's status (and its reason and summary when given); bumps ``updated_at``.
+        """Update a run's status (and its reason, summary and owner when given); bumps ``updated_at``.
 
         Raises:
             RunNotFoundError: no such run.
@@ -105,6 +111,8 @@ class SqlRunStore(RunStore):
             values["status_reason"] = reason
         if summary is not None:
             values["summary"] = summary
+        if owner is not None:
+            values["owner"] = owner
         with self._write(f"set the status of run {run_id!r}") as connection:
             result = connection.execute(update(runs).where(runs.c.run_id == run_id).values(values))
             if result.rowcount == 0:
@@ -118,8 +126,10 @@ class SqlRunStore(RunStore):
         """
         key = {"run_id": state.run_id, "task_id": state.task_id}
         with self._write(f"save task {state.task_id!r} of run {state.run_id!r}") as connection:
-            # Lock the run row: two writers replacing the same task then queue instead of colliding on its key.
-            self._require_run(connection, state.run_id, lock=True)
+            # Touching the run row locks it (two writers replacing one task queue instead of colliding on its
+            # key), checks it exists, and records a heartbeat for stale-run detection, in one statement.
+            if connection.execute(_HEARTBEAT, {"b_run_id": state.run_id, "b_now": _rows.to_db(utcnow())}).rowcount == 0:
+                raise RunNotFoundError(f"no run {state.run_id!r} in {self.url}")
             connection.execute(_DELETE_ATTEMPTS, key)
             connection.execute(_DELETE_TASK, key)
             connection.execute(_INSERT_TASK, [_rows.task_row(state)])
@@ -210,10 +220,8 @@ class SqlRunStore(RunStore):
         """Release connections (idempotent)."""
         self._engine.dispose()
 
-    def _require_run(self, connection: Connection, run_id: str, *, lock: bool = False) -> None:
-        # FOR NO KEY UPDATE on PostgreSQL (ignored on SQLite, whose write lock already serializes writers).
-        query = _RUN_FOR_WRITE if lock else _RUN_EXISTS
-        if connection.execute(query, {"run_id": run_id}).first() is None:
+    def _require_run(self, connection: Connection, run_id: str) -> None:
+        if connection.execute(_RUN_EXISTS, {"run_id": run_id}).first() is None:
             raise RunNotFoundError(f"no run {run_id!r} in {self.url}")
 
     @staticmethod

@@ -31,6 +31,7 @@ def upgrade() -> None:
         sa.Column("loop_contract_version", sa.String(), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("owner", sa.String(), nullable=True),
         sa.PrimaryKeyConstraint("run_id", name="pk_runs"),
     )
     op.create_index("ix_runs_session_id", "runs", ["session_id"])
