@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import sqlite3
 import tempfile
-from collections.abc import Callable
-from contextlib import closing
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 from bench._samples import CONTENT
@@ -72,6 +76,83 @@ def run() -> None:
         True,
     )
     report.print()
+    _concurrent_writers()
+
+
+def _concurrent_writers(per_writer: int = 150) -> None:
+    """Task states per second with 1 and 8 concurrent writers, SQLite and PostgreSQL, in one run."""
+    report = Report("run store, concurrent writers (threads, one store each; 8-writer rate vs 1 writer)")
+    with tempfile.TemporaryDirectory(prefix="marsrag-store-bench-") as tmp, _postgres_schema() as postgres:
+        backends = {"SQLite": f"sqlite:///{tmp}/concurrent.db"}
+        if postgres is not None:
+            backends["PostgreSQL"] = postgres
+        for name, url in backends.items():
+            single = _states_per_second(url, 1, per_writer)
+            many = _states_per_second(url, 8, per_writer)
+            report.add(
+                f"{name}: task states per s, 8 writers vs 1 writer", f"{many:.0f}/s", f"{single:.0f}/s",
+                many / single, "(info)", True,
+            )  # fmt: skip
+        if postgres is None:
+            report.add("PostgreSQL: unreachable, not measured", "-", "-", 1.0, "(info)", True)
+    report.print()
+
+
+def _states_per_second(url: str, writers: int, per_writer: int) -> float:
+    stores = [open_store(url) for _ in range(writers)]
+    try:
+        runs = [RUN.model_copy(update={"run_id": f"w{writers}-{i}-{uuid.uuid4().hex[:8]}"}) for i in range(writers)]
+        for store, run in zip(stores, runs, strict=True):
+            store.create_run(run)
+        barrier = threading.Barrier(writers + 1)
+
+        def write(store: RunStore, run_id: str) -> None:
+            barrier.wait()
+            for number in range(per_writer):
+                store.save_task(
+                    STATE.model_copy(update={"run_id": run_id, "task_id": f"t{number}"}), _events_for(run_id)
+                )
+
+        threads = [threading.Thread(target=write, args=(s, r.run_id)) for s, r in zip(stores, runs, strict=True)]
+        for thread in threads:
+            thread.start()
+        barrier.wait()
+        start = time.perf_counter()
+        for thread in threads:
+            thread.join()
+        return writers * per_writer / (time.perf_counter() - start)
+    finally:
+        for store in stores:
+            store.close()
+
+
+def _events_for(run_id: str) -> list[LoopEvent]:
+    """EVENTS for another run."""
+    return [event.model_copy(update={"run_id": run_id}) for event in EVENTS]
+
+
+@contextmanager
+def _postgres_schema() -> Iterator[str | None]:
+    """A throwaway schema on the local PostgreSQL server (None when it is unreachable)."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.exc import OperationalError
+
+    base = os.environ.get("MARSRAG_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+    engine = create_engine(base, connect_args={"connect_timeout": 5})
+    schema = f"marsrag_bench_{uuid.uuid4().hex[:12]}"
+    try:
+        with engine.begin() as connection:
+            connection.exec_driver_sql(f'CREATE SCHEMA "{schema}"')
+    except OperationalError:
+        engine.dispose()
+        yield None
+        return
+    try:
+        yield f"{base}?options=-csearch_path%3D{schema}"
+    finally:
+        with engine.begin() as connection:
+            connection.exec_driver_sql(f'DROP SCHEMA "{schema}" CASCADE')
+        engine.dispose()
 
 
 def _ours(store: RunStore) -> Callable[[], None]:
