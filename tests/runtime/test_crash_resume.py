@@ -1,7 +1,9 @@
 """Crash-resume: a real runner process is SIGKILLed at fixed points, then `marsrag resume` finishes the run.
 
 The resumed run must equal an uninterrupted one: no duplicated or missing task states, attempts,
-transitions or events.
+transitions or events. A task's state and the transition planned from it commit in one transaction, so no
+crash separates them; the kill "between" them lands right after that commit, and a store holding a state
+without its transition (written through the separate save_transition API) is resumed too.
 """
 
 from __future__ import annotations
@@ -144,3 +146,37 @@ def test_resuming_a_completed_run_changes_nothing(tmp_path: Path) -> None:
         "json",
     )
     assert again.returncode == 0 and json.loads(again.stdout) == first
+
+
+def test_a_state_stored_without_its_transition_is_handed_over_on_resume(tmp_path: Path) -> None:
+    """When the transition out of the last committed task is missing, resume plans it from the stored state."""
+    from sqlalchemy import text
+
+    from marsrag.store import open_store
+
+    db = f"sqlite:///{tmp_path / 'gap.db'}"
+    stopped = json.loads(
+        marsrag(
+            "run", "latency", "--llm", f"replay:{script(tmp_path, 'a.jsonl', [A1])}", "--db", db, "--format", "json"
+        ).stdout
+    )
+    assert stopped["status"] == "failed" and len(stopped["transitions"]) == 1
+    with open_store(db) as store, store.engine.begin() as connection:  # type: ignore[attr-defined]
+        connection.execute(text("DELETE FROM transitions"))
+        connection.execute(text("DELETE FROM events WHERE name LIKE 'loop.transition.%'"))
+    resumed = marsrag(
+        "resume",
+        stopped["run_id"],
+        "--llm",
+        f"replay:{script(tmp_path, 'b.jsonl', [B1, B2, C1])}",
+        "--db",
+        db,
+        "--format",
+        "json",
+    )
+    document = json.loads(resumed.stdout)
+    assert document["status"] == "completed"
+    assert [(t["transition_source_task_id"], t["transition_mode"], t["hook"]) for t in document["transitions"]] == [
+        ("diagnose", "direct", "Which cache tier should we pre-warm first?"),
+        ("recommend", "repair", "Who owns the rollout checkpoints?"),
+    ]

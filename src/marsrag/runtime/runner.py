@@ -146,12 +146,10 @@ class _Execution:
             and t.transition_target_task_id == target
             and not t.superseded
         ]
-        if not stored:
+        if stored:
+            self._hand_to(prior, start, stored[-1], first=True)
+        else:
             self._hand_over(prior, start, first=True)
-            return
-        self.hooks[start] = (stored[-1].hook, stored[-1].transition_mode)
-        self._prepare(start, stored[-1].hook, first=True)
-        self._route_agent(prior, start)
 
     def kickoff(self) -> None:
         if self.built.crew.tasks:
@@ -184,30 +182,46 @@ class _Execution:
         item = self.built.tasks[index]
         state = self._state(index, item, output)
         events = self._attempt_events(state) if item.has_contract else []
+        handoff = self._plan(state, index + 1) if index + 1 < len(self.built.tasks) else None
         failpoint("task.before_commit", item.config.name)
-        self.runner.store.save_task(state, events)
+        # The task's state and the transition planned from it commit together: no crash can separate them.
+        self.runner.store.save_task(
+            state,
+            events,
+            transition=handoff[0] if handoff else None,
+            transition_events=handoff[1] if handoff else (),
+        )
         failpoint("task.after_commit", item.config.name)
-        dispatch(events, self.runner.sinks)
+        dispatch(events + (handoff[1] if handoff else []), self.runner.sinks)
         self.states.append(state)
-        if index + 1 < len(self.built.tasks):
-            self._hand_over(state, index + 1)
+        if handoff is not None:
+            self._hand_to(state, index + 1, handoff[0])
 
-    def _hand_over(self, prior: TaskState, index: int, *, first: bool = False) -> None:
-        target = self.built.tasks[index]
-        planned = plan_transition(prior, target.config.name)
+    def _plan(self, prior: TaskState, index: int) -> tuple[TransitionRecord, list[LoopEvent]]:
+        """The transition from ``prior`` to task ``index``, with its events (pure: nothing stored)."""
+        target = self.built.tasks[index].config.name
+        planned = plan_transition(prior, target)
         transition = TransitionRecord(
             run_id=self.run.run_id,
             transition_source_task_id=prior.task_id,
-            transition_target_task_id=target.config.name,
+            transition_target_task_id=target,
             transition_mode=planned.mode,
             transition_reason=planned.reason,
             hook=planned.hook,
         )
-        events = self._transition_events(target.config.name, planned)
+        return transition, self._transition_events(target, planned)
+
+    def _hand_over(self, prior: TaskState, index: int, *, first: bool = False) -> None:
+        """Plan, store and apply a missing transition (a run stopped between a state and its transition)."""
+        transition, events = self._plan(prior, index)
         self.runner.store.save_transition(transition, events)
         dispatch(events, self.runner.sinks)
-        self.hooks[index] = (planned.hook, planned.mode)
-        self._prepare(index, planned.hook, first=first)
+        self._hand_to(prior, index, transition, first=first)
+
+    def _hand_to(self, prior: TaskState, index: int, transition: TransitionRecord, *, first: bool = False) -> None:
+        """Give task ``index`` the planned hook (and, for agent: auto, its routed agent)."""
+        self.hooks[index] = (transition.hook, transition.transition_mode)
+        self._prepare(index, transition.hook, first=first)
         self._route_agent(prior, index)
 
     def _route_agent(self, prior: TaskState, index: int) -> None:

@@ -42,10 +42,19 @@ class RunStore(ABC):
         """
 
     @abstractmethod
-    def save_task(self, state: TaskState, events: Sequence[LoopEvent] = ()) -> None:
+    def save_task(
+        self,
+        state: TaskState,
+        events: Sequence[LoopEvent] = (),
+        *,
+        transition: TransitionRecord | None = None,
+        transition_events: Sequence[LoopEvent] = (),
+    ) -> None:
         """Insert (or replace) one task state with its attempts and events, in one transaction.
 
-        Also bumps the run's ``updated_at``: every committed task is a heartbeat of the process running it.
+        ``transition`` (the handoff out of this task) and its events join the same transaction, so a task is
+        never stored without the transition planned from it. Also bumps the run's ``updated_at``: every
+        committed task is a heartbeat of the process running it.
 
         Raises:
             RunNotFoundError: the task's run does not exist.

@@ -118,8 +118,15 @@ class SqlRunStore(RunStore):
             if result.rowcount == 0:
                 raise RunNotFoundError(f"no run {run_id!r} in {self.url}")
 
-    def save_task(self, state: TaskState, events: Sequence[LoopEvent] = ()) -> None:
-        """Insert (or replace) one task state with its attempts and events, in one transaction.
+    def save_task(
+        self,
+        state: TaskState,
+        events: Sequence[LoopEvent] = (),
+        *,
+        transition: TransitionRecord | None = None,
+        transition_events: Sequence[LoopEvent] = (),
+    ) -> None:
+        """Insert (or replace) one task state with its attempts and events (and its outgoing transition).
 
         Raises:
             RunNotFoundError: the task's run does not exist.
@@ -135,7 +142,10 @@ class SqlRunStore(RunStore):
             connection.execute(_INSERT_TASK, [_rows.task_row(state)])
             if state.attempts:
                 connection.execute(_INSERT_ATTEMPTS, _rows.attempt_rows(state))
-            self._insert_events(connection, events)
+            if transition is not None:
+                connection.execute(_INSERT_TRANSITION, [_rows.transition_row(transition)])
+            # One executemany for the task's and the transition's events, in that order.
+            self._insert_events(connection, [*events, *(transition_events if transition is not None else ())])
 
     def save_transition(self, transition: TransitionRecord, events: Sequence[LoopEvent] = ()) -> None:
         """Insert one transition with its events, in one transaction.
