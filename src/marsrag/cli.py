@@ -7,6 +7,7 @@ on stderr and exit 2; no traceback is ever shown for bad input.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -141,7 +142,7 @@ def run(
     goal: Annotated[str, typer.Argument(help="What the user wants; the first task's hook is anchored on it.")],
     workflow: Annotated[str | None, typer.Option(help="Workflow name; default: the first user-facing one.")] = None,
     config: Annotated[Path | None, typer.Option(help="Config folder; default ./config or the shipped sample.")] = None,
-    llm: Annotated[str | None, typer.Option(help="replay:FILE or a CrewAI model string (or MARSRAG_LLM).")] = None,
+    llm: Annotated[str | None, typer.Option(help="composer (default), replay:FILE or a CrewAI model string.")] = None,
     db: Annotated[str | None, typer.Option(help="Store URL; default MARSRAG_DB, else a file in the data dir.")] = None,
     session: Annotated[str | None, typer.Option(help="Session id; default a new session.")] = None,
     format: Annotated[FormatChoice, typer.Option(help="text, or json (the runs show document).")] = FormatChoice.text,
@@ -163,7 +164,7 @@ def run(
 def resume(
     run_id: Annotated[str, typer.Argument(help="The run to finish (see runs list; stale runs are resumable).")],
     config: Annotated[Path | None, typer.Option(help="Config folder; default ./config or the shipped sample.")] = None,
-    llm: Annotated[str | None, typer.Option(help="replay:FILE or a CrewAI model string (or MARSRAG_LLM).")] = None,
+    llm: Annotated[str | None, typer.Option(help="composer (default), replay:FILE or a CrewAI model string.")] = None,
     db: Annotated[str | None, typer.Option(help="Store URL; default MARSRAG_DB, else a file in the data dir.")] = None,
     format: Annotated[FormatChoice, typer.Option(help="text, or json (the runs show document).")] = FormatChoice.text,
 ) -> None:
@@ -176,6 +177,26 @@ def resume(
     from marsrag.runtime.service import resume_run
 
     document = resume_run(run_id, config=config, llm=llm, db=db)
+    _print_run(document, format)
+    raise typer.Exit(0 if document["status"] == "completed" else 1)
+
+
+@app.command()
+def follow(
+    run_id: Annotated[str, typer.Argument(help="The run whose next recommended question/action to follow.")],
+    workflow: Annotated[str | None, typer.Option(help="Workflow; default: the one the loop routed to.")] = None,
+    config: Annotated[Path | None, typer.Option(help="Config folder; default ./config or the shipped sample.")] = None,
+    llm: Annotated[str | None, typer.Option(help="composer (default), replay:FILE or a CrewAI model.")] = None,
+    db: Annotated[str | None, typer.Option(help="Store URL; default MARSRAG_DB, else a file in the data dir.")] = None,
+    format: Annotated[FormatChoice, typer.Option(help="text, or json (the runs show document).")] = FormatChoice.text,
+) -> None:
+    """Follow a run's next action: the next run of its session, with its final loop as the goal.
+
+    Example: marsrag follow 3f2a9c... --format json
+    """
+    from marsrag.runtime.service import follow_run
+
+    document = follow_run(run_id, workflow=workflow, config=config, llm=llm, db=db)
     _print_run(document, format)
     raise typer.Exit(0 if document["status"] == "completed" else 1)
 
@@ -261,4 +282,9 @@ def main(argv: list[str] | None = None) -> None:
     except MarsRAGError as error:
         _error(str(error))
         code = 2
+    except Exception as error:  # noqa: BLE001 - a bug is reported in one line; MARSRAG_DEBUG=1 shows the traceback
+        if os.environ.get("MARSRAG_DEBUG"):
+            raise
+        _error(f"internal error: {type(error).__name__}: {error} (set MARSRAG_DEBUG=1 for the traceback)")
+        code = 1
     sys.exit(code if isinstance(code, int) else 0)

@@ -8,21 +8,26 @@ from typing import Any
 from marsrag.errors import InputError
 
 REPLAY_PREFIX = "replay:"
+#: The embedded default: the offline composer (deterministic, grounded in retrieved passages; not an LLM).
+COMPOSER = "composer"
 
 
 def resolve_llm(spec: str | None, *, base_url: str | None = None) -> Any:
-    """The LLM object for a spec (``--llm``, else ``MARSRAG_LLM``).
+    """The LLM object for a spec (``--llm``, else ``MARSRAG_LLM``, else the offline composer).
 
-    ``replay:FILE`` is the replay LLM over a JSON Lines script; anything else is handed to CrewAI as a model
-    string (``openai/gpt-4o-mini``, ``ollama/llama3.1``...), with ``base_url`` for OpenAI-compatible servers.
+    ``composer`` (the default) is the offline composer; ``replay:FILE`` is the replay LLM over a JSON Lines
+    script; anything else is handed to CrewAI as a model string (``openai/gpt-4o-mini``, ``ollama/llama3.1``),
+    with ``base_url`` for OpenAI-compatible servers (Ollama, llama.cpp, vLLM).
 
     Raises:
-        InputError: no LLM is configured, or the replay file cannot be used.
+        InputError: the replay file cannot be used.
     """
     spec = spec or os.environ.get("MARSRAG_LLM")
     base_url = base_url or os.environ.get("MARSRAG_BASE_URL")
-    if not spec:
-        raise InputError("no LLM configured: pass --llm replay:FILE or a CrewAI model string (or set MARSRAG_LLM)")
+    if not spec or spec == COMPOSER:
+        from marsrag.llm.composer import OfflineComposer
+
+        return OfflineComposer(model="offline-composer")
     if spec.startswith(REPLAY_PREFIX):
         from marsrag.llm.replay import ReplayLLM
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from marsrag.chain.planner import PlannedTransition, plan_transition
 from marsrag.contract import LOOP_CONTRACT_VERSION
+from marsrag.errors import InputError
 from marsrag.events.model import LoopEvent
 from marsrag.events.sinks import EventSink, dispatch
 from marsrag.faults import failpoint
@@ -101,6 +102,34 @@ class WorkflowRunner:
                 stored.append(state)
         return self._execute(run, stored)
 
+    def follow(self, run_id: str, *, workflow: str | None = None) -> RunRecord:
+        """Start and execute the next run of a run's session, with that run's final loop as its goal.
+
+        Raises:
+            RunNotFoundError: no such run.
+            InputError: the run has no loop to follow.
+        """
+        prior = self.store.get_run(run_id)
+        tasks = self.store.get_tasks(run_id)
+        last = next((task for task in reversed(tasks) if task.loop_output.loop), None)
+        if last is None:
+            raise InputError(f"run {run_id!r} has no next action to follow (no task produced a loop)")
+        routed = last.routing.next_workflow
+        chosen: str | None = workflow or (routed if routed in self.project.workflows else prior.workflow)
+        if chosen not in self.project.workflows:
+            chosen = None  # the followed run's workflow is gone from this config: use the default
+        event = LoopEvent(
+            name="loop.action.followed",
+            run_id=run_id,
+            task_id=last.task_id,
+            loop_contract_version=last.loop_contract_version,
+            loop_mode=prior.loop_mode,
+            validation_status=last.validation.status,
+        )
+        self.store.add_events([event])
+        dispatch([event], self.sinks)
+        return self.run(last.loop_output.loop or "", workflow=chosen, session_id=prior.session_id)
+
     def _execute(self, run: RunRecord, stored: list[TaskState]) -> RunRecord:
         self.store.set_run_status(run.run_id, "running", owner=owner_id())
         try:
@@ -163,7 +192,7 @@ class _Execution:
         query = retrieval_query(hook, self.run.goal)
         results = self.runner.retriever.search(query, self.runner.retrieval_limit)
         self.retrievals[index] = Retrieval(query=query, results=results)
-        additions = []
+        additions = [f'The user\'s goal: "{self.run.goal}"']
         if hook is not None and self.built.tasks[index].has_contract:
             additions.append(f'The previous step handed over this question or action; open your HOOK with it: "{hook}"')
         if results:

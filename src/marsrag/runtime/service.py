@@ -89,6 +89,31 @@ def resume_run(
         return run_document(runner.store, record.run_id)
 
 
+def follow_run(
+    run_id: str,
+    *,
+    workflow: str | None = None,
+    config: str | Path | None = None,
+    llm: str | None = None,
+    db: str | None = None,
+    base_url: str | None = None,
+) -> dict[str, Any]:
+    """Follow a run's next action: start the next run of its session with its final loop as the goal.
+
+    The workflow is ``workflow`` when given, else the one the final loop routed to when it is registered,
+    else the followed run's. Records ``loop.action.followed`` on the followed run.
+
+    Raises:
+        RunNotFoundError: no such run.
+        InputError: the run has no loop to follow.
+    """
+    from marsrag.runtime.views import run_document
+
+    with _runner(config, llm, db, base_url, workflow) as runner:
+        record = runner.follow(run_id, workflow=workflow)
+        return run_document(runner.store, record.run_id)
+
+
 def list_runs(*, db: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
     """The ``runs list`` rows, newest first."""
     from marsrag.runtime.views import run_summary_row
