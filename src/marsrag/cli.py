@@ -145,6 +145,9 @@ def run(
     llm: Annotated[str | None, typer.Option(help="composer (default), replay:FILE or a CrewAI model string.")] = None,
     db: Annotated[str | None, typer.Option(help="Store URL; default MARSRAG_DB, else a file in the data dir.")] = None,
     session: Annotated[str | None, typer.Option(help="Session id; default a new session.")] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible server for --llm (Ollama, vLLM...); or MARSRAG_BASE_URL.")
+    ] = None,
     format: Annotated[FormatChoice, typer.Option(help="text, or json (the runs show document).")] = FormatChoice.text,
 ) -> None:
     """Run a workflow for GOAL: each task's loop becomes the next task's hook; every step is stored.
@@ -155,8 +158,17 @@ def run(
     """
     from marsrag.runtime.service import run_goal
 
-    document = run_goal(goal, workflow=workflow, config=config, llm=llm, db=db, session=session)
-    _print_run(document, format)
+    document = run_goal(
+        goal,
+        workflow=workflow,
+        config=config,
+        llm=llm,
+        db=db,
+        session=session,
+        base_url=base_url,
+        progress=format is FormatChoice.text,
+    )
+    _print_run(document, format, db)
     raise typer.Exit(0 if document["status"] == "completed" else 1)
 
 
@@ -176,8 +188,8 @@ def resume(
     """
     from marsrag.runtime.service import resume_run
 
-    document = resume_run(run_id, config=config, llm=llm, db=db)
-    _print_run(document, format)
+    document = resume_run(run_id, config=config, llm=llm, db=db, progress=format is FormatChoice.text)
+    _print_run(document, format, db)
     raise typer.Exit(0 if document["status"] == "completed" else 1)
 
 
@@ -188,6 +200,9 @@ def follow(
     config: Annotated[Path | None, typer.Option(help="Config folder; default ./config or the shipped sample.")] = None,
     llm: Annotated[str | None, typer.Option(help="composer (default), replay:FILE or a CrewAI model.")] = None,
     db: Annotated[str | None, typer.Option(help="Store URL; default MARSRAG_DB, else a file in the data dir.")] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible server for --llm (Ollama, vLLM...); or MARSRAG_BASE_URL.")
+    ] = None,
     format: Annotated[FormatChoice, typer.Option(help="text, or json (the runs show document).")] = FormatChoice.text,
 ) -> None:
     """Follow a run's next action: the next run of its session, with its final loop as the goal.
@@ -196,8 +211,16 @@ def follow(
     """
     from marsrag.runtime.service import follow_run
 
-    document = follow_run(run_id, workflow=workflow, config=config, llm=llm, db=db)
-    _print_run(document, format)
+    document = follow_run(
+        run_id,
+        workflow=workflow,
+        config=config,
+        llm=llm,
+        db=db,
+        base_url=base_url,
+        progress=format is FormatChoice.text,
+    )
+    _print_run(document, format, db)
     raise typer.Exit(0 if document["status"] == "completed" else 1)
 
 
@@ -241,13 +264,18 @@ def runs_show(
     _print_run(show_run(run_id, db=db), format)
 
 
-def _print_run(document: dict[str, Any], format: FormatChoice) -> None:
+def _print_run(document: dict[str, Any], format: FormatChoice, db: str | None = None) -> None:
     if format is FormatChoice.json:
         sys.stdout.write(json.dumps(document, ensure_ascii=False) + "\n")
         return
     from marsrag.render_text import print_run
 
     print_run(document)
+    from marsrag.store import default_db_url
+    from marsrag.store._engine import mask
+
+    where = mask(db or default_db_url())  # never print a password
+    typer.echo(f"\nState stored in {where}; show it again with: marsrag runs show {document['run_id']} --db '{where}'")
 
 
 def _print_json(source: str, result: dict[str, Any]) -> None:

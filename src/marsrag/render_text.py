@@ -110,3 +110,18 @@ def print_run(document: dict[str, Any]) -> None:
     last = next((t["loop_output"]["loop"] for t in reversed(document["tasks"]) if t["loop_output"].get("loop")), None)
     if last:
         out.print(Text("\nNext recommended question/action: ", style="bold") + Text(last))
+
+
+class ProgressSink:
+    """An event sink printing a run's progress on stderr, one line per task and per handoff."""
+
+    def __init__(self) -> None:
+        self._console = Console(stderr=True, highlight=False)
+
+    def __call__(self, events: Any) -> None:
+        for event in events:
+            if event.name == "loop.contract.validated" or event.name == "loop.contract.failed":
+                status = event.validation_status or "?"
+                self._console.print(Text(f"  {event.task_id}: ") + Text(status, style=_BADGE_STYLE.get(status, "")))
+            elif event.name == "loop.transition.planned":
+                self._console.print(Text(f"  -> {event.task_id} (hook: {event.transition_mode})", style="dim"))

@@ -18,7 +18,12 @@ def _open(db: str | None) -> Any:
 
 @contextmanager
 def _runner(
-    config: str | Path | None, llm: str | None, db: str | None, base_url: str | None, workflow: str | None = None
+    config: str | Path | None,
+    llm: str | None,
+    db: str | None,
+    base_url: str | None,
+    workflow: str | None = None,
+    progress: bool = False,
 ) -> Iterator[Any]:
     """A workflow runner on the project, LLM and store given, with the configured event sinks.
 
@@ -37,6 +42,10 @@ def _runner(
     model = resolve_llm(llm, base_url=base_url)
     otel = otel_sink_from_env()
     sinks: list[EventSink] = [JsonlSink(data_dir() / "events.jsonl"), *([otel] if otel is not None else [])]
+    if progress:
+        from marsrag.render_text import ProgressSink
+
+        sinks.append(ProgressSink())
     try:
         with _open(db) as store:
             yield WorkflowRunner(store, project, model, sinks=sinks)
@@ -54,6 +63,7 @@ def run_goal(
     db: str | None = None,
     session: str | None = None,
     base_url: str | None = None,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """Run a workflow for a goal and return the run document (as ``runs show`` prints it).
 
@@ -62,7 +72,7 @@ def run_goal(
     """
     from marsrag.runtime.views import run_document
 
-    with _runner(config, llm, db, base_url, workflow) as runner:
+    with _runner(config, llm, db, base_url, workflow, progress) as runner:
         record = runner.run(goal, workflow=workflow, session_id=session)
         return run_document(runner.store, record.run_id)
 
@@ -74,6 +84,7 @@ def resume_run(
     llm: str | None = None,
     db: str | None = None,
     base_url: str | None = None,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """Finish a stopped run without redoing its committed tasks; return its run document.
 
@@ -83,7 +94,7 @@ def resume_run(
     """
     from marsrag.runtime.views import run_document
 
-    with _runner(config, llm, db, base_url) as runner:
+    with _runner(config, llm, db, base_url, progress=progress) as runner:
         runner.store.get_run(run_id)  # an unknown id is an error before anything else
         record = runner.resume(run_id)
         return run_document(runner.store, record.run_id)
@@ -97,6 +108,7 @@ def follow_run(
     llm: str | None = None,
     db: str | None = None,
     base_url: str | None = None,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """Follow a run's next action: start the next run of its session with its final loop as the goal.
 
@@ -109,7 +121,7 @@ def follow_run(
     """
     from marsrag.runtime.views import run_document
 
-    with _runner(config, llm, db, base_url, workflow) as runner:
+    with _runner(config, llm, db, base_url, workflow, progress) as runner:
         record = runner.follow(run_id, workflow=workflow)
         return run_document(runner.store, record.run_id)
 
