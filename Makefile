@@ -17,9 +17,12 @@ $(VENV)/.test-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install $(PIP_FLAGS) -e '.[test]'
 	touch $@ $(VENV)/.run-installed
 
-## run: the main job on embedded defaults (for now: the contract recovering messy sample answers)
+SAMPLE_GOAL ?= Checkout latency breached its SLO in three regions right after cache nodes restarted. What is going on, and what should we do?
+
+## run: the main job on embedded defaults: ingest the sample knowledge base, answer a sample goal offline
 run: $(VENV)/.run-installed
-	$(BIN)/marsrag validate examples/answers/*
+	$(BIN)/marsrag ingest examples/knowledge_base
+	$(BIN)/marsrag run "$(SAMPLE_GOAL)"
 
 ## test: install with test extras, lint, type-check, run every test
 test: $(VENV)/.test-installed lint typecheck pytest

@@ -138,6 +138,30 @@ def lint(
 
 
 @app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Markdown, text or HTML files, or folders (recursively).")],
+    db: Annotated[str | None, typer.Option(help="Store URL; default MARSRAG_DB, else a file in the data dir.")] = None,
+    format: Annotated[FormatChoice, typer.Option(help="text, or json (the ingest report).")] = FormatChoice.text,
+) -> None:
+    """Ingest documents into the knowledge base: chunks by heading, kept with their source path and heading.
+
+    Re-ingesting an unchanged file does nothing; a changed file replaces its chunks. Unreadable or binary
+    files are skipped with a warning naming them.
+
+    Example: marsrag ingest docs/ runbooks/restart.md
+    """
+    from marsrag.rag.service import ingest_paths
+
+    report = ingest_paths(list(paths), db=db, progress=format is FormatChoice.text)
+    for skipped in report.skipped:
+        _error_line("warning", f"skipped {skipped.path}: {skipped.reason}")
+    if format is FormatChoice.json:
+        sys.stdout.write(json.dumps(report.to_dict(), ensure_ascii=False, default=str) + "\n")
+    else:
+        typer.echo(f"ingested: {report.summary()}")
+
+
+@app.command()
 def run(
     goal: Annotated[str, typer.Argument(help="What the user wants; the first task's hook is anchored on it.")],
     workflow: Annotated[str | None, typer.Option(help="Workflow name; default: the first user-facing one.")] = None,
@@ -289,7 +313,11 @@ def _print_text(source: str, result: dict[str, Any]) -> None:
 
 
 def _error(message: str) -> None:
-    sys.stderr.write(f"marsrag: error: {message}\n")
+    _error_line("error", message)
+
+
+def _error_line(kind: str, message: str) -> None:
+    sys.stderr.write(f"marsrag: {kind}: {message}\n")
 
 
 def main(argv: list[str] | None = None) -> None:

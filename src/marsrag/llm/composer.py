@@ -117,7 +117,7 @@ def compose(prompt: str, task: str) -> dict[str, str]:
         key=lambda pair: -_overlap(pair[0], focus),
     ) or [(passages[0].text, passages[0])]
     actions = [pair for pair in ranked if _is_action(pair[0])]
-    payoff_sentence, payoff_passage = actions[0] if actions else ranked[-1]
+    payoff_sentence, payoff_passage = actions[0] if actions else ranked[min(1, len(ranked) - 1)]
     explanations = [pair for pair in ranked if pair[0] != payoff_sentence and not _is_action(pair[0])]
     grip_sentence, grip_passage = (explanations or [pair for pair in ranked if pair[0] != payoff_sentence] or ranked)[0]
     cited = list(dict.fromkeys(p.source for p in (grip_passage, payoff_passage)))

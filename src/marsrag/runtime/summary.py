@@ -13,9 +13,10 @@ def summarize(states: Sequence[TaskState]) -> str:
     with_payoff = [state for state in states if state.loop_output.payoff]
     ordered = sorted(with_payoff, key=lambda state: (rank.get(state.validation.status, 2), state.position))
     lines = [f"- {state.loop_output.payoff} ({state.task_id})" for state in ordered]
-    evidence = [state.loop_output.reinforce for state in states if state.loop_output.reinforce]
+    # The last task's evidence is the one the whole chain arrived at; earlier ones are on their tasks.
+    evidence = next((state.loop_output.reinforce for state in reversed(states) if state.loop_output.reinforce), None)
     if evidence:
-        lines.append("Evidence: " + " ".join(evidence))
+        lines.append(f"Evidence: {evidence}")
     last_loop = next((state.loop_output.loop for state in reversed(states) if state.loop_output.loop), None)
     if last_loop:
         lines.append(f"Next: {last_loop}")

@@ -4,12 +4,19 @@ Types are the portable ones (``String``, ``Text``, ``JSON``, ``DateTime(timezone
 SQLite and PostgreSQL. Identifiers are unbounded ``String`` on purpose: SQLite ignores lengths, so a bound
 would only bite on PostgreSQL. Every constraint and index is named, so both backends (and Alembic's
 comparison) agree on the names.
+
+The knowledge base's full-text index is the one thing not described here: it differs per backend (an FTS5
+table with triggers on SQLite, a generated ``tsvector`` column with a GIN index on PostgreSQL), so migration
+0002 creates it by hand and :func:`include_name` keeps it out of the schema comparison.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     Column,
     DateTime,
@@ -22,6 +29,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    UniqueConstraint,
     false,
 )
 
@@ -134,3 +142,56 @@ events = Table(
     Index("ix_events_run_id_id", "run_id", "id"),
     Index("ix_events_name_timestamp", "name", "timestamp"),
 )
+
+# The knowledge base: one row per ingested file, its text cut into chunks (see marsrag.rag).
+documents = Table(
+    "documents",
+    metadata,
+    # Relative to the parent of the folder (or file) given to ingest, POSIX separators: the same file gets the
+    # same key whatever the working directory.
+    Column("path", Text, nullable=False),
+    Column("sha256", String, nullable=False),
+    Column("size", BigInteger, nullable=False),
+    Column("ingested_at", DateTime(timezone=True), nullable=False),
+    PrimaryKeyConstraint("path", name="pk_documents"),
+)
+
+chunks = Table(
+    "chunks",
+    metadata,
+    Column("id", Integer, autoincrement=True, nullable=False),
+    Column(
+        "document_path",
+        Text,
+        ForeignKey("documents.path", name="fk_chunks_document_path_documents", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("position", Integer, nullable=False),
+    # The heading path, outermost first: "Runbook: pre-warming caches > Steps" ("" before the first heading).
+    Column("heading", Text, nullable=False),
+    Column("text", Text, nullable=False),
+    PrimaryKeyConstraint("id", name="pk_chunks"),
+    # Also the index that replacing (or cascading the delete of) one document's chunks goes through.
+    UniqueConstraint("document_path", "position", name="uq_chunks_document_path_position"),
+    # Ids are never reused (SQLite would reuse the highest after a delete): a run's stored retrieval results
+    # name chunk ids, which must not come to mean another passage when a document is re-ingested.
+    sqlite_autoincrement=True,
+)
+
+#: The full-text objects migration 0002 makes outside this metadata: on SQLite the FTS5 table ``chunks_fts``
+#: (and the ``chunks_fts_*`` shadow tables FTS5 makes for it); on PostgreSQL the column ``chunks.fts`` and
+#: its GIN index ``ix_chunks_fts``. (Triggers are not reflected, so they need no entry.)
+FULL_TEXT_TABLE = "chunks_fts"
+FULL_TEXT_COLUMN = "fts"
+FULL_TEXT_INDEX = "ix_chunks_fts"
+
+
+def include_name(name: str | None, type_: str, parent_names: Mapping[str, str | None]) -> bool:
+    """Alembic ``include_name`` hook: False for the backend-specific full-text objects, True for the rest."""
+    if type_ == "table":
+        return name != FULL_TEXT_TABLE and not (name or "").startswith(f"{FULL_TEXT_TABLE}_")
+    if type_ == "column":
+        return not (parent_names.get("table_name") == "chunks" and name == FULL_TEXT_COLUMN)
+    if type_ == "index":
+        return name != FULL_TEXT_INDEX
+    return True

@@ -1,0 +1,141 @@
+"""Finding the files to ingest under the paths given: recursive, sorted, and confined to those paths.
+
+A symlink is followed only when its target lies inside one of the given roots (resolved), so linking to
+``/etc`` or ``~/.ssh`` from a docs folder cannot pull those files into the knowledge base. A file reached twice
+(through a link and directly) is read once, under its direct path.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from marsrag.errors import InputError
+from marsrag.rag.readers import is_supported
+from marsrag.rag.report import SkippedFile
+
+
+@dataclass(frozen=True)
+class Found:
+    """A file to read: its document key, the path to open (as the user would write it) and its real path."""
+
+    key: str
+    path: Path
+    real: Path
+    via_link: bool
+
+
+@dataclass
+class Discovery:
+    """The files to read, in order, and what was passed over."""
+
+    files: list[Found] = field(default_factory=list)
+    skipped: list[SkippedFile] = field(default_factory=list)
+    ignored: int = 0
+
+
+@dataclass
+class _Root:
+    given: Path
+    real: Path
+
+
+def discover(paths: Iterable[str | Path]) -> Discovery:
+    """The supported files under ``paths`` (files or folders, walked recursively, in sorted order).
+
+    Document keys are relative to each root's parent (``docs/runbooks/x.md`` for the folder ``docs``), so the
+    same file keeps its key whatever the working directory.
+
+    Raises:
+        InputError: a path does not exist.
+    """
+    roots = []
+    for raw in paths:
+        given = Path(raw)
+        if not given.exists():
+            raise InputError(f"{str(raw)!r} does not exist (or is a broken symlink)")
+        roots.append(_Root(given, given.resolve()))
+    walker = _Walker([root.real for root in roots])
+    for root in roots:
+        # abspath, not resolve: the key keeps the name the user gave (a symlinked folder's own name).
+        name = Path(os.path.abspath(root.given)).name
+        if root.real.is_dir():
+            walker.walk(root.given, PurePosixPath(name), root.real)
+        else:
+            walker.file(root.given, PurePosixPath(name), root.real, via_link=False, explicit=True)
+    return walker.result()
+
+
+class _Walker:
+    def __init__(self, roots: list[Path]) -> None:
+        self.roots = roots
+        self.found: list[Found] = []
+        self.discovery = Discovery()
+        self.walked: set[Path] = set()
+
+    def inside(self, real: Path) -> bool:
+        return any(real == root or real.is_relative_to(root) for root in self.roots)
+
+    def walk(self, folder: Path, key: PurePosixPath, real: Path) -> None:
+        if real in self.walked:  # a link back to a folder already walked (or a loop)
+            return
+        self.walked.add(real)
+        try:
+            entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+        except OSError as error:
+            self.skip(folder, f"cannot list the folder: {error.strerror or error}")
+            return
+        for entry in entries:
+            path, entry_key = folder / entry.name, key / entry.name
+            try:
+                if entry.is_symlink():
+                    self.link(path, entry_key)
+                elif entry.is_dir():
+                    self.walk(path, entry_key, real / entry.name)
+                elif entry.is_file():
+                    self.file(path, entry_key, real / entry.name, via_link=False)
+                # Sockets, FIFOs and devices are not documents (and opening a FIFO would block).
+            except OSError as error:
+                self.skip(path, f"cannot read: {error.strerror or error}")
+
+    def link(self, path: Path, key: PurePosixPath) -> None:
+        target = path.resolve()
+        if not target.exists():
+            self.skip(path, "broken symlink")
+        elif not self.inside(target):
+            self.skip(path, f"symlink to {target}, outside the paths given: not followed")
+        elif target.is_dir():
+            self.walk(path, key, target)
+        elif target.is_file():
+            self.file(path, key, target, via_link=True)
+
+    def file(self, path: Path, key: PurePosixPath, real: Path, *, via_link: bool, explicit: bool = False) -> None:
+        if is_supported(key.name):
+            self.found.append(Found(str(key), path, real, via_link))
+        elif explicit:
+            self.skip(path, f"unsupported file type {key.suffix or '(no suffix)'!r}")
+        else:
+            self.discovery.ignored += 1
+
+    def skip(self, path: Path, reason: str) -> None:
+        self.discovery.skipped.append(SkippedFile(str(path), reason))
+
+    def result(self) -> Discovery:
+        # One entry per real file, preferring a direct path over a link; one real file per key.
+        chosen: dict[Path, Found] = {}
+        for found in self.found:
+            if found.real not in chosen or (chosen[found.real].via_link and not found.via_link):
+                chosen[found.real] = found
+        by_key: dict[str, Found] = {}
+        for found in self.found:
+            if chosen[found.real] is not found:
+                continue
+            if found.key in by_key:
+                other = by_key[found.key].path
+                self.skip(found.path, f"same document path {found.key!r} as {other} (from another root)")
+                continue
+            by_key[found.key] = found
+            self.discovery.files.append(found)
+        return self.discovery

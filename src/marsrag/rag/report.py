@@ -1,0 +1,39 @@
+"""What an ingest did: counts per outcome, the chunks written, and every file skipped with its reason."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = ["IngestReport", "SkippedFile"]
+
+
+@dataclass(frozen=True)
+class SkippedFile:
+    """A file ingest did not read (binary, not UTF-8, unreadable, a symlink leading outside the roots...)."""
+
+    path: str
+    reason: str
+
+
+@dataclass
+class IngestReport:
+    """The outcome of one ingest: files added, updated, unchanged and skipped, and chunks written."""
+
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    #: Files passed over without a word because ingest does not read their type (``.pdf``, ``.png``...).
+    ignored: int = 0
+    chunks_written: int = 0
+    skipped: list[SkippedFile] = field(default_factory=list)
+
+    def summary(self) -> str:
+        """One line for people: ``2 added, 1 updated, 5 unchanged, 1 skipped; 14 chunks written``."""
+        counts = f"{self.added} added, {self.updated} updated, {self.unchanged} unchanged, {len(self.skipped)} skipped"
+        ignored = f" ({self.ignored} other files ignored)" if self.ignored else ""
+        return f"{counts}{ignored}; {self.chunks_written} chunks written"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready data (for ``--format json``)."""
+        return asdict(self)

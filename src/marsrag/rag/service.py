@@ -1,0 +1,91 @@
+"""Entry points for the CLI and the runner: ingest paths into a database, open the knowledge base for a run.
+
+Importing this module stays cheap; SQLAlchemy loads when a knowledge base is opened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from marsrag.rag.report import IngestReport
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+    from marsrag.rag.knowledge import KnowledgeBase
+
+__all__ = ["PROGRESS_MIN_FILES", "ingest_paths", "knowledge_base"]
+
+#: A progress bar appears only for ingests of more files than this: small ones finish before it would help.
+PROGRESS_MIN_FILES = 20
+
+
+def ingest_paths(paths: Iterable[str | Path], *, db: str | None = None, progress: bool = True) -> IngestReport:
+    """Ingest files and folders into the knowledge base at ``db`` (default: the run store's database).
+
+    With ``progress``, a bar on stderr (when it is a terminal) follows ingests of more than
+    :data:`PROGRESS_MIN_FILES` files.
+
+    Raises:
+        InputError: a path does not exist.
+        StoreError: a bad URL, or the database cannot be reached, migrated or written.
+    """
+    bar = _ProgressBar() if progress else None
+    try:
+        with knowledge_base(db) as kb:
+            return kb.ingest(paths, progress=bar)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+@contextmanager
+def knowledge_base(db: str | None = None) -> Iterator[KnowledgeBase]:
+    """The knowledge base at ``db`` (default: the run store's database), closed on exit: a ``Retriever``.
+
+    Raises:
+        StoreError: a bad URL, or a database that cannot be reached or migrated.
+    """
+    from marsrag.rag.knowledge import KnowledgeBase
+
+    kb = KnowledgeBase.open(db)
+    try:
+        yield kb
+    finally:
+        kb.close()
+
+
+class _ProgressBar:
+    """A Rich progress bar on stderr, started on the first file of an ingest big enough to need one."""
+
+    def __init__(self) -> None:
+        self._bar: Progress | None = None
+        self._task: TaskID | None = None
+        self._wanted = True
+
+    def __call__(self, done: int, total: int) -> None:
+        if self._bar is None:
+            if not self._wanted or total <= PROGRESS_MIN_FILES:
+                return
+            from rich.console import Console
+            from rich.progress import Progress
+
+            console = Console(stderr=True)
+            # Only people watching a terminal need it; in a pipe or a log it would only add noise.
+            self._wanted = console.is_terminal
+            if not self._wanted:
+                return
+            self._bar = Progress(console=console, transient=True)
+            self._task = self._bar.add_task("Ingesting", total=total)
+            self._bar.start()
+        assert self._task is not None
+        self._bar.update(self._task, completed=done)
+
+    def close(self) -> None:
+        """Stop the bar, if it started."""
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
