@@ -46,12 +46,12 @@ def _runner(
         from marsrag.render_text import ProgressSink
 
         sinks.append(ProgressSink())
-    from marsrag.rag.service import knowledge_base
+    from marsrag.rag.knowledge import KnowledgeBase
 
     try:
-        # The knowledge base lives in the run store's database: the retrieval step searches it.
-        with _open(db) as store, knowledge_base(db) as kb:
-            yield WorkflowRunner(store, project, model, sinks=sinks, retriever=kb)
+        with _open(db) as store:
+            # The knowledge base lives in the run store's database: the retrieval step searches it there.
+            yield WorkflowRunner(store, project, model, sinks=sinks, retriever=KnowledgeBase(store.engine))
     finally:
         if otel is not None:
             otel.shutdown()  # sends the batched records before the CLI exits, even when the run raised

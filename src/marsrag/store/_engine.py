@@ -9,6 +9,8 @@ short connect timeout (an unreachable server fails fast) and pre-ping (a restart
 from __future__ import annotations
 
 import re
+import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -93,13 +95,27 @@ def _sqlite_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None
     try:
         # busy_timeout first: switching to WAL takes a lock another opener may hold.
         cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA journal_mode = WAL")
+        _switch_to_wal(cursor)
         # With WAL, NORMAL syncs at checkpoints instead of on every commit: a killed process never loses a
         # committed transaction; only a power cut may drop the last few (the database stays consistent).
         cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.execute("PRAGMA foreign_keys = ON")
     finally:
         cursor.close()
+
+
+def _switch_to_wal(cursor: Any) -> None:
+    # Switching a brand-new file to WAL can fail at once with "database is locked" while other connections
+    # open it, without waiting for busy_timeout: retry for as long as busy_timeout would have waited.
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def _sqlite_begin(connection: Connection) -> None:

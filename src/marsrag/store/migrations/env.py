@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from alembic import context
 
-from marsrag.store.schema import VERSION_TABLE, metadata
+from marsrag.store.schema import VERSION_TABLE, include_name, metadata
 
 config = context.config
 
@@ -28,7 +28,13 @@ else:
         raise RuntimeError(
             "the run store migrations run on a connection the store provides; use marsrag.store.open_store()"
         )
-    context.configure(connection=connection, target_metadata=metadata, version_table=VERSION_TABLE)
+    # include_name keeps the full-text objects (FTS5 tables, tsvector column) out of autogenerate's diff.
+    context.configure(
+        connection=connection,
+        target_metadata=metadata,
+        version_table=VERSION_TABLE,
+        include_name=include_name,  # type: ignore[arg-type]  # Alembic types the hook narrower than it calls it
+    )
     # The store opened the transaction (and holds the migration lock); Alembic joins it.
     with context.begin_transaction():
         context.run_migrations()
