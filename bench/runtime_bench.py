@@ -16,7 +16,7 @@ from bench._timing import Report
 from bench.crewai_bench import _plain_crew, _project
 
 
-def run(count: int = 20, rounds: int = 5) -> None:
+def run(count: int = 20, rounds: int = 9) -> None:
     """Run the benchmark and print its table."""
     from marsrag.llm.replay import ReplayLLM
     from marsrag.runtime.runner import WorkflowRunner
