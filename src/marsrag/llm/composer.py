@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from marsrag.integrations.crewai import BaseLLM
+from marsrag.llm._local import LocalLLM
 from marsrag.runtime.routing import tokens
 
 _HOOK = re.compile(r'open your HOOK with it: "(?P<hook>.+?)"\s*$', re.MULTILINE)
@@ -60,7 +60,7 @@ def _heading(source: str) -> str:
     return source.split("#", 1)[1] if "#" in source else source
 
 
-class OfflineComposer(BaseLLM):
+class OfflineComposer(LocalLLM):
     """Composes grounded, valid Loop Contract answers offline (deterministic; not an LLM)."""
 
     model: str = "offline-composer"
@@ -79,15 +79,6 @@ class OfflineComposer(BaseLLM):
         prompt = messages if isinstance(messages, str) else "\n".join(str(m.get("content", "")) for m in messages)
         task = str(getattr(from_task, "marsrag_task", None) or getattr(from_task, "name", None) or "step")
         return json.dumps(compose(prompt, task))
-
-    def supports_function_calling(self) -> bool:
-        """Plain text only."""
-        return False
-
-    def get_input_tokens_count(self, messages: Any, tools: Any = None, response_model: Any = None) -> int:
-        """A rough count, without the base class's warning on every call."""
-        text = messages if isinstance(messages, str) else json.dumps(messages, default=str)
-        return len(text) // 4 + 1
 
 
 def compose(prompt: str, task: str) -> dict[str, str]:

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import PrivateAttr
 
 from marsrag.errors import MarsRAGError
-from marsrag.integrations.crewai import BaseLLM
+from marsrag.llm._local import LocalLLM
 
 
 class ReplayExhaustedError(MarsRAGError):
@@ -36,7 +36,7 @@ class RecordedCall:
     prompt: str = field(repr=False, default="")
 
 
-class ReplayLLM(BaseLLM):
+class ReplayLLM(LocalLLM):
     """Answers each call with the next scripted output; raises :class:`ReplayExhaustedError` past the end."""
 
     model: str = "replay"
@@ -110,12 +110,3 @@ class ReplayLLM(BaseLLM):
             task_name = getattr(from_task, "marsrag_task", None) or getattr(from_task, "name", None)
             self._calls.append(RecordedCall(recorded, task_name, getattr(response_model, "__name__", None), output))
         return output
-
-    def supports_function_calling(self) -> bool:
-        """Replay outputs are plain text: no native tool calls."""
-        return False
-
-    def get_input_tokens_count(self, messages: Any, tools: Any = None, response_model: Any = None) -> int:
-        """A rough count, without the base class's warning on every call."""
-        text = messages if isinstance(messages, str) else json.dumps(messages, default=str)
-        return len(text) // 4 + 1
