@@ -59,6 +59,17 @@ def compare(ours: Callable[[], object], base: Callable[[], object], *, rounds: i
     return Pair(best_ours, best_base)
 
 
+def best_of_timed(ours: Callable[[], float], base: Callable[[], float], *, rounds: int, warmup: bool = True) -> Pair:
+    """Best of ``rounds`` for two self-timing runs (each returns the seconds it measured), alternated."""
+    if warmup:
+        ours(), base()
+    best_ours = best_base = float("inf")
+    for _ in range(rounds):
+        best_base = min(best_base, base())
+        best_ours = min(best_ours, ours())
+    return Pair(best_ours, best_base)
+
+
 def rate(seconds: float) -> str:
     """Calls per second, human-readable."""
     per_second = 1 / seconds

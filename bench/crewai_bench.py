@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bench._samples import CLEAN, CONTENT, labelled
-from bench._timing import Report
+from bench._timing import Report, best_of_timed
 from marsrag.contract import EXPECTED_OUTPUT_TEMPLATE, LoopOutput
 from marsrag.tasks import ProjectConfig, WorkflowConfig, load_config, sample_config_dir
 
@@ -45,7 +45,7 @@ def _agent(llm: Any) -> Any:
     return Agent(role="Analyst", goal="Diagnose problems.", backstory="Seasoned.", llm=llm, allow_delegation=False)
 
 
-def _plain_crew(llm: Any, count: int) -> Any:
+def plain_crew(llm: Any, count: int) -> Any:
     """The bare CrewAI way: output_pydantic=LoopOutput and CrewAI's own conversion, no guardrail."""
     from crewai import Crew, Process, Task
 
@@ -64,7 +64,7 @@ def _plain_crew(llm: Any, count: int) -> Any:
     return Crew(agents=[agent], tasks=tasks, process=Process.sequential, verbose=False)
 
 
-def _project(count: int) -> ProjectConfig:
+def chain_project(count: int) -> ProjectConfig:
     sample = load_config(sample_config_dir())
     base = sample.tasks["diagnose"]
     tasks = {f"step{i}": base.model_copy(update={"name": f"step{i}"}) for i in range(count)}
@@ -77,7 +77,7 @@ def _calls_ours(outputs: list[str]) -> tuple[int, str]:
     from marsrag.llm.replay import ReplayLLM
 
     llm = ReplayLLM.from_outputs(outputs * 4)
-    built = build_crew(_project(1), "long", llm)
+    built = build_crew(chain_project(1), "long", llm)
     built.kickoff({"goal": "latency"})
     status = built.tasks[0].guardrail.final.result.status
     return len(llm.calls), status
@@ -88,7 +88,7 @@ def _calls_plain(outputs: list[str]) -> tuple[int, str]:
 
     # The same script, repeated: CrewAI's converter asks again with an identical prompt, and gets the same.
     llm = ReplayLLM.from_outputs(outputs * 4)
-    crew = _plain_crew(llm, 1)
+    crew = plain_crew(llm, 1)
     try:
         crew.kickoff(inputs={"goal": "latency"})
     except Exception as error:  # noqa: BLE001 - the outcome is what we report
@@ -116,7 +116,7 @@ def _wall_time(report: Report, count: int = 20, rounds: int = 5) -> None:
     from marsrag.integrations.crewai_builders import build_crew
     from marsrag.llm.replay import ReplayLLM
 
-    project = _project(count)
+    project = chain_project(count)
 
     def ours() -> float:
         llm = ReplayLLM.from_outputs([VALID] * count)
@@ -127,15 +127,11 @@ def _wall_time(report: Report, count: int = 20, rounds: int = 5) -> None:
     def bare() -> float:
         llm = ReplayLLM.from_outputs([VALID] * count)
         start = time.perf_counter()
-        _plain_crew(llm, count).kickoff(inputs={"goal": "latency"})
+        plain_crew(llm, count).kickoff(inputs={"goal": "latency"})
         return time.perf_counter() - start
 
-    ours(), bare()  # warm both paths
-    best_ours = best_bare = float("inf")
-    for _ in range(rounds):
-        best_bare = min(best_bare, bare())
-        best_ours = min(best_ours, ours())
-    per_ours, per_bare = best_ours / count * 1e3, best_bare / count * 1e3
+    pair = best_of_timed(ours, bare, rounds=rounds)
+    per_ours, per_bare = pair.ours / count * 1e3, pair.base / count * 1e3
     report.add(
         f"wall time per task, crew of {count} narrative tasks, zero-latency LLM, vs bare CrewAI crew",
         f"{per_ours:.2f} ms",

@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 from bench._samples import CLEAN
-from bench._timing import Report
-from bench.crewai_bench import _plain_crew, _project
+from bench._timing import Report, best_of_timed
+from bench.crewai_bench import chain_project, plain_crew
 
 
 def run(count: int = 20, rounds: int = 9) -> None:
@@ -23,7 +23,7 @@ def run(count: int = 20, rounds: int = 9) -> None:
     from marsrag.store import open_store
 
     report = Report("orchestrator (zero-latency replay LLM; SQLite store file)")
-    project = _project(count)
+    project = chain_project(count)
     with tempfile.TemporaryDirectory() as tmp, open_store(f"sqlite:///{Path(tmp) / 'bench.db'}") as store:
 
         def ours() -> float:
@@ -36,17 +36,13 @@ def run(count: int = 20, rounds: int = 9) -> None:
             return elapsed
 
         def bare() -> float:
-            crew = _plain_crew(ReplayLLM.from_outputs([CLEAN] * count), count)
+            crew = plain_crew(ReplayLLM.from_outputs([CLEAN] * count), count)
             start = time.perf_counter()
             crew.kickoff(inputs={"goal": "latency"})
             return time.perf_counter() - start
 
-        ours(), bare()  # warm both paths (imports, migrations, caches)
-        best_ours = best_bare = float("inf")
-        for _ in range(rounds):
-            best_bare = min(best_bare, bare())
-            best_ours = min(best_ours, ours())
-    per_ours, per_bare = best_ours / count * 1e3, best_bare / count * 1e3
+        pair = best_of_timed(ours, bare, rounds=rounds)  # warms both paths first (imports, migrations)
+    per_ours, per_bare = pair.ours / count * 1e3, pair.base / count * 1e3
     report.add(
         f"per task: runner with store and events ({count} tasks) vs bare CrewAI crew (build + kickoff)",
         f"{per_ours:.2f} ms",

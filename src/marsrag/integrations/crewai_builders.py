@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from marsrag.contract import FIELDS, LOOP_CONTRACT_VERSION, LoopOutput, Mode, render_expected_output
+from marsrag.contract import LOOP_CONTRACT_VERSION, LoopOutput, Mode, render_expected_output
 from marsrag.integrations.crewai import (
     Agent,
     ContractTask,
@@ -133,4 +133,4 @@ def build_crew(project: ProjectConfig, workflow: str | None = None, llm: Any = N
     return BuiltCrew(chosen, mode, crew, built, agents)
 
 
-__all__ = ["FIELDS", "BuiltCrew", "BuiltTask", "build_agent", "build_crew", "build_task"]
+__all__ = ["BuiltCrew", "BuiltTask", "build_agent", "build_crew", "build_task"]
