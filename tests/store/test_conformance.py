@@ -236,6 +236,37 @@ def test_transitions_come_back_in_order_with_superseded_marked(store: RunStore) 
     assert [t.superseded for t in store.get_transitions("run-1")] == [True, False, False]
 
 
+def test_a_new_transition_supersedes_the_current_one_from_its_source(store: RunStore) -> None:
+    """A task has one current outgoing transition: storing another marks the earlier row superseded, kept."""
+    store.create_run(run())
+    store.save_transition(transition(source="t1", target="t2", transition_mode="fallback"))
+    store.save_transition(transition(source="t2", target="t3"))
+    store.save_task(task(), transition=transition(source="t1", target="t2", transition_mode="repair"))
+    stored = store.get_transitions("run-1")
+    assert [(t.transition_source_task_id, t.transition_mode, t.superseded) for t in stored] == [
+        ("t1", "fallback", True),
+        ("t2", "direct", False),
+        ("t1", "repair", False),
+    ]
+
+
+def test_storing_a_superseded_transition_leaves_the_current_one(store: RunStore) -> None:
+    """A row stored already superseded (history being copied) does not demote the current transition."""
+    store.create_run(run())
+    store.save_transition(transition(source="t1"))
+    store.save_transition(transition(source="t1", transition_mode="fallback", superseded=True))
+    assert [t.superseded for t in store.get_transitions("run-1")] == [False, True]
+
+
+def test_attempt_kinds_round_trip(store: RunStore) -> None:
+    """Each attempt keeps where it came from: answer, repair, operator repair, regenerate."""
+    store.create_run(run())
+    kinds = ["answer", "repair", "operator_repair", "regenerate"]
+    attempts = [attempt(n + 1, minutes=n).model_copy(update={"kind": kind}) for n, kind in enumerate(kinds)]
+    store.save_task(task(attempts=attempts))
+    assert [a.kind for a in store.get_tasks("run-1")[0].attempts] == kinds
+
+
 def test_events_come_back_in_stored_order_with_every_field(store: RunStore) -> None:
     """Events from every write method read back in order, equal, and only for their run."""
     store.create_run(run())
@@ -414,6 +445,41 @@ def test_a_schema_revision_from_a_newer_marsrag_is_reported(db_url: str) -> None
 
 
 # Concurrency
+
+
+def test_migration_0003_names_the_kind_of_existing_attempts(db_url: str) -> None:
+    """Attempts stored at revision 0002 (no kind) read back as answer (number 1) and repair (later)."""
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import insert
+
+    from marsrag.store import _engine, _rows
+    from marsrag.store._migrate import MIGRATIONS
+    from marsrag.store.schema import runs, task_states
+
+    engine = _engine.create(_engine.parse_url(db_url))
+    stored = task(run_id="r")
+    try:
+        with engine.begin() as connection:
+            config = Config()
+            config.set_main_option("script_location", str(MIGRATIONS))
+            config.attributes["connection"] = connection
+            command.upgrade(config, "0002")
+            connection.execute(insert(runs), [_rows.run_row(run("r"))])
+            connection.execute(insert(task_states), [_rows.task_row(stored)])
+            for row in _rows.attempt_rows(stored):
+                del row["kind"]
+                connection.execute(
+                    text(
+                        "INSERT INTO attempts (run_id, task_id, number, raw, status, errors, created_at)"
+                        " VALUES (:run_id, :task_id, :number, :raw, :status, '[]', :created_at)"
+                    ),
+                    {key: value for key, value in row.items() if key != "errors"},
+                )
+    finally:
+        engine.dispose()
+    with open_store(db_url) as migrated:
+        assert [(a.number, a.kind) for a in migrated.get_tasks("r")[0].attempts] == [(1, "answer"), (2, "repair")]
 
 
 def test_concurrent_writes_from_threads_all_land(store: RunStore) -> None:

@@ -281,7 +281,13 @@ class _Execution:
                 rendered=raw,
             )
         attempts = [
-            AttemptRecord(number=attempt.number, raw=attempt.raw, status=attempt.result.status, errors=_issues(attempt))
+            AttemptRecord(
+                number=attempt.number,
+                raw=attempt.raw,
+                status=attempt.result.status,
+                errors=_issues(attempt),
+                kind="repair" if attempt.is_repair else "answer",
+            )
             for attempt in item.guardrail.attempts
         ]
         final = item.guardrail.attempts[-1].result

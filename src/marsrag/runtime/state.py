@@ -17,6 +17,8 @@ ValidationStatus = Literal["valid", "partial", "failed", "skipped"]
 TransitionMode = Literal["direct", "repair", "fallback"]
 HookSource = Literal["goal", "direct", "repair", "fallback"]
 RunStatus = Literal["pending", "running", "completed", "failed"]
+#: Where an attempt came from: the task's answer, its in-run repair, or an operator action afterwards.
+AttemptKind = Literal["answer", "repair", "operator_repair", "regenerate"]
 
 #: The hook a task gets when the prior loop is unusable (spec section 3), word for word.
 FALLBACK_HOOK = "What is the single most important next step to resolve the current uncertainty?"
@@ -67,12 +69,17 @@ class Routing(BaseModel):
 
 
 class AttemptRecord(BaseModel):
-    """One answer of a task (1 = first, 2 = repair): its raw text and verdict."""
+    """One answer of a task (1 = first, 2 = in-run repair, 3+ = operator actions): its raw text and verdict.
+
+    The verdict of a ``regenerate`` attempt is that of the merged output (its raw text holds only the
+    re-asked sections).
+    """
 
     number: int
     raw: str
     status: ValidationStatus
     errors: list[Issue] = Field(default_factory=list)
+    kind: AttemptKind = "answer"
     created_at: datetime = Field(default_factory=utcnow)
 
 

@@ -114,6 +114,7 @@ def attempt_rows(state: TaskState) -> list[dict[str, Any]]:
             "raw": attempt.raw,
             "status": attempt.status,
             "errors": _issues(attempt.errors),
+            "kind": attempt.kind,
             "created_at": to_db(attempt.created_at),
         }
         for attempt in state.attempts
@@ -186,6 +187,7 @@ def task_from(row: Row, attempts: Iterable[Row]) -> TaskState:
                 "raw": attempt["raw"],
                 "status": attempt["status"],
                 "errors": attempt["errors"],
+                "kind": attempt["kind"],
                 "created_at": from_db(attempt["created_at"]),
             }
             for attempt in attempts

@@ -53,8 +53,9 @@ class RunStore(ABC):
         """Insert (or replace) one task state with its attempts and events, in one transaction.
 
         ``transition`` (the handoff out of this task) and its events join the same transaction, so a task is
-        never stored without the transition planned from it. Also bumps the run's ``updated_at``: every
-        committed task is a heartbeat of the process running it.
+        never stored without the transition planned from it. A task has at most one current outgoing
+        transition: storing one marks the task's current one ``superseded`` (the row is kept). Also bumps the
+        run's ``updated_at``: every committed task is a heartbeat of the process running it.
 
         Raises:
             RunNotFoundError: the task's run does not exist.
@@ -62,7 +63,10 @@ class RunStore(ABC):
 
     @abstractmethod
     def save_transition(self, transition: TransitionRecord, events: Sequence[LoopEvent] = ()) -> None:
-        """Insert one transition with its events, in one transaction."""
+        """Insert one transition with its events, in one transaction.
+
+        Unless it is itself marked superseded, it supersedes its source task's current outgoing transition.
+        """
 
     @abstractmethod
     def add_events(self, events: Sequence[LoopEvent]) -> None:

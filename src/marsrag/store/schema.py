@@ -100,6 +100,7 @@ attempts = Table(
     Column("status", String, nullable=False),
     Column("errors", JSON, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("kind", String, nullable=False, server_default="answer"),
     PrimaryKeyConstraint("run_id", "task_id", "number", name="pk_attempts"),
     ForeignKeyConstraint(
         ["run_id", "task_id"],

@@ -31,6 +31,16 @@ _DELETE_ATTEMPTS = delete(attempts).where(
 _DELETE_TASK = delete(task_states).where(
     (task_states.c.run_id == bindparam("run_id")) & (task_states.c.task_id == bindparam("task_id"))
 )
+# A task has at most one current outgoing transition: a new one marks the current one superseded (kept).
+_SUPERSEDE = (
+    update(transitions)
+    .where(
+        (transitions.c.run_id == bindparam("b_run_id"))
+        & (transitions.c.source_task_id == bindparam("b_source"))
+        & transitions.c.superseded.is_(False)
+    )
+    .values(superseded=True)
+)
 _INSERT_RUN, _INSERT_TASK, _INSERT_ATTEMPTS = insert(runs), insert(task_states), insert(attempts)
 _INSERT_TRANSITION, _INSERT_EVENTS = insert(transitions), insert(events)
 
@@ -143,19 +153,19 @@ class SqlRunStore(RunStore):
             if state.attempts:
                 connection.execute(_INSERT_ATTEMPTS, _rows.attempt_rows(state))
             if transition is not None:
-                connection.execute(_INSERT_TRANSITION, [_rows.transition_row(transition)])
+                self._insert_transition(connection, transition)
             # One executemany for the task's and the transition's events, in that order.
             self._insert_events(connection, [*events, *(transition_events if transition is not None else ())])
 
     def save_transition(self, transition: TransitionRecord, events: Sequence[LoopEvent] = ()) -> None:
-        """Insert one transition with its events, in one transaction.
+        """Insert one transition with its events, in one transaction (superseding the source's current one).
 
         Raises:
             RunNotFoundError: the transition's run does not exist.
         """
         with self._write(f"save a transition of run {transition.run_id!r}") as connection:
             self._require_run(connection, transition.run_id)
-            connection.execute(_INSERT_TRANSITION, [_rows.transition_row(transition)])
+            self._insert_transition(connection, transition)
             self._insert_events(connection, events)
 
     def add_events(self, events: Sequence[LoopEvent]) -> None:
@@ -233,6 +243,13 @@ class SqlRunStore(RunStore):
     def _require_run(self, connection: Connection, run_id: str) -> None:
         if connection.execute(_RUN_EXISTS, {"run_id": run_id}).first() is None:
             raise RunNotFoundError(f"no run {run_id!r} in {self.url}")
+
+    @staticmethod
+    def _insert_transition(connection: Connection, transition: TransitionRecord) -> None:
+        if not transition.superseded:
+            params = {"b_run_id": transition.run_id, "b_source": transition.transition_source_task_id}
+            connection.execute(_SUPERSEDE, params)
+        connection.execute(_INSERT_TRANSITION, [_rows.transition_row(transition)])
 
     @staticmethod
     def _insert_events(connection: Connection, loop_events: Sequence[LoopEvent]) -> None:
