@@ -30,3 +30,11 @@ class RunNotFoundError(StoreError, LookupError):
 
 class IncompatibleRecordError(StoreError):
     """A stored record was made under a contract major version this MarsRAG cannot read."""
+
+
+class TaskNotFoundError(MarsRAGError, LookupError):
+    """The run has no task with that id."""
+
+
+class ActionConflictError(InputError):
+    """An operator action does not apply to the task or run in its current state (e.g. repairing a valid task)."""

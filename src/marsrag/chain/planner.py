@@ -12,6 +12,7 @@ the fallback is used only when the loop itself is missing or invalid.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from marsrag.runtime.state import FALLBACK_HOOK, TaskState, TransitionMode
@@ -74,3 +75,16 @@ def plan_transition(prior: TaskState | None, target: str | None = None) -> Plann
         return PlannedTransition(FALLBACK_HOOK, "fallback", f"prior output {status}{after}: no loop")
     ordered = (["loop"] if "loop" in failed else []) + [name for name in failed if name != "loop"]
     return PlannedTransition(FALLBACK_HOOK, "fallback", f"fields {', '.join(ordered)} failed{after}")
+
+
+def plan_next_action(tasks: Sequence[TaskState]) -> tuple[TaskState, PlannedTransition] | None:
+    """A run's next recommended question/action: the handoff out of its last task under the contract.
+
+    The same rule as between tasks (spec section 3), so the UI's next-action card, ``follow`` and the chain
+    agree: the last contract task's loop when usable, else the fallback question. None when no task of the
+    run ran under the contract (a machine-first run has no next action).
+    """
+    contract = [task for task in tasks if task.validation.status != "skipped"]
+    if not contract:
+        return None
+    return contract[-1], plan_transition(contract[-1])

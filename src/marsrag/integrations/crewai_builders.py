@@ -133,4 +133,17 @@ def build_crew(project: ProjectConfig, workflow: str | None = None, llm: Any = N
     return BuiltCrew(chosen, mode, crew, built, agents)
 
 
-__all__ = ["BuiltCrew", "BuiltTask", "build_agent", "build_crew", "build_task"]
+def build_single(project: ProjectConfig, workflow: str, task: str, agent: str, llm: Any = None) -> BuiltCrew:
+    """A crew of one task of a workflow, run by the named agent (for operator actions on a stored task).
+
+    The task is built under the workflow's loop mode, so it carries the contract (and its guardrail) exactly
+    when it did in the run.
+    """
+    chosen = project.workflow(workflow)
+    built_agent = build_agent(project.agents[agent], llm)
+    built = build_task(project.tasks[task], built_agent, chosen.effective_loop_mode)
+    crew = Crew(agents=[built_agent], tasks=[built.task], process=Process.sequential, verbose=False)
+    return BuiltCrew(chosen, chosen.effective_loop_mode, crew, [built], {agent: built_agent})
+
+
+__all__ = ["BuiltCrew", "BuiltTask", "build_agent", "build_crew", "build_single", "build_task"]

@@ -13,14 +13,15 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
-from marsrag.chain.planner import PlannedTransition, plan_transition
+from marsrag.chain.planner import PlannedTransition, plan_next_action, plan_transition
 from marsrag.contract import LOOP_CONTRACT_VERSION
-from marsrag.errors import InputError
+from marsrag.errors import ActionConflictError
 from marsrag.events.model import LoopEvent
 from marsrag.events.sinks import EventSink, dispatch
 from marsrag.faults import failpoint
 from marsrag.integrations.crewai import TaskOutput
 from marsrag.integrations.crewai_builders import BuiltCrew, BuiltTask, build_crew
+from marsrag.runtime.briefing import briefing, without_placeholders
 from marsrag.runtime.liveness import owner_id
 from marsrag.runtime.retrieval import NoRetriever, Retriever, retrieval_query
 from marsrag.runtime.routing import LexicalRouter, Router, project_candidates
@@ -103,17 +104,19 @@ class WorkflowRunner:
         return self._execute(run, stored)
 
     def follow(self, run_id: str, *, workflow: str | None = None) -> RunRecord:
-        """Start and execute the next run of a run's session, with that run's final loop as its goal.
+        """Start and execute the next run of a run's session, with the run's next action as its goal.
+
+        The next action is :func:`plan_next_action`'s: the final loop when usable, else the fallback question.
 
         Raises:
             RunNotFoundError: no such run.
-            InputError: the run has no loop to follow.
+            ActionConflictError: no task of the run ran under the contract (nothing to follow).
         """
         prior = self.store.get_run(run_id)
-        tasks = self.store.get_tasks(run_id)
-        last = next((task for task in reversed(tasks) if task.loop_output.loop), None)
-        if last is None:
-            raise InputError(f"run {run_id!r} has no next action to follow (no task produced a loop)")
+        planned = plan_next_action(self.store.get_tasks(run_id))
+        if planned is None:
+            raise ActionConflictError(f"run {run_id!r} has no next action to follow (no task ran under the contract)")
+        last, action = planned
         routed = last.routing.next_workflow
         chosen: str | None = workflow or (routed if routed in self.project.workflows else prior.workflow)
         if chosen not in self.project.workflows:
@@ -125,10 +128,11 @@ class WorkflowRunner:
             loop_contract_version=last.loop_contract_version,
             loop_mode=prior.loop_mode,
             validation_status=last.validation.status,
+            transition_mode=action.mode,
         )
         self.store.add_events([event])
         dispatch([event], self.sinks)
-        return self.run(last.loop_output.loop or "", workflow=chosen, session_id=prior.session_id)
+        return self.run(action.hook, workflow=chosen, session_id=prior.session_id)
 
     def _execute(self, run: RunRecord, stored: list[TaskState]) -> RunRecord:
         self.store.set_run_status(run.run_id, "running", owner=owner_id())
@@ -192,18 +196,12 @@ class _Execution:
         query = retrieval_query(hook, self.run.goal)
         results = self.runner.retriever.search(query, self.runner.retrieval_limit)
         self.retrievals[index] = Retrieval(query=query, results=results)
-        additions = [f'The user\'s goal: "{self.run.goal}"']
-        if hook is not None and self.built.tasks[index].has_contract:
-            additions.append(f'The previous step handed over this question or action; open your HOOK with it: "{hook}"')
-        if results:
-            passages = "\n".join(f"[{item.get('source', '?')}] {item.get('text', '')}" for item in results)
-            additions.append(f"Sources retrieved for this step:\n{passages}")
-        if additions:
-            text = "\n\n".join(additions)
-            if first:
-                # Text added before kickoff is interpolated with its inputs: stray braces would be read as inputs.
-                text = text.replace("{", "(").replace("}", ")")
-            task.description = f"{task.description}\n\n{text}"
+        chained = hook if hook is not None and self.built.tasks[index].has_contract else None
+        text = briefing(self.run.goal, chained, results)
+        if first:
+            # Text added before kickoff is interpolated with its inputs: stray braces would be read as inputs.
+            text = without_placeholders(text)
+        task.description = f"{task.description}\n\n{text}"
 
     # -- after a task (CrewAI calls this before the next task starts) ----------------------------------------
 

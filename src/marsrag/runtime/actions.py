@@ -1,0 +1,303 @@
+"""Operator actions on a stored task: run its repair again, or regenerate only its failing sections.
+
+Both run the task again on a crew of one (the same config, agent, loop mode and LLM as the run), keep the
+earlier attempts and append the new ones (``operator_repair`` or ``regenerate``), record an event per
+attempt, and, when the task's loop changes, re-plan the transition out of it: the new transition is stored
+with the task in one transaction and the earlier one is kept, marked superseded. An LLM failure never
+raises: it is recorded as a failed attempt and the task's output stays as it was.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from marsrag.chain.planner import plan_transition
+from marsrag.contract import FIELDS, validate_output
+from marsrag.errors import ActionConflictError, TaskNotFoundError
+from marsrag.events.model import LoopEvent
+from marsrag.events.sinks import dispatch
+from marsrag.runtime.briefing import briefing, without_placeholders
+from marsrag.runtime.liveness import is_stale
+from marsrag.runtime.runner import WorkflowRunner
+from marsrag.runtime.state import (
+    AttemptKind,
+    AttemptRecord,
+    Issue,
+    LoopFields,
+    RunRecord,
+    TaskState,
+    TransitionRecord,
+    Validation,
+)
+from marsrag.runtime.summary import summarize
+
+Action = Literal["repair", "regenerate"]
+#: The statuses an operator action applies to (valid tasks need none; skipped tasks have no contract).
+FIXABLE = ("partial", "failed")
+
+
+def repair_task(runner: WorkflowRunner, run_id: str, task_id: str) -> TaskState:
+    """Run a task's repair again: a fresh answer with its errors fed back, itself allowed one repair.
+
+    Raises:
+        RunNotFoundError: no such run.
+        TaskNotFoundError: the run has no such task.
+        ActionConflictError: the task is valid or ran without the contract, the run is still executing, or
+            the task is gone from the config.
+    """
+    run, state = _target(runner, run_id, task_id)
+    crew = _crew(runner, run, state)
+    item = crew.tasks[0]
+    problems = "; ".join(issue.message for issue in state.validation.errors) or "the output was invalid"
+    previous = state.attempts[-1].raw if state.attempts else state.rendered
+    _describe(
+        item.task,
+        run,
+        state,
+        "An operator asked for a repair of this step. Its last answer did not satisfy the Loop Contract "
+        f"({state.validation.status}): {problems}.\nThe last answer was:\n{previous}\n\nAnswer again with all "
+        "five sections.",
+    )
+    assert item.guardrail is not None  # _crew refuses tasks without the contract
+    error = _kickoff(crew, run)
+    if error is not None or not item.guardrail.attempts:
+        return _record_failure(runner, run, state, "operator_repair", error or "the task produced no answer")
+    attempts = [
+        AttemptRecord(
+            number=len(state.attempts) + offset + 1,
+            raw=attempt.raw,
+            status=attempt.result.status,
+            errors=_issues(attempt.result.errors),
+            kind="operator_repair",
+        )
+        for offset, attempt in enumerate(item.guardrail.attempts)
+    ]
+    final = item.guardrail.attempts[-1].result
+    return _commit(runner, run, state, dict(final.loop_output), final.status, attempts)
+
+
+def regenerate_sections(runner: WorkflowRunner, run_id: str, task_id: str) -> TaskState:
+    """Re-ask only a task's failing sections and merge them with its passing ones.
+
+    The merged output is validated as a whole; its verdict is the task's. Sections the answer leaves out
+    or gets wrong again keep their earlier text.
+
+    Raises:
+        RunNotFoundError, TaskNotFoundError, ActionConflictError: as for :func:`repair_task`.
+    """
+    run, state = _target(runner, run_id, task_id)
+    failing = _failing(state)
+    crew = _crew(runner, run, state, machine_first=True)
+    item = crew.tasks[0]
+    kept = "\n".join(f"{name.upper()}: {getattr(state.loop_output, name)}" for name in FIELDS if name not in failing)
+    problems = "; ".join(issue.message for issue in state.validation.errors if issue.field in failing)
+    labels = ", ".join(name.upper() for name in failing)
+    _describe(
+        item.task,
+        run,
+        state,
+        f"An operator asked to regenerate the sections of this step that failed the Loop Contract: {labels} "
+        f"({problems or 'missing or invalid'}).\nThese sections passed and stay as they are:\n{kept or '(none)'}",
+    )
+    item.task.expected_output = (
+        f"Only the sections {labels}, each on its own line as `LABEL: text`: non-empty, 1-4 sentences and at "
+        "most 800 characters, consistent with the sections that passed."
+    )
+    error = _kickoff(crew, run)
+    output: Any = getattr(item.task, "output", None)
+    raw: str | None = output.raw if isinstance(getattr(output, "raw", None), str) else None
+    if error is not None or raw is None:
+        return _record_failure(runner, run, state, "regenerate", error or "the task produced no answer")
+    answer = validate_output(raw, mode=_mode(run))
+    merged = {name: getattr(state.loop_output, name) for name in FIELDS}
+    for name in failing:
+        if name in answer.passing_fields:
+            merged[name] = answer.loop_output[name]
+    result = validate_output(merged, mode=_mode(run))
+    attempt = AttemptRecord(
+        number=len(state.attempts) + 1,
+        raw=raw,
+        status=result.status,
+        errors=_issues(result.errors),
+        kind="regenerate",
+    )
+    return _commit(runner, run, state, dict(result.loop_output), result.status, [attempt])
+
+
+def apply_action(runner: WorkflowRunner, action: Action, run_id: str, task_id: str) -> TaskState:
+    """Run ``repair`` or ``regenerate`` on a stored task (see :func:`repair_task`, :func:`regenerate_sections`)."""
+    return (repair_task if action == "repair" else regenerate_sections)(runner, run_id, task_id)
+
+
+# -- steps ----------------------------------------------------------------------------------------------------
+
+
+def _target(runner: WorkflowRunner, run_id: str, task_id: str) -> tuple[RunRecord, TaskState]:
+    run = runner.store.get_run(run_id)
+    state = next((task for task in runner.store.get_tasks(run_id) if task.task_id == task_id), None)
+    if state is None:
+        raise TaskNotFoundError(f"run {run_id!r} has no task {task_id!r}")
+    if run.status in ("pending", "running") and not is_stale(run):
+        raise ActionConflictError(f"run {run_id!r} is still {run.status}: act on its tasks once it has finished")
+    if state.validation.status == "skipped":
+        raise ActionConflictError(f"task {task_id!r} ran without the contract (loop_mode none): nothing to repair")
+    if state.validation.status not in FIXABLE:
+        raise ActionConflictError(f"task {task_id!r} is already valid: nothing to repair")
+    return run, state
+
+
+def _crew(runner: WorkflowRunner, run: RunRecord, state: TaskState, *, machine_first: bool = False) -> Any:
+    from marsrag.integrations.crewai_builders import build_single
+
+    project = runner.project
+    if run.workflow not in project.workflows or state.task_id not in project.tasks:
+        raise ActionConflictError(
+            f"task {state.task_id!r} of workflow {run.workflow!r} is not in the current config: cannot re-run it"
+        )
+    config = project.tasks[state.task_id]
+    agent = state.agent if state.agent in project.agents else config.agent
+    if agent not in project.agents:
+        agent = next(iter(project.agents))
+    crew = build_single(project, run.workflow, state.task_id, agent, runner.llm)
+    if crew.tasks[0].guardrail is None:
+        raise ActionConflictError(f"task {state.task_id!r} no longer runs under the contract in {run.workflow!r}")
+    if machine_first:
+        from marsrag.integrations.crewai_builders import build_task
+
+        # The regenerate answer holds only some sections: no guardrail, no conversion to LoopOutput.
+        crew.tasks[0] = build_task(config, crew.tasks[0].task.agent, "none")
+        crew.crew.tasks = [crew.tasks[0].task]
+    return crew
+
+
+def _describe(task: Any, run: RunRecord, state: TaskState, request: str) -> None:
+    """Give the task what it had in the run (goal, hook, sources) and the operator's request."""
+    hook = state.loop_output.hook if state.hook_source != "goal" else None
+    results = state.retrieval.results if state.retrieval is not None else []
+    # Added before kickoff, so interpolated with its inputs: stray braces would be read as inputs.
+    text = without_placeholders(briefing(run.goal, hook, results, extra=request))
+    task.description = f"{task.description}\n\n{text}"
+
+
+def _kickoff(crew: Any, run: RunRecord) -> str | None:
+    """Run the crew; the error as one line when it raised (an LLM or provider failure), else None."""
+    try:
+        crew.kickoff({"goal": run.goal})
+    except Exception as error:  # noqa: BLE001 - recorded on the task as a failed attempt, never raised
+        return f"{type(error).__name__}: {error}"
+    return None
+
+
+def _record_failure(
+    runner: WorkflowRunner, run: RunRecord, state: TaskState, kind: AttemptKind, reason: str
+) -> TaskState:
+    """Append a failed attempt naming the reason; the task's output and verdict stay as they were."""
+    attempt = AttemptRecord(
+        number=len(state.attempts) + 1,
+        raw="",
+        status="failed",
+        errors=[Issue(field=None, code="action_failed", message=f"the {kind.replace('_', ' ')} failed: {reason}")],
+        kind=kind,
+    )
+    updated = state.model_copy(update={"attempts": [*state.attempts, attempt]})
+    events = [_event(run, updated, attempt)]
+    runner.store.save_task(updated, events)
+    dispatch(events, runner.sinks)
+    return updated
+
+
+def _commit(
+    runner: WorkflowRunner,
+    run: RunRecord,
+    state: TaskState,
+    values: dict[str, str | None],
+    status: Any,
+    new_attempts: list[AttemptRecord],
+) -> TaskState:
+    """Store the task's new output with its attempts, events and (when its loop changed) a re-planned transition."""
+    fields = LoopFields(**values)
+    if state.hook_source != "goal":
+        fields.hook = state.loop_output.hook  # a chained task's hook is the derived one, whatever it answered
+    routing = runner.router.route(fields.loop, runner.candidates) if fields.loop else state.routing
+    updated = state.model_copy(
+        update={
+            "validation": Validation(status=status, errors=new_attempts[-1].errors),
+            "loop_output": fields,
+            "routing": routing,
+            "attempts": [*state.attempts, *new_attempts],
+            "rendered": fields.render(),
+        }
+    )
+    events = [_event(run, updated, attempt) for attempt in new_attempts]
+    transition, transition_events = _replan(runner, run, state, updated)
+    runner.store.save_task(updated, events, transition=transition, transition_events=transition_events)
+    dispatch([*events, *transition_events], runner.sinks)
+    tasks = [updated if task.task_id == updated.task_id else task for task in runner.store.get_tasks(run.run_id)]
+    runner.store.set_run_status(run.run_id, run.status, summary=summarize(tasks))
+    return updated
+
+
+def _replan(
+    runner: WorkflowRunner, run: RunRecord, before: TaskState, after: TaskState
+) -> tuple[TransitionRecord | None, list[LoopEvent]]:
+    """The transition out of the task re-planned from its new output, when it differs from the current one."""
+    current = next(
+        (
+            t
+            for t in reversed(runner.store.get_transitions(run.run_id))
+            if t.transition_source_task_id == before.task_id and not t.superseded
+        ),
+        None,
+    )
+    if current is None:
+        return None, []
+    planned = plan_transition(after, current.transition_target_task_id)
+    if (planned.hook, planned.mode) == (current.hook, current.transition_mode):
+        return None, []
+    transition = TransitionRecord(
+        run_id=run.run_id,
+        transition_source_task_id=before.task_id,
+        transition_target_task_id=current.transition_target_task_id,
+        transition_mode=planned.mode,
+        transition_reason=f"{planned.reason} (re-planned after an operator action)",
+        hook=planned.hook,
+    )
+    common: dict[str, Any] = {
+        "run_id": run.run_id,
+        "task_id": current.transition_target_task_id,
+        "loop_contract_version": after.loop_contract_version,
+        "loop_mode": run.loop_mode,
+        "transition_mode": planned.mode,
+    }
+    events = [LoopEvent(name="loop.transition.planned", **common)]
+    if planned.mode == "fallback":
+        events.append(LoopEvent(name="loop.transition.fallback_used", **common))
+    return transition, events
+
+
+def _event(run: RunRecord, state: TaskState, attempt: AttemptRecord) -> LoopEvent:
+    return LoopEvent(
+        name="loop.contract.validated" if attempt.status == "valid" else "loop.contract.failed",
+        run_id=run.run_id,
+        task_id=state.task_id,
+        loop_contract_version=state.loop_contract_version,
+        loop_mode=run.loop_mode,
+        validation_status=attempt.status,
+    )
+
+
+def _failing(state: TaskState) -> list[str]:
+    named = {issue.field for issue in state.validation.errors if issue.field in FIELDS}
+    named.update(name for name in FIELDS if not getattr(state.loop_output, name))
+    return [name for name in FIELDS if name in named]
+
+
+def _mode(run: RunRecord) -> Any:
+    return run.loop_mode if run.loop_mode in ("hard", "soft") else "hard"
+
+
+def _issues(errors: Any) -> list[Issue]:
+    return [Issue(field=issue.field, code=issue.code, message=issue.message) for issue in errors]
+
+
+__all__ = ["FIXABLE", "Action", "apply_action", "regenerate_sections", "repair_task"]
