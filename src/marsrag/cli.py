@@ -248,6 +248,39 @@ def follow(
     raise typer.Exit(0 if document["status"] == "completed" else 1)
 
 
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to bind; off loopback, set MARSRAG_TOKEN.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on.")] = 8000,
+    db: Annotated[str | None, typer.Option(help="Store URL; default MARSRAG_DB, else a file in the data dir.")] = None,
+    config: Annotated[Path | None, typer.Option(help="Config folder; default ./config or the shipped sample.")] = None,
+    llm: Annotated[str | None, typer.Option(help="composer (default), replay:FILE or a CrewAI model.")] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible server for --llm (Ollama, vLLM...); or MARSRAG_BASE_URL.")
+    ] = None,
+    run_threads: Annotated[int, typer.Option(min=1, max=64, help="Runs executing at once in this process.")] = 2,
+) -> None:
+    """Serve the web UI and JSON API: runs, their sections and badges, next actions, operator repair.
+
+    Pages at /, /ask, /runs/ID, /sessions/ID; the API at /api (OpenAPI docs at /docs). Off loopback,
+    mutating requests need the bearer token in MARSRAG_TOKEN.
+
+    Example: marsrag serve --port 8000 --db sqlite:///runs.db
+    """
+    from marsrag.web.server import serve as run_server
+    from marsrag.web.settings import WebSettings
+
+    settings = WebSettings(
+        db=db,
+        config=str(config) if config is not None else None,
+        llm=llm,
+        base_url=base_url,
+        host=host,
+        run_threads=run_threads,
+    )
+    run_server(settings, port=port)
+
+
 runs_app = typer.Typer(help="Stored runs: list them, show one.", no_args_is_help=True)
 app.add_typer(runs_app, name="runs")
 

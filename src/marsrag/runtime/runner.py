@@ -22,7 +22,7 @@ from marsrag.faults import failpoint
 from marsrag.integrations.crewai import TaskOutput
 from marsrag.integrations.crewai_builders import BuiltCrew, BuiltTask, build_crew
 from marsrag.runtime.briefing import briefing, without_placeholders
-from marsrag.runtime.liveness import owner_id
+from marsrag.runtime.liveness import is_stale, owner_id
 from marsrag.runtime.retrieval import NoRetriever, Retriever, retrieval_query
 from marsrag.runtime.routing import LexicalRouter, Router, project_candidates
 from marsrag.runtime.state import (
@@ -104,15 +104,22 @@ class WorkflowRunner:
         return self._execute(run, stored)
 
     def follow(self, run_id: str, *, workflow: str | None = None) -> RunRecord:
-        """Start and execute the next run of a run's session, with the run's next action as its goal.
+        """Start and execute the next run of a run's session (see :meth:`start_follow`); its final record."""
+        return self.execute(self.start_follow(run_id, workflow=workflow).run_id)
+
+    def start_follow(self, run_id: str, *, workflow: str | None = None) -> RunRecord:
+        """Record ``loop.action.followed`` and the next run of the run's session, pending, with its next action as goal.
 
         The next action is :func:`plan_next_action`'s: the final loop when usable, else the fallback question.
+        The workflow is ``workflow`` when given, else the one the loop routed to when registered, else the run's.
 
         Raises:
             RunNotFoundError: no such run.
-            ActionConflictError: no task of the run ran under the contract (nothing to follow).
+            ActionConflictError: the run is still executing, or no task of it ran under the contract.
         """
         prior = self.store.get_run(run_id)
+        if prior.status in ("pending", "running") and not is_stale(prior):
+            raise ActionConflictError(f"run {run_id!r} is still {prior.status}: follow it once it has finished")
         planned = plan_next_action(self.store.get_tasks(run_id))
         if planned is None:
             raise ActionConflictError(f"run {run_id!r} has no next action to follow (no task ran under the contract)")
@@ -121,6 +128,8 @@ class WorkflowRunner:
         chosen: str | None = workflow or (routed if routed in self.project.workflows else prior.workflow)
         if chosen not in self.project.workflows:
             chosen = None  # the followed run's workflow is gone from this config: use the default
+        # Checked before the event is stored: a bad workflow name records nothing.
+        self.project.workflow(chosen)
         event = LoopEvent(
             name="loop.action.followed",
             run_id=run_id,
@@ -132,7 +141,7 @@ class WorkflowRunner:
         )
         self.store.add_events([event])
         dispatch([event], self.sinks)
-        return self.run(action.hook, workflow=chosen, session_id=prior.session_id)
+        return self.start(action.hook, workflow=chosen, session_id=prior.session_id)
 
     def _execute(self, run: RunRecord, stored: list[TaskState]) -> RunRecord:
         self.store.set_run_status(run.run_id, "running", owner=owner_id())

@@ -17,7 +17,7 @@ def _open(db: str | None) -> Any:
 
 
 @contextmanager
-def _runner(
+def open_runner(
     config: str | Path | None,
     llm: str | None,
     db: str | None,
@@ -75,7 +75,7 @@ def run_goal(
     """
     from marsrag.runtime.views import run_document
 
-    with _runner(config, llm, db, base_url, workflow, progress) as runner:
+    with open_runner(config, llm, db, base_url, workflow, progress) as runner:
         record = runner.run(goal, workflow=workflow, session_id=session)
         return run_document(runner.store, record.run_id)
 
@@ -97,7 +97,7 @@ def resume_run(
     """
     from marsrag.runtime.views import run_document
 
-    with _runner(config, llm, db, base_url, progress=progress) as runner:
+    with open_runner(config, llm, db, base_url, progress=progress) as runner:
         runner.store.get_run(run_id)  # an unknown id is an error before anything else
         record = runner.resume(run_id)
         return run_document(runner.store, record.run_id)
@@ -124,7 +124,7 @@ def follow_run(
     """
     from marsrag.runtime.views import run_document
 
-    with _runner(config, llm, db, base_url, workflow, progress) as runner:
+    with open_runner(config, llm, db, base_url, workflow, progress) as runner:
         record = runner.follow(run_id, workflow=workflow)
         return run_document(runner.store, record.run_id)
 

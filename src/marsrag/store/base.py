@@ -81,8 +81,8 @@ class RunStore(ABC):
         """
 
     @abstractmethod
-    def list_runs(self, *, limit: int | None = None, session_id: str | None = None) -> list[RunRecord]:
-        """Runs, newest first (optionally only one session's)."""
+    def list_runs(self, *, limit: int | None = None, session_id: str | None = None, offset: int = 0) -> list[RunRecord]:
+        """Runs, newest first (optionally only one session's), skipping the first ``offset``."""
 
     @abstractmethod
     def get_tasks(self, run_id: str) -> list[TaskState]:

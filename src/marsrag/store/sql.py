@@ -187,16 +187,20 @@ class SqlRunStore(RunStore):
             raise RunNotFoundError(f"no run {run_id!r} in {self.url}")
         return _rows.run_from(row)
 
-    def list_runs(self, *, limit: int | None = None, session_id: str | None = None) -> list[RunRecord]:
-        """Runs, newest first (optionally only one session's).
+    def list_runs(self, *, limit: int | None = None, session_id: str | None = None, offset: int = 0) -> list[RunRecord]:
+        """Runs, newest first (optionally only one session's), skipping the first ``offset``.
 
         Raises:
-            ValueError: a negative limit.
+            ValueError: a negative limit or offset.
             IncompatibleRecordError: a listed run was made under another contract major version.
         """
         if limit is not None and limit < 0:
             raise ValueError(f"limit must be >= 0, got {limit}")
+        if offset < 0:
+            raise ValueError(f"offset must be >= 0, got {offset}")
         query = select(runs).order_by(runs.c.created_at.desc(), runs.c.run_id.desc()).limit(limit)
+        if offset:
+            query = query.offset(offset)
         if session_id is not None:
             query = query.where(runs.c.session_id == session_id)
         with self._read("list runs") as connection:

@@ -1,0 +1,111 @@
+"""The JSON API: the pages' data and actions for scripts (OpenAPI docs at ``/docs``).
+
+Mutating endpoints need ``Authorization: Bearer $MARSRAG_TOKEN`` when the server binds off loopback, and
+refuse requests a browser sent from another origin.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Query, Response, status
+from pydantic import BaseModel, ConfigDict, Field
+
+from marsrag.contract.rules import MAX_INPUT_CHARS
+from marsrag.errors import ConfigError
+from marsrag.web.backend import Backend
+from marsrag.web.guards import InvalidField, backend_of, require_api_writer
+
+router = APIRouter(prefix="/api", tags=["runs"])
+
+#: Session ids name a chain of runs in URLs: a conservative alphabet.
+SESSION_ID_PATTERN = r"^[A-Za-z0-9_.:-]{1,128}$"
+
+
+class RunRequest(BaseModel):
+    """A goal to run: ``goal`` required, ``workflow`` and ``session_id`` optional."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    goal: str = Field(min_length=1, max_length=MAX_INPUT_CHARS, description="What the user wants answered or done.")
+    workflow: str | None = Field(default=None, max_length=200, description="Default: the config's first user-facing.")
+    session_id: str | None = Field(default=None, pattern=SESSION_ID_PATTERN, description="Default: a new session.")
+
+
+class Started(BaseModel):
+    """A run started in the background."""
+
+    run_id: str
+    session_id: str
+    status: Literal["pending"] = "pending"
+
+
+BackendDep = Annotated[Backend, Depends(backend_of)]
+
+
+@router.get("/runs", summary="List runs, newest first (the `marsrag runs list --format json` rows)")
+def list_runs(
+    backend: BackendDep,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    session_id: Annotated[str | None, Query(pattern=SESSION_ID_PATTERN)] = None,
+) -> list[dict[str, Any]]:
+    """Runs, newest first."""
+    return backend.run_rows(limit=limit, offset=offset, session_id=session_id)
+
+
+@router.post(
+    "/runs",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model=Started,
+    dependencies=[Depends(require_api_writer)],
+    summary="Start a run; it executes in the background",
+)
+def start_run(body: RunRequest, backend: BackendDep, response: Response) -> Started:
+    """Record a pending run for ``goal`` and return its id at once."""
+    try:
+        run = backend.start_run(body.goal, workflow=body.workflow, session_id=body.session_id)
+    except ConfigError as error:
+        raise InvalidField("workflow", str(error)) from error
+    response.headers["Location"] = f"/api/runs/{run.run_id}"
+    return Started(run_id=run.run_id, session_id=run.session_id)
+
+
+@router.get("/runs/{run_id}", summary="One run (the `marsrag runs show --format json` document)")
+def show_run(run_id: str, backend: BackendDep) -> dict[str, Any]:
+    """The run document: tasks with attempts, transitions, events."""
+    return backend.run_document(run_id)
+
+
+@router.post(
+    "/runs/{run_id}/follow",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model=Started,
+    dependencies=[Depends(require_api_writer)],
+    summary="Follow the run's next action: the next run of its session, in the background",
+)
+def follow_run(run_id: str, backend: BackendDep, response: Response) -> Started:
+    """Record ``loop.action.followed`` and start the next run with the next action as its goal."""
+    run = backend.follow(run_id)
+    response.headers["Location"] = f"/api/runs/{run.run_id}"
+    return Started(run_id=run.run_id, session_id=run.session_id)
+
+
+@router.post(
+    "/runs/{run_id}/tasks/{task_id}/repair",
+    dependencies=[Depends(require_api_writer)],
+    summary="Run the task's repair again (for a failed or partial task)",
+)
+def repair_task(run_id: str, task_id: str, backend: BackendDep) -> dict[str, Any]:
+    """Re-run the task with its errors fed back; returns its new state (earlier attempts kept)."""
+    return backend.act("repair", run_id, task_id).model_dump(mode="json")
+
+
+@router.post(
+    "/runs/{run_id}/tasks/{task_id}/regenerate",
+    dependencies=[Depends(require_api_writer)],
+    summary="Regenerate only the task's failing sections and merge them with the passing ones",
+)
+def regenerate_task(run_id: str, task_id: str, backend: BackendDep) -> dict[str, Any]:
+    """Re-ask the failing sections; returns the task's new state (earlier attempts kept)."""
+    return backend.act("regenerate", run_id, task_id).model_dump(mode="json")

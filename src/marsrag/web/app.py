@@ -1,0 +1,148 @@
+"""``create_app()``: the FastAPI application, its guards, and how library errors become HTTP errors.
+
+Only this module turns :class:`MarsRAGError` subclasses into status codes: 404 for unknown ids, 409 for an
+action that does not apply, 422 for bad input (the field named), 413 for oversized bodies, 503 when the
+store is unreachable. Pages get an HTML error page, ``/api`` a JSON reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from marsrag._version import __version__
+from marsrag.errors import (
+    ActionConflictError,
+    IncompatibleRecordError,
+    InputError,
+    MarsRAGError,
+    RunNotFoundError,
+    StoreError,
+    TaskNotFoundError,
+)
+from marsrag.web.backend import Backend
+from marsrag.web.guards import InvalidField
+from marsrag.web.render import render_error
+from marsrag.web.security import BodyLimitMiddleware
+from marsrag.web.settings import WebSettings
+
+STATIC = Path(__file__).parent / "static"
+
+
+def create_app(settings: WebSettings | None = None) -> FastAPI:
+    """The MarsRAG web app over the store, config and LLM of ``settings`` (opened now, closed on shutdown).
+
+    Raises:
+        ConfigError, InputError, StoreError: bad config, LLM spec or database.
+        InputError: the server binds off loopback and no token is set.
+    """
+    settings = settings or WebSettings()
+    if settings.requires_token and not settings.token:
+        raise InputError(
+            f"serving on {settings.host} (not loopback) needs a bearer token for mutating requests: set MARSRAG_TOKEN"
+        )
+    backend = Backend(settings)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        backend.close()
+
+    app = FastAPI(
+        title="MarsRAG",
+        version=__version__,
+        summary="Runs whose answers follow the Loop Contract: sections, status, next action, operator repair.",
+        lifespan=lifespan,
+    )
+    app.state.backend = backend
+    app.state.settings = settings
+    app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    from marsrag.web import api, pages
+
+    app.include_router(api.router)
+    app.include_router(pages.router)
+    _install_error_handlers(app)
+    return app
+
+
+def _wants_json(request: Request) -> bool:
+    path = request.url.path
+    return path.startswith("/api") or path == "/health"
+
+
+def error_status(error: MarsRAGError) -> tuple[int, str]:
+    """The HTTP status and error code for a library error."""
+    if isinstance(error, RunNotFoundError | TaskNotFoundError):
+        return 404, "not_found"
+    if isinstance(error, ActionConflictError):
+        return 409, "conflict"
+    if isinstance(error, IncompatibleRecordError):
+        return 409, "incompatible_record"
+    if isinstance(error, StoreError):
+        return 503, "store_unavailable"
+    return 422, "invalid_input"
+
+
+def error_response(request: Request, status: int, code: str, detail: str, field: str | None = None) -> Response:
+    """A JSON reason for ``/api``, an HTML error page otherwise."""
+    if _wants_json(request):
+        body: dict[str, Any] = {"error": code, "detail": detail}
+        if field is not None:
+            body["field"] = field
+        return JSONResponse(body, status_code=status)
+    return render_error(request, status, detail)
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(MarsRAGError)
+    async def library_error(request: Request, error: MarsRAGError) -> Response:
+        status, code = error_status(error)
+        return error_response(request, status, code, str(error))
+
+    @app.exception_handler(InvalidField)
+    async def invalid_field(request: Request, error: InvalidField) -> Response:
+        return error_response(request, 422, "invalid_input", f"{error.field}: {error.detail}", error.field)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, error: RequestValidationError) -> Response:
+        problems = error.errors()
+        first = problems[0] if problems else {}
+        location = [str(part) for part in first.get("loc", ()) if part not in ("body", "query", "path")]
+        field = ".".join(location) or None
+        detail = f"{field}: {first.get('msg', 'invalid')}" if field else str(first.get("msg", "invalid request"))
+        if _wants_json(request):
+            body = {
+                "error": "invalid_request",
+                "detail": detail,
+                "field": field,
+                "errors": [
+                    {"field": ".".join(str(p) for p in p_["loc"] if p not in ("body",)), "message": p_["msg"]}
+                    for p_ in problems
+                ],
+            }
+            return JSONResponse(body, status_code=422)
+        return render_error(request, 422, detail)
+
+    @app.exception_handler(Exception)
+    async def internal_error(request: Request, error: Exception) -> Response:
+        # A bug: the reason in one line (the traceback goes to the server's log), never a stack to the client.
+        return error_response(request, 500, "internal", f"internal error: {type(error).__name__}")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, error: StarletteHTTPException) -> Response:
+        detail = error.detail if isinstance(error.detail, str) else "error"
+        codes = {401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed", 415: "unsupported"}
+        response = error_response(request, error.status_code, codes.get(error.status_code, "error"), detail)
+        for name, value in (error.headers or {}).items():
+            response.headers[name] = value
+        return response

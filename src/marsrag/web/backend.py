@@ -1,0 +1,129 @@
+"""What the routes call: one server process's store, runner and run executor, over the library.
+
+Every operation here is a library call; the routes only parse requests and render what comes back.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from typing import Any
+
+from marsrag.events.model import LoopEvent
+from marsrag.events.sinks import dispatch
+from marsrag.runtime.actions import Action, apply_action
+from marsrag.runtime.executor import ThreadRunExecutor
+from marsrag.runtime.runner import WorkflowRunner
+from marsrag.runtime.service import open_runner
+from marsrag.runtime.state import RunRecord, TaskState
+from marsrag.runtime.views import run_document, run_summary_row
+from marsrag.store.base import RunStore
+from marsrag.tasks.config import ProjectConfig
+from marsrag.web.settings import WebSettings
+from marsrag.web.viewmodel import RunView, run_view
+
+
+class Backend:
+    """The store, runner and executor of one server process (stateless across processes: all state is stored).
+
+    Raises (on construction):
+        ConfigError, InputError, StoreError: bad config, LLM spec or database (the server does not start).
+    """
+
+    def __init__(self, settings: WebSettings) -> None:
+        self.settings = settings
+        self._stack = ExitStack()
+        try:
+            self.runner: WorkflowRunner = self._stack.enter_context(
+                open_runner(settings.config, settings.llm, settings.db, settings.base_url)
+            )
+        except BaseException:
+            self._stack.close()
+            raise
+        self.executor = ThreadRunExecutor(self.runner.execute, settings.run_threads)
+
+    @property
+    def store(self) -> RunStore:
+        """The run store."""
+        return self.runner.store
+
+    @property
+    def project(self) -> ProjectConfig:
+        """The loaded project config."""
+        return self.runner.project
+
+    def workflow_names(self) -> list[str]:
+        """Workflows to offer on the ask page: user-facing ones first (the default first), then the rest."""
+        workflows = list(self.project.workflows.values())
+        facing = [w.name for w in workflows if w.kind == "user_facing"]
+        return facing + [w.name for w in workflows if w.kind != "user_facing"]
+
+    def start_run(self, goal: str, *, workflow: str | None = None, session_id: str | None = None) -> RunRecord:
+        """Record a pending run and queue it; returns at once.
+
+        Raises:
+            ConfigError: no such workflow (nothing is stored).
+        """
+        run = self.runner.start(goal, workflow=workflow, session_id=session_id)
+        self.executor.submit(run.run_id)
+        return run
+
+    def follow(self, run_id: str) -> RunRecord:
+        """Record the follow and the next run of the session, pending, and queue it; returns at once.
+
+        Raises:
+            RunNotFoundError: no such run.
+            ActionConflictError: the run is executing or has no next action.
+        """
+        run = self.runner.start_follow(run_id)
+        self.executor.submit(run.run_id)
+        return run
+
+    def act(self, action: Action, run_id: str, task_id: str) -> TaskState:
+        """Run an operator action on a stored task and return its new state (it calls the LLM: seconds)."""
+        return apply_action(self.runner, action, run_id, task_id)
+
+    def run_view(self, run_id: str) -> RunView:
+        """The run page's view model.
+
+        Raises:
+            RunNotFoundError: no such run.
+        """
+        run = self.store.get_run(run_id)
+        return run_view(run, self.store.get_tasks(run_id), self.store.get_transitions(run_id))
+
+    def session_views(self, session_id: str) -> list[RunView]:
+        """The runs of a session as a chain, oldest first (empty for an unknown session)."""
+        runs = list(reversed(self.store.list_runs(session_id=session_id)))
+        return [run_view(run, self.store.get_tasks(run.run_id), self.store.get_transitions(run.run_id)) for run in runs]
+
+    def run_rows(self, *, limit: int, offset: int = 0, session_id: str | None = None) -> list[dict[str, Any]]:
+        """``runs list`` rows, newest first."""
+        runs = self.store.list_runs(limit=limit, offset=offset, session_id=session_id)
+        return [run_summary_row(run) for run in runs]
+
+    def run_document(self, run_id: str) -> dict[str, Any]:
+        """The run as ``marsrag runs show --format json`` prints it."""
+        return run_document(self.store, run_id)
+
+    def record_rendered(self, view: RunView) -> None:
+        """Record ``loop.ui.rendered`` for each contract task a served run page showed."""
+        events = [
+            LoopEvent(
+                name="loop.ui.rendered",
+                run_id=view.run_id,
+                task_id=task.task_id,
+                loop_contract_version=task.loop_contract_version,
+                loop_mode=view.loop_mode,
+                validation_status=task.badge.status,
+                transition_mode=task.transition_in.mode if task.transition_in else None,
+            )
+            for task in view.tasks
+            if task.badge.status != "skipped"
+        ]
+        self.store.add_events(events)
+        dispatch(events, self.runner.sinks)
+
+    def close(self) -> None:
+        """Wait for executing runs, then close the store (and flush the event sinks)."""
+        self.executor.shutdown()
+        self._stack.close()

@@ -1,0 +1,153 @@
+"""The pages: runs list, ask, run page, session chain, sign-in; and the forms behind the operator buttons.
+
+Every post answers with a redirect to the page showing its result (post/redirect/get), so reloading a
+page never repeats an action.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from typing import Annotated, Any
+
+from fastapi import APIRouter, BackgroundTasks, Depends, HTTPException, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from marsrag.contract.rules import MAX_INPUT_CHARS
+from marsrag.errors import ConfigError, RunNotFoundError
+from marsrag.runtime.actions import Action
+from marsrag.web.api import SESSION_ID_PATTERN
+from marsrag.web.backend import Backend
+from marsrag.web.guards import backend_of, require_form_writer, same_origin
+from marsrag.web.render import render
+from marsrag.web.security import CSRF_FIELD, TOKEN_COOKIE, csrf_ok
+
+router = APIRouter(include_in_schema=False)
+
+PAGE_SIZE = 50
+BackendDep = Annotated[Backend, Depends(backend_of)]
+FormDep = Annotated[dict[str, Any], Depends(require_form_writer)]
+
+
+@router.get("/health", include_in_schema=True, tags=["health"], summary="Liveness: answers without touching the store")
+def health() -> dict[str, str]:
+    """``{"status": "ok"}``."""
+    return {"status": "ok"}
+
+
+@router.get("/", response_class=HTMLResponse)
+def runs_page(request: Request, backend: BackendDep, page: Annotated[int, Query(ge=1, le=100_000)] = 1) -> Response:
+    """The runs list, newest first, a page at a time."""
+    rows = backend.run_rows(limit=PAGE_SIZE + 1, offset=(page - 1) * PAGE_SIZE)
+    return render(request, "runs.html", {"rows": rows[:PAGE_SIZE], "page": page, "has_next": len(rows) > PAGE_SIZE})
+
+
+@router.get("/ask", response_class=HTMLResponse)
+def ask_page(request: Request, backend: BackendDep, session_id: str | None = None) -> Response:
+    """The ask form: goal, workflow, session."""
+    return _ask(request, backend, goal="", workflow=None, session_id=session_id or "", problem=None)
+
+
+@router.post("/ask")
+def ask(request: Request, backend: BackendDep, form: FormDep) -> Response:
+    """Start a run for the form's goal and show its page (which follows its progress)."""
+    goal = str(form.get("goal", "")).strip()
+    workflow = str(form.get("workflow", "")).strip() or None
+    session_id = str(form.get("session_id", "")).strip() or None
+    problem = None
+    if not goal:
+        problem = "Enter a goal: what should the assistant answer or do?"
+    elif len(goal) > MAX_INPUT_CHARS:
+        problem = f"The goal is longer than {MAX_INPUT_CHARS:,} characters."
+    elif session_id is not None and not _valid_session(session_id):
+        problem = "A session id uses letters, digits and - _ . : only (at most 128)."
+    if problem is None:
+        try:
+            run = backend.start_run(goal, workflow=workflow, session_id=session_id)
+        except ConfigError as error:
+            problem = str(error)
+        else:
+            return RedirectResponse(f"/runs/{run.run_id}", status_code=303)
+    return _ask(request, backend, goal=goal, workflow=workflow, session_id=session_id or "", problem=problem)
+
+
+@router.get("/runs/{run_id}", response_class=HTMLResponse)
+def run_page(request: Request, run_id: str, backend: BackendDep, tasks: BackgroundTasks) -> Response:
+    """A run: one block per task, the summary and the next-action card; refreshes itself while it runs."""
+    view = backend.run_view(run_id)
+    # Recorded after the response is sent: the page does not wait for the event write.
+    tasks.add_task(backend.record_rendered, view)
+    return render(request, "run.html", {"run": view})
+
+
+@router.post("/runs/{run_id}/follow")
+def follow(run_id: str, backend: BackendDep, _form: FormDep) -> Response:
+    """Follow the run's next action and show the new run."""
+    run = backend.follow(run_id)
+    return RedirectResponse(f"/runs/{run.run_id}", status_code=303)
+
+
+@router.post("/runs/{run_id}/tasks/{task_id}/{action}")
+def act(run_id: str, task_id: str, action: str, backend: BackendDep, _form: FormDep) -> Response:
+    """Run an operator action (``repair`` or ``regenerate``) on a task and show the task again."""
+    if action not in ("repair", "regenerate"):
+        raise HTTPException(404, f"no action {action!r}: use repair or regenerate")
+    chosen: Action = "repair" if action == "repair" else "regenerate"
+    backend.act(chosen, run_id, task_id)
+    return RedirectResponse(f"/runs/{run_id}#task-{task_id}", status_code=303)
+
+
+@router.get("/sessions/{session_id}", response_class=HTMLResponse)
+def session_page(request: Request, session_id: str, backend: BackendDep) -> Response:
+    """A session: its runs as a chain, oldest first, each with its status and next action."""
+    views = backend.session_views(session_id)
+    if not views:
+        raise RunNotFoundError(f"no session {session_id!r}")
+    return render(request, "session.html", {"session_id": session_id, "runs": views})
+
+
+@router.get("/login", response_class=HTMLResponse)
+def login_page(request: Request, next: str = "/") -> Response:  # noqa: A002 - the conventional parameter name
+    """Sign in with the server's token (needed to use the buttons when the server is not on loopback)."""
+    return render(request, "login.html", {"next": _local_path(next), "problem": None})
+
+
+@router.post("/login")
+async def login(request: Request) -> Response:
+    """Check the token and keep it in an HttpOnly cookie for the forms."""
+    form = dict(await request.form())
+    settings = request.app.state.settings
+    target = _local_path(str(form.get("next", "/")))
+    if not same_origin(request) or not csrf_ok(request, form.get(CSRF_FIELD)):
+        return render(request, "login.html", {"next": target, "problem": "The form expired: try again."}, 403)
+    token = str(form.get("token", ""))
+    if not settings.token or not secrets.compare_digest(token.encode(), settings.token.encode()):
+        return render(request, "login.html", {"next": target, "problem": "That is not the server's token."}, 401)
+    response = RedirectResponse(target, status_code=303)
+    secure = request.url.scheme == "https"
+    response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict", secure=secure, path="/")
+    return response
+
+
+def _ask(
+    request: Request, backend: Backend, *, goal: str, workflow: str | None, session_id: str, problem: str | None
+) -> Response:
+    names = backend.workflow_names()
+    context = {
+        "goal": goal,
+        "workflows": names,
+        "workflow": workflow or (names[0] if names else ""),
+        "session_id": session_id,
+        "problem": problem,
+        "max_goal": MAX_INPUT_CHARS,
+    }
+    return render(request, "ask.html", context, status=422 if problem else 200)
+
+
+def _valid_session(session_id: str) -> bool:
+    return re.fullmatch(SESSION_ID_PATTERN, session_id) is not None
+
+
+def _local_path(target: str) -> str:
+    """``target`` when it is a path on this server, else ``/`` (no open redirect)."""
+    return target if target.startswith("/") and not target.startswith("//") and "\\" not in target else "/"

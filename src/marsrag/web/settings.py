@@ -1,0 +1,50 @@
+"""Settings of the web server: what to serve (store, config, LLM) and how to guard it."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from dataclasses import dataclass, field
+
+#: Request bodies above this many bytes are refused with 413 (a goal is at most 100,000 characters).
+DEFAULT_MAX_BODY_BYTES = 512 * 1024
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` only accepts connections from this machine (127.0.0.0/8, ::1, localhost)."""
+    if host.strip("[]").lower() in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a hostname: it may resolve to any interface
+
+
+@dataclass(frozen=True)
+class WebSettings:
+    """What the server serves and how it guards it; the same defaults as ``marsrag run``.
+
+    Attributes:
+        db: store URL (None: ``MARSRAG_DB``, else a file in the data directory).
+        config: config folder (None: ``./config``, else the shipped sample).
+        llm: ``composer`` (default), ``replay:FILE`` or a CrewAI model string.
+        base_url: OpenAI-compatible server for ``llm``.
+        host: the address the server binds to; off loopback, mutating requests need ``token``.
+        token: the bearer token (None: ``MARSRAG_TOKEN``).
+        max_body_bytes: larger request bodies get 413.
+        run_threads: runs executing at once in this process.
+    """
+
+    db: str | None = None
+    config: str | None = None
+    llm: str | None = None
+    base_url: str | None = None
+    host: str = "127.0.0.1"
+    token: str | None = field(default_factory=lambda: os.environ.get("MARSRAG_TOKEN") or None)
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    run_threads: int = 2
+
+    @property
+    def requires_token(self) -> bool:
+        """Whether mutating requests must carry the token: whenever the server binds off loopback."""
+        return not is_loopback(self.host)
