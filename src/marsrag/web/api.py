@@ -17,6 +17,7 @@ from marsrag.web.backend import Backend
 from marsrag.web.guards import InvalidField, backend_of, require_api_writer
 
 router = APIRouter(prefix="/api", tags=["runs"])
+health_router = APIRouter(tags=["health"])
 
 #: Session ids name a chain of runs in URLs: a conservative alphabet.
 SESSION_ID_PATTERN = r"^[A-Za-z0-9_.:-]{1,128}$"
@@ -41,6 +42,12 @@ class Started(BaseModel):
 
 
 BackendDep = Annotated[Backend, Depends(backend_of)]
+
+
+@health_router.get("/health", summary="Liveness: answers without touching the store")
+def health() -> dict[str, str]:
+    """``{"status": "ok"}``."""
+    return {"status": "ok"}
 
 
 @router.get("/runs", summary="List runs, newest first (the `marsrag runs list --format json` rows)")

@@ -69,6 +69,7 @@ def create_app(settings: WebSettings | None = None) -> FastAPI:
 
     from marsrag.web import api, pages
 
+    app.include_router(api.health_router)
     app.include_router(api.router)
     app.include_router(pages.router)
     _install_error_handlers(app)

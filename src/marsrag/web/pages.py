@@ -29,12 +29,6 @@ BackendDep = Annotated[Backend, Depends(backend_of)]
 FormDep = Annotated[dict[str, Any], Depends(require_form_writer)]
 
 
-@router.get("/health", include_in_schema=True, tags=["health"], summary="Liveness: answers without touching the store")
-def health() -> dict[str, str]:
-    """``{"status": "ok"}``."""
-    return {"status": "ok"}
-
-
 @router.get("/", response_class=HTMLResponse)
 def runs_page(request: Request, backend: BackendDep, page: Annotated[int, Query(ge=1, le=100_000)] = 1) -> Response:
     """The runs list, newest first, a page at a time."""

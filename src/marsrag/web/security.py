@@ -21,48 +21,50 @@ CSRF_FIELD = "csrf_token"
 TOKEN_COOKIE = "marsrag_token"
 
 
-class BodyTooLarge(Exception):
-    """A request body went past the size limit while it was read."""
-
-
 class BodyLimitMiddleware:
-    """Refuse request bodies over ``limit`` bytes with 413, by ``Content-Length`` or while streaming."""
+    """Refuse request bodies over ``limit`` bytes with 413, by ``Content-Length`` or while streaming.
+
+    The body is read (up to the limit) before the app runs, then replayed to it: the app's own body parsing
+    would turn an error raised mid-stream into a 400.
+    """
 
     def __init__(self, app: ASGIApp, limit: int) -> None:
         self.app = app
         self.limit = limit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
             await self.app(scope, receive, send)
             return
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
             await _too_large(send, self.limit)
             return
-        seen = 0
-        started = False
-
-        async def counting_receive() -> Message:
-            nonlocal seen
+        chunks: list[bytes] = []
+        size = 0
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise BodyTooLarge
-            return message
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, counting_receive, tracking_send)
-        except BodyTooLarge:
-            if not started:
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.limit:
                 await _too_large(send, self.limit)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
 
 
 async def _too_large(send: Send, limit: int) -> None:

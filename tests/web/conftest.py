@@ -1,0 +1,84 @@
+"""Web fixtures: the real app over a real SQLite file and a replay LLM, driven through the ASGI test client."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.contract.samples import CONTENT
+
+CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
+
+
+def answer(**changes: Any) -> str:
+    """A valid contract answer (JSON), with fields changed or (None) removed."""
+    return json.dumps({k: v for k, v in {**CONTENT, **changes}.items() if v is not None})
+
+
+def csrf_of(client: TestClient, page: str = "/ask") -> str:
+    """Load a page (setting the CSRF cookie) and return the token its forms carry."""
+    response = client.get(page)
+    found = CSRF.search(response.text)
+    assert found, f"no CSRF token on {page}"
+    return found.group(1)
+
+
+class Site:
+    """A running app: its test client, settings and helpers to wait for background runs."""
+
+    def __init__(self, client: TestClient, db: str) -> None:
+        self.client = client
+        self.db = db
+
+    @property
+    def backend(self) -> Any:
+        return self.client.app.state.backend  # type: ignore[attr-defined]
+
+    def wait(self) -> None:
+        """Wait until every queued run has finished."""
+        assert self.backend.executor.wait(timeout=60), "a background run did not finish"
+
+    def start(self, goal: str = "Checkout latency breached its SLO", **body: Any) -> str:
+        """Start a run through the API, wait for it, return its id."""
+        response = self.client.post("/api/runs", json={"goal": goal, **body})
+        assert response.status_code == 202, response.text
+        self.wait()
+        run_id: str = response.json()["run_id"]
+        return run_id
+
+
+@pytest.fixture
+def site_factory(tmp_path: Path) -> Iterator[Callable[..., Site]]:
+    """Make a running app over a fresh SQLite file whose replay LLM answers ``outputs`` in order."""
+    from marsrag.web.app import create_app
+    from marsrag.web.settings import WebSettings
+
+    stack = ExitStack()
+    count = 0
+
+    def make(outputs: list[str] | None = None, **settings: Any) -> Site:
+        nonlocal count
+        count += 1
+        replay = tmp_path / f"replay-{count}.jsonl"
+        replay.write_text("".join(json.dumps({"output": text}) + "\n" for text in outputs or []), encoding="utf-8")
+        db = f"sqlite:///{tmp_path}/site-{count}.db"
+        options: dict[str, Any] = {"db": db, "llm": f"replay:{replay}", "run_threads": 1, **settings}
+        app = create_app(WebSettings(**options))
+        client = stack.enter_context(TestClient(app))
+        return Site(client, db)
+
+    yield make
+    stack.close()
+
+
+@pytest.fixture
+def site(site_factory: Callable[..., Site]) -> Site:
+    """A running app whose LLM answers every call of a few runs validly."""
+    return site_factory([answer()] * 12)

@@ -1,0 +1,76 @@
+"""``marsrag serve`` as a real process: it serves on embedded defaults, and bad settings are one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.crewai
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def serve(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "marsrag", "serve", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_serve_starts_on_an_empty_default_store_and_answers(tmp_path: Path) -> None:
+    """No options but a port: the default store in the data dir, the sample config, the composer; pages answer."""
+    port = free_port()
+    server = serve("--port", str(port), env={"MARSRAG_HOME": str(tmp_path / "home")})
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as response:
+                    assert json.loads(response.read()) == {"status": "ok"}
+                    break
+            except OSError:
+                assert server.poll() is None, server.communicate()[1]
+                assert time.monotonic() < deadline, "the server did not answer within 60 s"
+                time.sleep(0.2)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as response:
+            assert "No runs yet" in response.read().decode()
+        assert (tmp_path / "home" / "marsrag.db").exists()
+    finally:
+        server.terminate()
+        _, stderr = server.communicate(timeout=30)
+    assert f"serving on http://127.0.0.1:{port}" in stderr and "Traceback" not in stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("--host", "0.0.0.0"), "MARSRAG_TOKEN"),
+        (("--db", "mysql://nowhere/x"), "mysql"),
+        (("--llm", "replay:/no/such/file.jsonl"), "/no/such/file.jsonl"),
+        (("--config", "/no/such/config"), "/no/such/config"),
+        (("--port", "70000"), "--port"),
+    ],
+)
+def test_bad_settings_are_one_line_errors_with_exit_2(args: tuple[str, ...], needle: str, tmp_path: Path) -> None:
+    """Each bad setting: exit 2, one line on stderr naming it, no traceback, no server."""
+    env = {"MARSRAG_HOME": str(tmp_path / "home"), "MARSRAG_TOKEN": ""}
+    proc = serve(*args, "--port", str(free_port()), env=env) if "--port" not in args else serve(*args, env=env)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 2, (stdout, stderr)
+    assert len(stderr.strip().splitlines()) == 1 and needle in stderr and "Traceback" not in stderr
