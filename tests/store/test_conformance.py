@@ -76,6 +76,18 @@ def test_list_runs_returns_newest_first(store: RunStore) -> None:
     assert store.list_runs(limit=0) == []
 
 
+def test_list_runs_pages_with_an_offset(store: RunStore) -> None:
+    """offset skips the newest runs; with limit it gives one page; past the end it gives none."""
+    for run_id, minutes in (("b", 5), ("a", 1), ("c", 9), ("d", 12)):
+        store.create_run(run(run_id, created_at=T0 + timedelta(minutes=minutes)))
+    assert [r.run_id for r in store.list_runs(offset=1)] == ["c", "b", "a"]
+    assert [r.run_id for r in store.list_runs(limit=2, offset=1)] == ["c", "b"]
+    assert [r.run_id for r in store.list_runs(limit=2, offset=2)] == ["b", "a"]
+    assert store.list_runs(offset=4) == []
+    with pytest.raises(ValueError, match="offset"):
+        store.list_runs(offset=-1)
+
+
 def test_list_runs_filters_by_session(store: RunStore) -> None:
     """Only the named session's runs are listed, still newest first."""
     store.create_run(run("a1", session_id="a", created_at=T0))
