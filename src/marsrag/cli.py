@@ -281,7 +281,7 @@ def serve(
     run_server(settings, port=port)
 
 
-runs_app = typer.Typer(help="Stored runs: list them, show one.", no_args_is_help=True)
+runs_app = typer.Typer(help="Stored runs: list them, show one, repair a task.", no_args_is_help=True)
 app.add_typer(runs_app, name="runs")
 
 
@@ -319,6 +319,56 @@ def runs_show(
     from marsrag.runtime.service import show_run
 
     _print_run(show_run(run_id, db=db), format)
+
+
+def _act(action: str, run_id: str, task_id: str, **options: Any) -> None:
+    from marsrag.runtime.service import act_on_task
+
+    fmt = options.pop("format")
+    document = act_on_task(action, run_id, task_id, **options)
+    _print_run(document, fmt, options.get("db"))
+    status = next(t["validation"]["status"] for t in document["tasks"] if t["task_id"] == task_id)
+    raise typer.Exit(0 if status == "valid" else 1)
+
+
+@runs_app.command("repair")
+def runs_repair(
+    run_id: Annotated[str, typer.Argument(help="The run.")],
+    task_id: Annotated[str, typer.Argument(help="The failed (or partial) task to repair.")],
+    config: Annotated[Path | None, typer.Option(help="Config folder; default ./config or the shipped sample.")] = None,
+    llm: Annotated[str | None, typer.Option(help="composer (default), replay:FILE or a CrewAI model.")] = None,
+    db: Annotated[str | None, typer.Option(help="Store URL; default MARSRAG_DB, else a file in the data dir.")] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible server for --llm (Ollama, vLLM...); or MARSRAG_BASE_URL.")
+    ] = None,
+    format: Annotated[FormatChoice, typer.Option(help="text, or json (the runs show document).")] = FormatChoice.text,
+) -> None:
+    """Run a task's repair again (the web UI's "Run repair task"); exit 0 when the task is valid after it.
+
+    Earlier attempts are kept; the transition out of the task is re-planned when its loop changes.
+
+    Example: marsrag runs repair 3f2a9c... diagnose
+    """
+    _act("repair", run_id, task_id, config=config, llm=llm, db=db, base_url=base_url, format=format)
+
+
+@runs_app.command("regenerate")
+def runs_regenerate(
+    run_id: Annotated[str, typer.Argument(help="The run.")],
+    task_id: Annotated[str, typer.Argument(help="The partial (or failed) task whose failing sections to redo.")],
+    config: Annotated[Path | None, typer.Option(help="Config folder; default ./config or the shipped sample.")] = None,
+    llm: Annotated[str | None, typer.Option(help="composer (default), replay:FILE or a CrewAI model.")] = None,
+    db: Annotated[str | None, typer.Option(help="Store URL; default MARSRAG_DB, else a file in the data dir.")] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible server for --llm (Ollama, vLLM...); or MARSRAG_BASE_URL.")
+    ] = None,
+    format: Annotated[FormatChoice, typer.Option(help="text, or json (the runs show document).")] = FormatChoice.text,
+) -> None:
+    """Regenerate only a task's failing sections and merge them with the passing ones (the UI's "Regenerate section").
+
+    Example: marsrag runs regenerate 3f2a9c... diagnose --format json
+    """
+    _act("regenerate", run_id, task_id, config=config, llm=llm, db=db, base_url=base_url, format=format)
 
 
 def _print_run(document: dict[str, Any], format: FormatChoice, db: str | None = None) -> None:

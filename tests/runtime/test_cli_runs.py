@@ -98,3 +98,24 @@ def test_failed_run_exits_1_with_reason(tmp_path: Path) -> None:
     assert proc.returncode == 1
     document = json.loads(proc.stdout)
     assert document["status"] == "failed" and "ran out of outputs" in document["status_reason"]
+
+
+def test_runs_repair_fixes_a_failed_task_and_bad_targets_are_one_line_errors(tmp_path: Path) -> None:
+    """runs repair re-runs a failed task with a new LLM script; unknown task or valid task: exit 2, one line."""
+    db = f"sqlite:///{tmp_path / 'cli.db'}"
+    first = tmp_path / "first.jsonl"
+    outputs = ["No idea.", "No idea.", json.dumps(CONTENT), json.dumps(CONTENT)]
+    first.write_text("".join(json.dumps({"output": text}) + "\n" for text in outputs))
+    proc = marsrag("run", "latency", "--llm", f"replay:{first}", "--db", db, "--format", "json")
+    document = json.loads(proc.stdout)
+    assert [t["validation"]["status"] for t in document["tasks"]] == ["failed", "valid", "valid"]
+    fix = tmp_path / "fix.jsonl"
+    fix.write_text(json.dumps({"output": json.dumps(CONTENT)}) + "\n")
+    run_id = document["run_id"]
+    repaired = marsrag("runs", "repair", run_id, "diagnose", "--llm", f"replay:{fix}", "--db", db, "--format", "json")
+    assert repaired.returncode == 0, repaired.stderr
+    task = json.loads(repaired.stdout)["tasks"][0]
+    assert task["validation"]["status"] == "valid" and task["attempts"][-1]["kind"] == "operator_repair"
+    for args, needle in (((run_id, "nope"), "no task 'nope'"), ((run_id, "diagnose"), "already valid")):
+        proc = marsrag("runs", "repair", *args, "--llm", f"replay:{fix}", "--db", db)
+        assert proc.returncode == 2 and needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

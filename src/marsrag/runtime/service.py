@@ -129,6 +129,30 @@ def follow_run(
         return run_document(runner.store, record.run_id)
 
 
+def act_on_task(
+    action: str,
+    run_id: str,
+    task_id: str,
+    *,
+    config: str | Path | None = None,
+    llm: str | None = None,
+    db: str | None = None,
+    base_url: str | None = None,
+) -> dict[str, Any]:
+    """Run an operator action (``repair`` or ``regenerate``) on a stored task; return the run document.
+
+    Raises:
+        RunNotFoundError, TaskNotFoundError: no such run or task.
+        ActionConflictError: the action does not apply to the task (valid, no contract, run still executing).
+    """
+    from marsrag.runtime.actions import apply_action
+    from marsrag.runtime.views import run_document
+
+    with open_runner(config, llm, db, base_url) as runner:
+        apply_action(runner, "repair" if action == "repair" else "regenerate", run_id, task_id)
+        return run_document(runner.store, run_id)
+
+
 def list_runs(*, db: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
     """The ``runs list`` rows, newest first."""
     from marsrag.runtime.views import run_summary_row
