@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP_FLAGS ?= --disable-pip-version-check --quiet
 
-.PHONY: run test lint typecheck pytest bench contract-snapshot clean
+.PHONY: run serve test lint typecheck pytest bench contract-snapshot clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,10 @@ SAMPLE_GOAL ?= Checkout latency breached its SLO in three regions right after ca
 run: $(VENV)/.run-installed
 	$(BIN)/marsrag ingest examples/knowledge_base
 	$(BIN)/marsrag run "$(SAMPLE_GOAL)"
+
+## serve: the web UI and JSON API on http://127.0.0.1:8000 over the default store (after make run: its run)
+serve: $(VENV)/.run-installed
+	$(BIN)/marsrag serve
 
 ## test: install with test extras, lint, type-check, run every test
 test: $(VENV)/.test-installed lint typecheck pytest
