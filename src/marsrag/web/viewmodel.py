@@ -302,8 +302,11 @@ def _fallback_message(state: TaskState, transition_out: TransitionRecord | None,
     if status in ("valid", "skipped"):
         return None
     fields = list(dict.fromkeys(issue.field for issue in state.validation.errors if issue.field in FIELDS))
-    what = f"the {', '.join(fields)} section{'s' if len(fields) > 1 else ''}" if fields else "the output"
-    message = f"This step's output is {status}: {what} failed the contract."
+    what = f"the {', '.join(fields)} section{'s' if len(fields) > 1 else ''}" if fields else "the output as a whole"
+    if status == "partial":
+        message = f"This step's output is partial: {what} failed the contract."
+    else:
+        message = f"This step's output failed the contract: {what} did not pass."
     if transition_out is not None:
         if transition_out.transition_mode == "fallback":
             message += (
