@@ -281,6 +281,35 @@ def serve(
     run_server(settings, port=port)
 
 
+@app.command()
+def metrics(
+    db: Annotated[str | None, typer.Option(help="Store URL; default MARSRAG_DB, else a file in the data dir.")] = None,
+    since: Annotated[str | None, typer.Option(help="Start: 7d, 12h, 2w, a date or an ISO datetime (UTC).")] = None,
+    until: Annotated[str | None, typer.Option(help="End (exclusive): a date (its end) or an ISO datetime.")] = None,
+    workflow: Annotated[str | None, typer.Option(help="Only runs of this workflow.")] = None,
+    format: Annotated[FormatChoice, typer.Option(help="text, or json (name -> value, numerator, denominator).")] = (
+        FormatChoice.text
+    ),
+) -> None:
+    """Show the six loop metrics over all history, or a window of run creation times, per workflow or all.
+
+    A rate whose denominator is empty is null (n/a), not 0. Definitions are in the README.
+
+    Example: marsrag metrics --since 7d --workflow support_answer --format json
+    """
+    from marsrag.metrics.service import metrics_document
+    from marsrag.metrics.window import window as parse_window
+
+    document = metrics_document(db=db, since=since, until=until, workflow=workflow)
+    if format is FormatChoice.json:
+        sys.stdout.write(json.dumps(document) + "\n")
+        return
+    from marsrag.render_text import print_metrics
+
+    scope = parse_window(since, until).describe() + (f", workflow {workflow}" if workflow else ", all workflows")
+    print_metrics(document, scope)
+
+
 runs_app = typer.Typer(help="Stored runs: list them, show one, repair a task.", no_args_is_help=True)
 app.add_typer(runs_app, name="runs")
 

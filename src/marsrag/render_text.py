@@ -125,3 +125,24 @@ class ProgressSink:
                 self._console.print(Text(f"  {event.task_id}: ") + Text(status, style=_BADGE_STYLE.get(status, "")))
             elif event.name == "loop.transition.planned":
                 self._console.print(Text(f"  -> {event.task_id} (hook: {event.transition_mode})", style="dim"))
+
+
+def print_metrics(document: dict[str, Any], scope: str) -> None:
+    """The six loop metrics as a table: value, numerator/denominator (n/a for an empty denominator)."""
+    from rich.table import Table
+
+    table = Table(title=f"Loop metrics: {scope}", title_justify="left")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_column("of", justify="right")
+    for name, record in document.items():
+        if name == "session_depth":
+            if record["sessions"]:
+                value = f"mean {record['value']:.2f}, p50 {record['p50']:g}, max {record['max']}"
+            else:
+                value = "n/a"
+            table.add_row(name, value, f"{record['sessions']} sessions")
+            continue
+        shown = "n/a" if record["value"] is None else f"{record['value']:.1%}"
+        table.add_row(name, shown, f"{record['numerator']}/{record['denominator']}")
+    console().print(table)

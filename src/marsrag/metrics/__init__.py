@@ -1,0 +1,21 @@
+"""Loop metrics (spec section 6): definitions, SQL aggregation, time windows.
+
+The heavy parts (SQLAlchemy) load with :mod:`marsrag.metrics.compute`; this package imports light.
+"""
+
+from __future__ import annotations
+
+from marsrag.metrics.definitions import DEFINITIONS, METRIC_NAMES, RATE_NAMES, Depth, LoopMetrics, Rate
+from marsrag.metrics.window import Window, parse_moment, window
+
+__all__ = [
+    "DEFINITIONS",
+    "METRIC_NAMES",
+    "RATE_NAMES",
+    "Depth",
+    "LoopMetrics",
+    "Rate",
+    "Window",
+    "parse_moment",
+    "window",
+]

@@ -1,0 +1,112 @@
+"""The six loop metrics of spec section 6: names, definitions, and the records they are reported in.
+
+Every number comes from one SQL aggregation over the stored states, transitions and events
+(``marsrag.metrics.compute``), so the CLI, Prometheus, the dashboard and the weekly review agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+#: The metric names, in the spec's order.
+METRIC_NAMES: tuple[str, ...] = (
+    "loop_schema_pass_rate",
+    "loop_follow_rate",
+    "downstream_action_rate",
+    "session_depth",
+    "repair_rate",
+    "fallback_rate",
+)
+#: The rates (every metric but session_depth).
+RATE_NAMES: tuple[str, ...] = tuple(name for name in METRIC_NAMES if name != "session_depth")
+
+#: One line per metric, for help texts, the dashboard and the README.
+DEFINITIONS: dict[str, str] = {
+    "loop_schema_pass_rate": "narrative task executions whose first output validated / all narrative task executions",
+    "loop_follow_rate": "completed runs whose next action was followed / completed runs that offered a next action",
+    "downstream_action_rate": (
+        "completed runs followed by a downstream action (a follow, an operator repair or regenerate, or a later "
+        "run of the session in a workflow the run routed to) / completed runs"
+    ),
+    "session_depth": "runs per session: mean, p50 and max",
+    "repair_rate": "narrative task executions that ran a repair attempt / all narrative task executions",
+    "fallback_rate": "transitions in fallback mode / all transitions (current rows; superseded ones excluded)",
+}
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A rate with its counts; ``value`` is None when the denominator is 0 (no data is not 0%)."""
+
+    numerator: int
+    denominator: int
+
+    @property
+    def value(self) -> float | None:
+        """numerator / denominator, or None for an empty denominator."""
+        return self.numerator / self.denominator if self.denominator else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"value", "numerator", "denominator"}``."""
+        return {"value": self.value, "numerator": self.numerator, "denominator": self.denominator}
+
+
+@dataclass(frozen=True)
+class Depth:
+    """Runs per session: mean (``value``), median and maximum over ``sessions`` sessions (None without any)."""
+
+    value: float | None
+    p50: float | None
+    max: int | None
+    sessions: int
+
+    @classmethod
+    def from_histogram(cls, histogram: dict[int, int]) -> Depth:
+        """From ``{depth: number of sessions with that depth}``."""
+        sessions = sum(histogram.values())
+        if not sessions:
+            return cls(None, None, None, 0)
+        mean = sum(depth * count for depth, count in histogram.items()) / sessions
+        ordered = sorted(histogram.items())
+
+        def at(rank: int) -> int:  # the depth of the rank-th session (0-based) in ascending order
+            seen = 0
+            for depth, count in ordered:
+                seen += count
+                if rank < seen:
+                    return depth
+            return ordered[-1][0]
+
+        middle = sessions // 2
+        p50 = float(at(middle)) if sessions % 2 else (at(middle - 1) + at(middle)) / 2
+        return cls(mean, p50, ordered[-1][0], sessions)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"value" (the mean), "p50", "max", "sessions"}``."""
+        return {"value": self.value, "p50": self.p50, "max": self.max, "sessions": self.sessions}
+
+
+@dataclass(frozen=True)
+class LoopMetrics:
+    """The six metrics over one slice of history (a window, a workflow, a day)."""
+
+    loop_schema_pass_rate: Rate
+    loop_follow_rate: Rate
+    downstream_action_rate: Rate
+    session_depth: Depth
+    repair_rate: Rate
+    fallback_rate: Rate
+
+    def rate(self, name: str) -> Rate:
+        """One of the rates by name."""
+        value = getattr(self, name)
+        assert isinstance(value, Rate), name
+        return value
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape of ``marsrag metrics --format json``: metric name -> its record."""
+        return {name: getattr(self, name).to_dict() for name in METRIC_NAMES}
+
+
+EMPTY = LoopMetrics(Rate(0, 0), Rate(0, 0), Rate(0, 0), Depth(None, None, None, 0), Rate(0, 0), Rate(0, 0))

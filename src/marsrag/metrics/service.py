@@ -1,0 +1,39 @@
+"""Library functions behind ``marsrag metrics``: each takes the same keyword arguments as the CLI flags."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marsrag.metrics.definitions import LoopMetrics
+from marsrag.metrics.window import Window, window
+
+
+def metrics(
+    *, db: str | None = None, since: str | None = None, until: str | None = None, workflow: str | None = None
+) -> LoopMetrics:
+    """The six metrics of the store at ``db`` over the window (default all history), optionally one workflow.
+
+    Raises:
+        InputError: an unreadable ``since``/``until``.
+        StoreError: the store cannot be opened.
+    """
+    chosen = window(since, until)
+    return metrics_in(db=db, window=chosen, workflow=workflow)
+
+
+def metrics_in(*, db: str | None = None, window: Window | None = None, workflow: str | None = None) -> LoopMetrics:
+    """:func:`metrics` with a parsed window."""
+    from marsrag.metrics.compute import compute_metrics
+    from marsrag.store import open_store
+    from marsrag.store.sql import SqlRunStore
+
+    with open_store(db) as store:
+        assert isinstance(store, SqlRunStore)  # metrics are SQL aggregations
+        return compute_metrics(store.engine, window, workflow)
+
+
+def metrics_document(
+    *, db: str | None = None, since: str | None = None, until: str | None = None, workflow: str | None = None
+) -> dict[str, Any]:
+    """``marsrag metrics --format json``: metric name -> ``{"value", "numerator", "denominator"}``."""
+    return metrics(db=db, since=since, until=until, workflow=workflow).to_dict()

@@ -1,0 +1,71 @@
+"""The six metrics on a scripted history, worked out by hand (tests/metrics/history.py), on both backends."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from typing import Any
+
+from marsrag.metrics import Window
+from marsrag.store import RunStore
+from marsrag.store.sql import SqlRunStore
+from tests.metrics.history import (
+    D1,
+    D2,
+    EMPTY,
+    EXPECTED_ALL,
+    EXPECTED_D2,
+    EXPECTED_REVIEW,
+    EXPECTED_SUPPORT,
+    approx,
+    write_history,
+)
+
+
+def engine_of(store: RunStore) -> Any:
+    assert isinstance(store, SqlRunStore)
+    return store.engine
+
+
+def test_all_history(store: RunStore) -> None:
+    """Every metric over all history equals the hand-computed value, numerator and denominator."""
+    from marsrag.metrics.compute import compute_metrics
+
+    write_history(store)
+    assert compute_metrics(engine_of(store)).to_dict() == approx(EXPECTED_ALL)
+
+
+def test_by_workflow_and_null_denominators(store: RunStore) -> None:
+    """Filtered by workflow; a workflow without contract tasks has null rates, not zeros."""
+    from marsrag.metrics.compute import compute_metrics, metrics_by
+
+    write_history(store)
+    engine = engine_of(store)
+    assert compute_metrics(engine, workflow="support").to_dict() == approx(EXPECTED_SUPPORT)
+    assert compute_metrics(engine, workflow="review").to_dict() == approx(EXPECTED_REVIEW)
+    grouped = metrics_by(engine, by=("workflow",))
+    assert {key: value.to_dict() for key, value in grouped.items()} == {
+        ("support",): approx(EXPECTED_SUPPORT),
+        ("review",): approx(EXPECTED_REVIEW),
+    }
+
+
+def test_time_windows_and_days(store: RunStore) -> None:
+    """A window keeps the runs created in it; grouping by day gives the same figures as a one-day window."""
+    from marsrag.metrics.compute import compute_metrics, metrics_by
+
+    write_history(store)
+    engine = engine_of(store)
+    day2 = Window(since=D2 - timedelta(hours=9), until=D2 + timedelta(hours=15))
+    assert compute_metrics(engine, day2).to_dict() == approx(EXPECTED_D2)
+    by_day = metrics_by(engine, by=("day",))
+    assert set(by_day) == {(date(2026, 11, 2),), (date(2026, 11, 3),)}
+    assert by_day[(date(2026, 11, 3),)].to_dict() == approx(EXPECTED_D2)
+    assert compute_metrics(engine, Window(since=D2 + timedelta(days=5))).to_dict() == EMPTY
+    assert compute_metrics(engine, Window(until=D1)).to_dict() == EMPTY
+
+
+def test_an_empty_store_has_null_rates(store: RunStore) -> None:
+    """No runs: every rate null, session depth without sessions."""
+    from marsrag.metrics.compute import compute_metrics
+
+    assert compute_metrics(engine_of(store)).to_dict() == EMPTY

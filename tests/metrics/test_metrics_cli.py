@@ -1,0 +1,61 @@
+"""``marsrag metrics`` as a real process over the scripted history: the JSON is the library's figures."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from marsrag.store import open_store
+from tests.metrics.history import EXPECTED_ALL, EXPECTED_D2, EXPECTED_SUPPORT, approx, write_history
+
+
+def marsrag(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "marsrag", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "120"},
+    )
+
+
+@pytest.fixture
+def history_db(tmp_path: Path) -> str:
+    url = f"sqlite:///{tmp_path / 'history.db'}"
+    with open_store(url) as store:
+        write_history(store)
+    return url
+
+
+def test_json_is_the_hand_computed_history(history_db: str) -> None:
+    """All history, one workflow, one day: each the expected object, keyed by metric name."""
+    assert json.loads(marsrag("metrics", "--db", history_db, "--format", "json").stdout) == approx(EXPECTED_ALL)
+    support = marsrag("metrics", "--db", history_db, "--workflow", "support", "--format", "json")
+    assert json.loads(support.stdout) == approx(EXPECTED_SUPPORT)
+    day = marsrag("metrics", "--db", history_db, "--since", "2026-11-03", "--until", "2026-11-03", "--format", "json")
+    assert json.loads(day.stdout) == approx(EXPECTED_D2)
+
+
+def test_text_shows_each_metric_and_na_for_empty_denominators(history_db: str) -> None:
+    """The table names every metric; review has no contract tasks: n/a, not 0%."""
+    text = marsrag("metrics", "--db", history_db, "--workflow", "review").stdout
+    assert all(name in text for name in EXPECTED_ALL)
+    assert "n/a" in text and "0/0" in text and "0.0%" in text  # downstream 0/1 is a real 0%
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("--since", "yesterday"), "'yesterday' is not a time"),
+        (("--since", "2026-11-05", "--until", "2026-11-01"), "before"),
+    ],
+)
+def test_bad_windows_are_one_line_errors(history_db: str, args: tuple[str, ...], needle: str) -> None:
+    """Unreadable or inverted windows: exit 2, one line."""
+    proc = marsrag("metrics", "--db", history_db, *args)
+    assert proc.returncode == 2 and needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
