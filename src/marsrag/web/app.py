@@ -67,10 +67,12 @@ def create_app(settings: WebSettings | None = None) -> FastAPI:
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
-    from marsrag.web import api, pages
+    from marsrag.web import api, dashboard, pages, prometheus
 
     app.include_router(api.health_router)
     app.include_router(api.router)
+    app.include_router(prometheus.router)
+    app.include_router(dashboard.router)
     app.include_router(pages.router)
     _install_error_handlers(app)
     return app
