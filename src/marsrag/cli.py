@@ -310,6 +310,41 @@ def metrics(
     print_metrics(document, scope)
 
 
+@app.command()
+def tune(
+    db: Annotated[str | None, typer.Option(help="Store URL; default MARSRAG_DB, else a file in the data dir.")] = None,
+    config: Annotated[Path | None, typer.Option(help="Config folder; default ./config or the shipped sample.")] = None,
+    since: Annotated[str | None, typer.Option(help="Only runs from: 28d, 2w, a date or an ISO datetime.")] = None,
+    until: Annotated[str | None, typer.Option(help="Only runs before: a date (its end) or an ISO datetime.")] = None,
+    min_executions: Annotated[int, typer.Option(min=1, help="Narrative task executions needed to tune.")] = 20,
+    write: Annotated[bool, typer.Option("--write", help="Write the recommended modes into workflows.yaml.")] = False,
+    format: Annotated[FormatChoice, typer.Option(help="text or json.")] = FormatChoice.text,
+) -> None:
+    """Recommend a loop_mode per workflow from the measured outcomes, with the reasons and numbers behind it.
+
+    Nothing changes unless --write is given; then only the loop_mode lines of workflows.yaml change, and
+    the config must still load (lint included) or nothing is written. The rules are in the README.
+
+    Example: marsrag tune --since 28d --config config
+    """
+    from marsrag.metrics.service import tune as tune_modes
+
+    result = tune_modes(
+        db=db,
+        config=str(config) if config is not None else None,
+        since=since,
+        until=until,
+        min_executions=min_executions,
+        write=write,
+    )
+    if format is FormatChoice.json:
+        sys.stdout.write(json.dumps(result) + "\n")
+        return
+    from marsrag.render_text import print_tune
+
+    print_tune(result)
+
+
 runs_app = typer.Typer(help="Stored runs: list them, show one, repair a task.", no_args_is_help=True)
 app.add_typer(runs_app, name="runs")
 

@@ -146,3 +146,29 @@ def print_metrics(document: dict[str, Any], scope: str) -> None:
         shown = "n/a" if record["value"] is None else f"{record['value']:.1%}"
         table.add_row(name, shown, f"{record['numerator']}/{record['denominator']}")
     console().print(table)
+
+
+def print_tune(result: dict[str, Any]) -> None:
+    """loop_mode recommendations: one block per workflow with its reasons and numbers."""
+    out = console()
+    out.print(f"loop_mode recommendations over {result['window']}")
+    for item in result["recommendations"]:
+        arrow = f"{item['current']} -> {item['recommended']}" if item["change"] else f"keep {item['current']}"
+        from rich.markup import escape
+
+        out.print(
+            f"\n[bold]{escape(item['workflow'])}[/bold] ({item['kind']}): {arrow}  {escape('[' + item['rule'] + ']')}",
+            highlight=False,
+        )
+        for reason in item["reasons"]:
+            out.print(f"  - {reason}", highlight=False, markup=False)
+        numbers = ", ".join(
+            f"{key} {value:.2f}" if isinstance(value, float) else f"{key} {value}"
+            for key, value in item["numbers"].items()
+            if value is not None
+        )
+        out.print(f"  numbers: {numbers}", highlight=False, markup=False)
+    if result["written"]:
+        out.print(f"\nWrote loop_mode for: {', '.join(result['written'])}")
+    elif any(item["change"] for item in result["recommendations"]):
+        out.print("\nNothing written: pass --write to apply the changes.")

@@ -37,3 +37,41 @@ def metrics_document(
 ) -> dict[str, Any]:
     """``marsrag metrics --format json``: metric name -> ``{"value", "numerator", "denominator"}``."""
     return metrics(db=db, since=since, until=until, workflow=workflow).to_dict()
+
+
+def tune(
+    *,
+    db: str | None = None,
+    config: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    min_executions: int = 20,
+    write: bool = False,
+) -> dict[str, Any]:
+    """Recommend a loop_mode per workflow of the config from the store's outcomes; with ``write``, apply them.
+
+    Returns ``{"window", "recommendations": [...], "written": [workflow names]}``.
+
+    Raises:
+        ConfigError: the config does not load (or would not after writing: then nothing is written).
+        InputError: a bad window, or ``write`` on the shipped sample config.
+    """
+    from pathlib import Path
+
+    from marsrag.metrics.tune import TuneRules, recommend, write_recommendations
+    from marsrag.store import open_store
+    from marsrag.store.sql import SqlRunStore
+    from marsrag.tasks.loader import default_config_dir, load_config
+
+    chosen = window(since, until)
+    folder = Path(config) if config is not None else default_config_dir()
+    project = load_config(folder)
+    with open_store(db) as store:
+        assert isinstance(store, SqlRunStore)
+        recommendations = recommend(store.engine, project, chosen, TuneRules(min_executions=min_executions))
+    written = write_recommendations(folder, recommendations) if write else []
+    return {
+        "window": chosen.describe(),
+        "recommendations": [r.to_dict() for r in recommendations],
+        "written": written,
+    }

@@ -1,0 +1,259 @@
+"""loop_mode tuning (spec section 9, step 6): a recommended loop_mode per workflow from measured outcomes.
+
+The rules, in order (the first that applies decides; thresholds are :class:`TuneRules`):
+
+1. **policy**: a user-facing workflow with ``loop_mode: none`` -> ``hard`` (spec section 7's default policy:
+   user-facing narrative workflows run the strict contract).
+2. **not enough data**: fewer than ``min_executions`` narrative task executions in the window -> keep.
+3. **hard -> soft**: a user-facing workflow in hard mode whose fallback rate is at least ``fallback_high``,
+   and at least ``partial_share_of_fallbacks`` of those fallbacks come after a *partial* task. Soft mode hands
+   a partial task's valid loop on instead of the fallback question, so the chain keeps its thread.
+4. **soft -> hard**: a workflow in soft mode whose partial outputs are rare (final partial share at most
+   ``partial_rare``) while its follow rate suffers (below ``follow_low``): strictness costs little and a
+   clean, validated loop is what people follow.
+5. otherwise keep, with the figures that were checked.
+
+Recommendations never change a config by themselves; :func:`write_recommendations` edits ``workflows.yaml``
+only when asked, and the config must still load (lint included) afterwards, or nothing is written.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, and_, func, select
+
+from marsrag.errors import ConfigError, InputError
+from marsrag.metrics.compute import metrics_by
+from marsrag.metrics.window import Window
+from marsrag.store._rows import to_db
+from marsrag.store.schema import runs, task_states, transitions
+from marsrag.tasks.config import ProjectConfig
+
+
+@dataclass(frozen=True)
+class TuneRules:
+    """Thresholds of the tuning rules."""
+
+    min_executions: int = 20
+    fallback_high: float = 0.25
+    partial_share_of_fallbacks: float = 0.5
+    partial_rare: float = 0.05
+    follow_low: float = 0.30
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """A workflow's current and recommended loop_mode, the rule that decided, why, and the numbers."""
+
+    workflow: str
+    kind: str
+    current: str
+    recommended: str
+    rule: str
+    reasons: list[str]
+    numbers: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def change(self) -> bool:
+        """Whether the recommendation differs from the current mode."""
+        return self.recommended != self.current
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return {
+            "workflow": self.workflow,
+            "kind": self.kind,
+            "current": self.current,
+            "recommended": self.recommended,
+            "change": self.change,
+            "rule": self.rule,
+            "reasons": self.reasons,
+            "numbers": self.numbers,
+        }
+
+
+def recommend(
+    engine: Engine, project: ProjectConfig, window: Window | None = None, rules: TuneRules | None = None
+) -> list[Recommendation]:
+    """One recommendation per workflow of ``project``, in config order, from the store's measured outcomes."""
+    rules = rules or TuneRules()
+    window = window or Window()
+    measured = {key[0]: value for key, value in metrics_by(engine, window, by=("workflow",)).items()}
+    extra = _outcomes(engine, window)
+    out = []
+    for workflow in project.workflows.values():
+        metrics = measured.get(workflow.name)
+        counts = extra.get(workflow.name, {})
+        executions = metrics.loop_schema_pass_rate.denominator if metrics else 0
+        fallback = metrics.fallback_rate if metrics else None
+        follow = metrics.loop_follow_rate.value if metrics else None
+        partial_share = counts.get("partial", 0) / executions if executions else None
+        fallbacks = fallback.numerator if fallback else 0
+        from_partial = counts.get("fallbacks_after_partial", 0)
+        numbers = {
+            "executions": executions,
+            "loop_schema_pass_rate": metrics.loop_schema_pass_rate.value if metrics else None,
+            "repair_rate": metrics.repair_rate.value if metrics else None,
+            "fallback_rate": fallback.value if fallback else None,
+            "fallbacks": fallbacks,
+            "fallbacks_after_partial": from_partial,
+            "partial_share": partial_share,
+            "loop_follow_rate": follow,
+        }
+        out.append(_decide(workflow.name, workflow.kind, workflow.effective_loop_mode, numbers, rules))
+    return out
+
+
+def _decide(name: str, kind: str, mode: str, numbers: dict[str, Any], rules: TuneRules) -> Recommendation:
+    def make(recommended: str, rule: str, *reasons: str) -> Recommendation:
+        return Recommendation(name, kind, mode, recommended, rule, list(reasons), numbers)
+
+    facing = kind == "user_facing"
+    if facing and mode == "none":
+        return make("hard", "policy", "user-facing workflows run the strict contract (spec section 7 default policy)")
+    executions = numbers["executions"]
+    if executions < rules.min_executions:
+        return make(
+            mode,
+            "not_enough_data",
+            f"{executions} narrative task executions measured; at least {rules.min_executions} are needed to tune",
+        )
+    fallback = numbers["fallback_rate"]
+    if facing and mode == "hard" and fallback is not None and fallback >= rules.fallback_high:
+        fallbacks, after_partial = numbers["fallbacks"], numbers["fallbacks_after_partial"]
+        if fallbacks and after_partial / fallbacks >= rules.partial_share_of_fallbacks:
+            return make(
+                "soft",
+                "fallbacks_dominate",
+                f"fallback rate {fallback:.0%} is at least {rules.fallback_high:.0%}",
+                f"{after_partial} of {fallbacks} fallbacks came after a partial task: soft mode would hand on their "
+                "valid loops instead of the fallback question",
+            )
+    partial, follow = numbers["partial_share"], numbers["loop_follow_rate"]
+    if mode == "soft" and partial is not None and follow is not None:
+        if partial <= rules.partial_rare and follow < rules.follow_low:
+            return make(
+                "hard",
+                "strict_is_cheap",
+                f"partial outputs are rare ({partial:.0%} <= {rules.partial_rare:.0%}), so the strict contract costs "
+                "little",
+                f"the follow rate suffers ({follow:.0%} < {rules.follow_low:.0%}): validated loops are what people "
+                "follow",
+            )
+    checked = ", ".join(
+        f"{label} {_pct(numbers[key])}"
+        for key, label in (
+            ("fallback_rate", "fallback rate"),
+            ("partial_share", "partial share"),
+            ("loop_follow_rate", "follow rate"),
+        )
+    )
+    return make(mode, "keep", f"no rule applies ({checked}, over {executions} executions)")
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.0%}"
+
+
+def _outcomes(engine: Engine, window: Window) -> dict[str, dict[str, int]]:
+    """Per workflow: final partial task executions, and fallback transitions whose source task is partial."""
+    conditions = []
+    if window.since is not None:
+        conditions.append(runs.c.created_at >= to_db(window.since))
+    if window.until is not None:
+        conditions.append(runs.c.created_at < to_db(window.until))
+    partial = (
+        select(runs.c.workflow, func.count().label("n"))
+        .select_from(task_states.join(runs, runs.c.run_id == task_states.c.run_id))
+        .where(task_states.c.validation_status == "partial", *conditions)
+        .group_by(runs.c.workflow)
+    )
+    source = task_states.alias("source")
+    after_partial = (
+        select(runs.c.workflow, func.count().label("n"))
+        .select_from(
+            transitions.join(runs, runs.c.run_id == transitions.c.run_id).join(
+                source,
+                and_(source.c.run_id == transitions.c.run_id, source.c.task_id == transitions.c.source_task_id),
+            )
+        )
+        .where(
+            transitions.c.mode == "fallback",
+            transitions.c.superseded.is_(False),
+            source.c.validation_status == "partial",
+            *conditions,
+        )
+        .group_by(runs.c.workflow)
+    )
+    out: dict[str, dict[str, int]] = {}
+    with engine.connect() as connection:
+        for name, statement in (("partial", partial), ("fallbacks_after_partial", after_partial)):
+            for workflow, count in connection.execute(statement):
+                out.setdefault(workflow, {})[name] = int(count)
+    return out
+
+
+# -- writing -------------------------------------------------------------------------------------------------------
+
+_LOOP_MODE_LINE = re.compile(r"^(?P<head>\s*loop_mode:\s*)(?P<value>[A-Za-z\"']+)(?P<tail>\s*(#.*)?)$")
+
+
+def write_recommendations(config_dir: Path, recommendations: list[Recommendation]) -> list[str]:
+    """Set ``loop_mode`` in ``config_dir/workflows.yaml`` for every changed recommendation; the workflows changed.
+
+    Only the ``loop_mode`` lines change (added after the workflow's first key when missing); comments and
+    layout stay. The config is loaded (lint included) afterwards; if it fails, the file is restored.
+
+    Raises:
+        InputError: no workflows.yaml, the shipped sample config, or a workflow written in flow style.
+        ConfigError: the edited config does not load (the file is restored).
+    """
+    from marsrag.tasks.loader import load_config, sample_config_dir
+
+    if config_dir.resolve() == sample_config_dir().resolve():
+        raise InputError("the shipped sample config is not written to: copy it to ./config and pass --config config")
+    path = config_dir / "workflows.yaml"
+    if not path.is_file():
+        raise InputError(f"{path}: no workflows.yaml to write the recommended loop modes to")
+    from marsrag.tasks._yaml import parse_yaml
+
+    original = path.read_text(encoding="utf-8")
+    lines = original.splitlines(keepends=True)
+    changed = [r for r in recommendations if r.change]
+    for recommendation in changed:
+        doc = parse_yaml("".join(lines), str(path))
+        lines = _set_mode(doc, lines, recommendation.workflow, recommendation.recommended, path)
+    if not changed:
+        return []
+    path.write_text("".join(lines), encoding="utf-8")
+    try:
+        load_config(config_dir)
+    except ConfigError:
+        path.write_text(original, encoding="utf-8")
+        raise
+    return [r.workflow for r in changed]
+
+
+def _set_mode(doc: Any, lines: list[str], workflow: str, mode: str, path: Path) -> list[str]:
+    key = doc.positions.get((workflow, "loop_mode"))
+    if key is not None:
+        index = key.line - 1
+        match = _LOOP_MODE_LINE.match(lines[index].rstrip("\r\n"))
+        if match is None:
+            raise InputError(f"{path}:{key.line}: loop_mode of {workflow!r} is not a plain `loop_mode: value` line")
+        ending = lines[index][len(lines[index].rstrip("\r\n")) :]
+        lines[index] = f"{match.group('head')}{mode}{match.group('tail')}{ending}"
+        return lines
+    children = [pos for keys, pos in doc.positions.items() if len(keys) == 2 and keys[0] == workflow]
+    parent = doc.positions.get((workflow,))
+    if not children or parent is None or min(p.line for p in children) == parent.line:
+        raise InputError(f"{path}: workflow {workflow!r} is not a block mapping; set its loop_mode by hand")
+    first = min(children, key=lambda p: p.line)
+    indent = " " * (first.column - 1)
+    ending = "\r\n" if lines[first.line - 1].endswith("\r\n") else "\n"
+    lines.insert(first.line - 1, f"{indent}loop_mode: {mode}{ending}")
+    return lines
