@@ -248,6 +248,16 @@ def test_transitions_come_back_in_order_with_superseded_marked(store: RunStore) 
     assert [t.superseded for t in store.get_transitions("run-1")] == [True, False, False]
 
 
+def test_read_run_is_the_run_its_tasks_and_transitions_in_one_read(store: RunStore) -> None:
+    """read_run returns what get_run, get_tasks and get_transitions return; an unknown id raises."""
+    store.create_run(run())
+    store.save_task(task(), [event()], transition=transition())
+    store.save_task(task(task_id="t2", position=1))
+    assert store.read_run("run-1") == (store.get_run("run-1"), store.get_tasks("run-1"), store.get_transitions("run-1"))
+    with pytest.raises(RunNotFoundError):
+        store.read_run("nope")
+
+
 def test_a_new_transition_supersedes_the_current_one_from_its_source(store: RunStore) -> None:
     """A task has one current outgoing transition: storing another marks the earlier row superseded, kept."""
     store.create_run(run())

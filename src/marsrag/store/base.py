@@ -81,6 +81,15 @@ class RunStore(ABC):
         """
 
     @abstractmethod
+    def read_run(self, run_id: str) -> tuple[RunRecord, list[TaskState], list[TransitionRecord]]:
+        """A run with its task states and transitions, from one consistent snapshot (what a run page shows).
+
+        Raises:
+            RunNotFoundError: no such run.
+            IncompatibleRecordError: a record was made under another contract major version.
+        """
+
+    @abstractmethod
     def list_runs(self, *, limit: int | None = None, session_id: str | None = None, offset: int = 0) -> list[RunRecord]:
         """Runs, newest first (optionally only one session's), skipping the first ``offset``."""
 

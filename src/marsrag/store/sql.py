@@ -182,10 +182,18 @@ class SqlRunStore(RunStore):
             IncompatibleRecordError: the run was made under another contract major version.
         """
         with self._read(f"read run {run_id!r}") as connection:
-            row = connection.execute(select(runs).where(runs.c.run_id == run_id)).mappings().first()
-        if row is None:
-            raise RunNotFoundError(f"no run {run_id!r} in {self.url}")
-        return _rows.run_from(row)
+            return self._run(connection, run_id)
+
+    def read_run(self, run_id: str) -> tuple[RunRecord, list[TaskState], list[TransitionRecord]]:
+        """A run with its task states and transitions, read in one transaction (one consistent snapshot).
+
+        Raises:
+            RunNotFoundError: no such run.
+            IncompatibleRecordError: a record was made under another contract major version.
+        """
+        with self._read(f"read run {run_id!r}") as connection:
+            run = self._run(connection, run_id)
+            return run, self._tasks(connection, run_id), self._transitions(connection, run_id)
 
     def list_runs(self, *, limit: int | None = None, session_id: str | None = None, offset: int = 0) -> list[RunRecord]:
         """Runs, newest first (optionally only one session's), skipping the first ``offset``.
@@ -214,24 +222,12 @@ class SqlRunStore(RunStore):
             IncompatibleRecordError: a record was made under another contract major version.
         """
         with self._read(f"read the tasks of run {run_id!r}") as connection:
-            task_rows = connection.execute(
-                select(task_states)
-                .where(task_states.c.run_id == run_id)
-                .order_by(task_states.c.position, task_states.c.task_id)
-            ).mappings()
-            tasks = list(task_rows)
-            attempt_rows = connection.execute(
-                select(attempts).where(attempts.c.run_id == run_id).order_by(attempts.c.task_id, attempts.c.number)
-            ).mappings()
-            by_task = {task_id: list(group) for task_id, group in groupby(attempt_rows, key=lambda r: r["task_id"])}
-        return [_rows.task_from(row, by_task.get(row["task_id"], ())) for row in tasks]
+            return self._tasks(connection, run_id)
 
     def get_transitions(self, run_id: str) -> list[TransitionRecord]:
         """A run's transitions, in order (superseded ones included, marked)."""
-        query = select(transitions).where(transitions.c.run_id == run_id).order_by(transitions.c.id)
         with self._read(f"read the transitions of run {run_id!r}") as connection:
-            rows = connection.execute(query).mappings().all()
-        return [_rows.transition_from(row) for row in rows]
+            return self._transitions(connection, run_id)
 
     def get_events(self, run_id: str) -> list[LoopEvent]:
         """A run's events, in the order they were stored."""
@@ -243,6 +239,31 @@ class SqlRunStore(RunStore):
     def close(self) -> None:
         """Release connections (idempotent)."""
         self._engine.dispose()
+
+    def _run(self, connection: Connection, run_id: str) -> RunRecord:
+        row = connection.execute(select(runs).where(runs.c.run_id == run_id)).mappings().first()
+        if row is None:
+            raise RunNotFoundError(f"no run {run_id!r} in {self.url}")
+        return _rows.run_from(row)
+
+    @staticmethod
+    def _tasks(connection: Connection, run_id: str) -> list[TaskState]:
+        task_rows = connection.execute(
+            select(task_states)
+            .where(task_states.c.run_id == run_id)
+            .order_by(task_states.c.position, task_states.c.task_id)
+        ).mappings()
+        tasks = list(task_rows)
+        attempt_rows = connection.execute(
+            select(attempts).where(attempts.c.run_id == run_id).order_by(attempts.c.task_id, attempts.c.number)
+        ).mappings()
+        by_task = {task_id: list(group) for task_id, group in groupby(attempt_rows, key=lambda r: r["task_id"])}
+        return [_rows.task_from(row, by_task.get(row["task_id"], ())) for row in tasks]
+
+    @staticmethod
+    def _transitions(connection: Connection, run_id: str) -> list[TransitionRecord]:
+        query = select(transitions).where(transitions.c.run_id == run_id).order_by(transitions.c.id)
+        return [_rows.transition_from(row) for row in connection.execute(query).mappings().all()]
 
     def _require_run(self, connection: Connection, run_id: str) -> None:
         if connection.execute(_RUN_EXISTS, {"run_id": run_id}).first() is None:

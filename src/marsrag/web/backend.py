@@ -88,13 +88,12 @@ class Backend:
         Raises:
             RunNotFoundError: no such run.
         """
-        run = self.store.get_run(run_id)
-        return run_view(run, self.store.get_tasks(run_id), self.store.get_transitions(run_id))
+        return run_view(*self.store.read_run(run_id))
 
     def session_views(self, session_id: str) -> list[RunView]:
         """The runs of a session as a chain, oldest first (empty for an unknown session)."""
         runs = list(reversed(self.store.list_runs(session_id=session_id)))
-        return [run_view(run, self.store.get_tasks(run.run_id), self.store.get_transitions(run.run_id)) for run in runs]
+        return [run_view(*self.store.read_run(run.run_id)) for run in runs]
 
     def run_rows(self, *, limit: int, offset: int = 0, session_id: str | None = None) -> list[dict[str, Any]]:
         """``runs list`` rows, newest first."""

@@ -25,8 +25,8 @@ class InvalidField(Exception):
         self.detail = detail
 
 
-def backend_of(request: Request) -> Backend:
-    """The app's backend."""
+async def backend_of(request: Request) -> Backend:
+    """The app's backend (async: a plain function would cost each request a thread-pool hop)."""
     backend: Backend = request.app.state.backend
     return backend
 
