@@ -311,6 +311,26 @@ def metrics(
 
 
 @app.command()
+def review(
+    db: Annotated[str | None, typer.Option(help="Store URL; default MARSRAG_DB, else a file in the data dir.")] = None,
+    week: Annotated[str | None, typer.Option(help="ISO week YYYY-Www; default the last complete week.")] = None,
+    out: Annotated[str | None, typer.Option(help="Write to FILE.html (standalone) or FILE.md; default stdout.")] = None,
+) -> None:
+    """The weekly review: the six metrics and their change from the week before, charts, the workflows and
+    tasks with the most repairs and fallbacks, and example failures.
+
+    Example: marsrag review --week 2026-W48 --out review.html
+    """
+    from marsrag.metrics.review_service import review as weekly
+
+    text = weekly(db=db, week=week, out=out)
+    if out is None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    else:
+        typer.echo(f"Wrote the review to {out}")
+
+
+@app.command()
 def tune(
     db: Annotated[str | None, typer.Option(help="Store URL; default MARSRAG_DB, else a file in the data dir.")] = None,
     config: Annotated[Path | None, typer.Option(help="Config folder; default ./config or the shipped sample.")] = None,

@@ -59,3 +59,16 @@ def test_bad_windows_are_one_line_errors(history_db: str, args: tuple[str, ...],
     """Unreadable or inverted windows: exit 2, one line."""
     proc = marsrag("metrics", "--db", history_db, *args)
     assert proc.returncode == 2 and needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_review_prints_markdown_writes_html_and_refuses_a_bad_week(history_db: str, tmp_path: Path) -> None:
+    """review: Markdown on stdout for the history's week, a standalone HTML file with --out, one-line errors."""
+    text = marsrag("review", "--db", history_db, "--week", "2026-W45")
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.startswith("# Loop review 2026-W45") and all(name in text.stdout for name in EXPECTED_ALL)
+    out = tmp_path / "review.html"
+    written = marsrag("review", "--db", history_db, "--week", "2026-W45", "--out", str(out))
+    assert written.returncode == 0 and str(out) in written.stdout
+    assert "<svg" in out.read_text() and "<script" not in out.read_text()
+    bad = marsrag("review", "--db", history_db, "--week", "2026-53x")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "2026-53x" in bad.stderr

@@ -72,6 +72,7 @@ def create_app(settings: WebSettings | None = None) -> FastAPI:
     app.include_router(api.health_router)
     app.include_router(api.router)
     app.include_router(prometheus.router)
+    app.include_router(dashboard.api_router)
     app.include_router(dashboard.router)
     app.include_router(pages.router)
     _install_error_handlers(app)

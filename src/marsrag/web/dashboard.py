@@ -1,7 +1,231 @@
-"""The ops dashboard page: the six loop metrics now and as daily series per workflow, and the latest failures."""
+"""The ops dashboard page: the six loop metrics now and as daily series per workflow, and the latest failures.
+
+Two routers: ``router`` serves the page (``GET /dashboard``), ``api_router`` its data as JSON
+(``GET /api/metrics``, ``/api/metrics/daily``, ``/api/metrics/failures``). Both call the same library functions
+as ``marsrag metrics`` and ``marsrag review`` (:mod:`marsrag.metrics`), so every figure agrees with the CLI.
+Charts are server-side SVG (:mod:`marsrag.metrics.charts`): no script, nothing the page's CSP would refuse.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import HTMLResponse, Response
+from sqlalchemy import Engine, select
+
+from marsrag.metrics.compute import compute_metrics, metrics_by
+from marsrag.metrics.definitions import DEFINITIONS, METRIC_NAMES, Depth, LoopMetrics
+from marsrag.metrics.failures import Failure, latest_failures
+from marsrag.metrics.review import (
+    daily_metrics,
+    day_text,
+    day_window,
+    days_between,
+    metric_chart,
+    metric_counts,
+    metric_text,
+    metric_value,
+)
+from marsrag.metrics.window import window as parse_window
+from marsrag.web.backend import Backend
+from marsrag.web.guards import backend_of
+from marsrag.web.render import render
+from marsrag.web.viewmodel import StatusBadge, status_badge
 
 router = APIRouter(include_in_schema=False)
+api_router = APIRouter(prefix="/api", tags=["metrics"])
+
+BackendDep = Annotated[Backend, Depends(backend_of)]
+WorkflowQuery = Annotated[str | None, Query(max_length=200, description="Only runs of this workflow.")]
+#: Days in the dashboard's daily series, and the most the API gives at once.
+DEFAULT_DAYS = 30
+MAX_DAYS = 366
+#: Failures listed on the page.
+FAILURES_SHOWN = 20
+
+
+def engine_of(backend: Backend) -> Engine:
+    """The SQL engine of the backend's store (metrics are SQL aggregations)."""
+    from marsrag.store.sql import SqlRunStore
+
+    store = backend.store
+    assert isinstance(store, SqlRunStore)
+    return store.engine
+
+
+def series_days(end: date | None, days: int) -> tuple[date, ...]:
+    """``days`` consecutive UTC days ending with ``end`` (default today)."""
+    last = end or datetime.now(UTC).date()
+    return days_between(last - timedelta(days=days - 1), last)
+
+
+# -- the JSON ------------------------------------------------------------------------------------------------
+
+
+@api_router.get("/metrics", summary="The six loop metrics (the `marsrag metrics --format json` document)")
+def metrics_json(
+    backend: BackendDep,
+    since: Annotated[str | None, Query(max_length=64, description="7d, 12h, 2w, a date or an ISO datetime.")] = None,
+    until: Annotated[str | None, Query(max_length=64, description="A date (its end) or an ISO datetime.")] = None,
+    workflow: WorkflowQuery = None,
+) -> dict[str, Any]:
+    """Metric name -> ``{"value", "numerator", "denominator"}`` (session_depth: value, p50, max, sessions)."""
+    chosen = parse_window(since, until)
+    return compute_metrics(engine_of(backend), chosen, workflow or None).to_dict()
+
+
+@api_router.get("/metrics/daily", summary="The six loop metrics per workflow and UTC day (null: no runs that day)")
+def daily_json(
+    backend: BackendDep,
+    days: Annotated[int, Query(ge=1, le=MAX_DAYS, description="How many days, ending with `end`.")] = DEFAULT_DAYS,
+    end: Annotated[date | None, Query(description="The last day (UTC); default today.")] = None,
+    workflow: WorkflowQuery = None,
+) -> dict[str, Any]:
+    """``{"since", "until", "days": [dates], "workflows": {name: [the day's metrics document or null, ...]}}``.
+
+    Each day's document is what ``marsrag metrics --since DAY --until DAY --workflow NAME --format json`` prints.
+    """
+    chosen = series_days(end, days)
+    daily = daily_metrics(engine_of(backend), chosen, workflow or None)
+    span = day_window(chosen[0], chosen[-1])
+    return {
+        "since": span.since.isoformat() if span.since else None,
+        "until": span.until.isoformat() if span.until else None,
+        "days": [day.isoformat() for day in chosen],
+        "workflows": {
+            name: [None if day is None else day.to_dict() for day in values] for name, values in daily.items()
+        },
+    }
+
+
+@api_router.get("/metrics/failures", summary="The latest failed or partial tasks, newest first")
+def failures_json(
+    backend: BackendDep,
+    limit: Annotated[int, Query(ge=1, le=1000)] = FAILURES_SHOWN,
+    workflow: WorkflowQuery = None,
+) -> list[dict[str, Any]]:
+    """Failed or partial tasks with their run's goal and workflow, the first error and a link to the task."""
+    return [failure.to_dict() for failure in latest_failures(engine_of(backend), limit, workflow=workflow or None)]
+
+
+# -- the page ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One metric in one scope: its value in words, what it is computed over, and whether it has no data."""
+
+    text: str
+    counts: str
+    missing: bool
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    """A metric with its definition and one cell per scope (all workflows, then each workflow)."""
+
+    name: str
+    definition: str
+    cells: tuple[Cell, ...]
+
+
+@dataclass(frozen=True)
+class Chart:
+    """One metric's chart (SVG built and escaped by :mod:`marsrag.metrics.charts`) and its numbers per day."""
+
+    name: str
+    definition: str
+    svg: str
+    rows: tuple[tuple[str, tuple[str, ...]], ...]  # (day, the value per workflow)
+
+
+@dataclass(frozen=True)
+class FailureRow:
+    """A failure with its badge."""
+
+    failure: Failure
+    badge: StatusBadge
+
+
+@router.get("/dashboard", response_class=HTMLResponse)
+def dashboard_page(
+    request: Request,
+    backend: BackendDep,
+    workflow: WorkflowQuery = None,
+    end: Annotated[date | None, Query()] = None,
+    days: Annotated[int, Query(ge=1, le=MAX_DAYS)] = DEFAULT_DAYS,
+) -> Response:
+    """The six metrics now (all history, per workflow), their daily charts, and the latest failures."""
+    engine = engine_of(backend)
+    chosen = workflow or None
+    scopes: list[tuple[str, LoopMetrics]] = []
+    if chosen is None:
+        scopes.append(("All workflows", compute_metrics(engine)))
+        per_workflow = metrics_by(engine, by=("workflow",))
+        scopes += [(str(key[0]), per_workflow[key]) for key in sorted(per_workflow)]
+    else:
+        scopes.append((chosen, compute_metrics(engine, workflow=chosen)))
+    rows = tuple(
+        MetricRow(
+            name,
+            DEFINITIONS[name],
+            tuple(_cell(metrics, name) for _, metrics in scopes),
+        )
+        for name in METRIC_NAMES
+    )
+    day_list = series_days(end, days)
+    daily = daily_metrics(engine, day_list, chosen)
+    charts = tuple(
+        Chart(
+            name,
+            DEFINITIONS[name],
+            metric_chart(f"chart-{name}", name, day_list, daily),
+            tuple(
+                (
+                    day.isoformat(),
+                    tuple(day_text(values[index], name) for values in daily.values()),
+                )
+                for index, day in enumerate(day_list)
+            ),
+        )
+        for name in METRIC_NAMES
+    )
+    failures = tuple(
+        FailureRow(failure, status_badge(failure.status))
+        for failure in latest_failures(engine, FAILURES_SHOWN, workflow=chosen)
+    )
+    context = {
+        "workflow": chosen,
+        "workflows": _workflow_names(engine, backend),
+        "scopes": [name for name, _ in scopes],
+        "rows": rows,
+        "charts": charts,
+        "series_names": list(daily),
+        "first_day": day_list[0].isoformat(),
+        "last_day": day_list[-1].isoformat(),
+        "days": days,
+        "failures": failures,
+    }
+    return render(request, "dashboard.html", context)
+
+
+def _cell(metrics: LoopMetrics, name: str) -> Cell:
+    """A metric for the "now" table: the value, then what it is over (the depth's p50 and max go with the count)."""
+    record = getattr(metrics, name)
+    if isinstance(record, Depth) and record.value is not None:
+        return Cell(
+            f"mean {record.value:.2f}", f"p50 {record.p50:g}, max {record.max}, {metric_counts(metrics, name)}", False
+        )
+    return Cell(metric_text(metrics, name), metric_counts(metrics, name), metric_value(metrics, name) is None)
+
+
+def _workflow_names(engine: Engine, backend: Backend) -> list[str]:
+    """Workflows to filter by: those with stored runs and those of the loaded config, sorted."""
+    from marsrag.store.schema import runs
+
+    with engine.connect() as connection:
+        stored = {str(name) for name in connection.execute(select(runs.c.workflow).distinct()).scalars()}
+    return sorted(stored | set(backend.project.workflows))

@@ -1,0 +1,242 @@
+"""The ops dashboard through the ASGI test client, over a SQLite file holding the scripted metrics history.
+
+The page shows the hand-computed figures of tests/metrics/history.py; its JSON (``/api/metrics``,
+``/api/metrics/daily``) is exactly what ``marsrag metrics --format json`` prints and what the library returns.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from fastapi import FastAPI
+
+from marsrag.metrics.compute import compute_metrics
+from marsrag.metrics.window import window
+from tests.metrics.history import D2, EXPECTED_ALL, EXPECTED_D2, EXPECTED_REVIEW, EXPECTED_SUPPORT, approx
+from tests.metrics.history import write_history as write_scripted_history
+from tests.metrics.test_failures import add_run
+from tests.web.conftest import Site
+
+METRICS = tuple(EXPECTED_ALL)
+ROW = re.compile(r'<tr data-metric="(?P<name>[a-z_]+)">(?P<body>.*?)</tr>', re.S)
+CELL = re.compile(
+    r'<td class="num metric-cell[^"]*" data-scope="(?P<scope>[^"]*)">'
+    r'<span class="metric-value">(?P<value>[^<]*)</span> '
+    r'<span class="metric-counts">(?P<counts>[^<]*)</span></td>'
+)
+
+
+def ensure_api(app: FastAPI) -> None:
+    """Include the dashboard's JSON router unless the app already does (it is wired into create_app separately)."""
+    from marsrag.web import dashboard
+
+    if not any(getattr(route, "path", None) == "/api/metrics" for route in app.routes):
+        app.include_router(dashboard.api_router)
+
+
+@pytest.fixture
+def history(site_factory: Callable[..., Site]) -> Site:
+    """A running app over a store holding the scripted history."""
+    site = site_factory()
+    write_scripted_history(site.backend.store)
+    ensure_api(site.client.app)  # type: ignore[arg-type]
+    return site
+
+
+def marsrag_json(*args: str) -> Any:
+    """``marsrag metrics ... --format json`` as a real process, parsed."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "marsrag", "metrics", *args, "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "120"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def now_table(page: str) -> dict[str, dict[str, tuple[str, str]]]:
+    """The "Now" table: metric -> scope -> (value text, counts text)."""
+    table = page.split('<table class="metrics-now">', 1)[1].split("</table>", 1)[0]
+    return {
+        row["name"]: {cell["scope"]: (cell["value"], cell["counts"]) for cell in CELL.finditer(row["body"])}
+        for row in ROW.finditer(table)
+    }
+
+
+def shown(record: dict[str, Any]) -> tuple[str, str]:
+    """How the page shows a metric record: (value, counts)."""
+    if "sessions" in record:
+        if record["value"] is None:
+            return "n/a", "0 sessions"
+        sessions = f"{record['sessions']} session{'' if record['sessions'] == 1 else 's'}"
+        return f"mean {record['value']:.2f}", f"p50 {record['p50']:g}, max {record['max']}, {sessions}"
+    value = "n/a" if record["value"] is None else f"{record['value']:.1%}"
+    return value, f"{record['numerator']}/{record['denominator']}"
+
+
+def test_the_page_lists_the_six_metrics_with_the_hand_computed_values(history: Site) -> None:
+    """All history and each workflow: value and numerator/denominator (n/a for an empty denominator)."""
+    response = history.client.get("/dashboard")
+    assert response.status_code == 200
+    table = now_table(response.text)
+    assert list(table) == list(METRICS)
+    for name in METRICS:
+        assert list(table[name]) == ["All workflows", "review", "support"]
+        assert table[name]["All workflows"] == shown(EXPECTED_ALL[name]), name
+        assert table[name]["support"] == shown(EXPECTED_SUPPORT[name]), name
+        assert table[name]["review"] == shown(EXPECTED_REVIEW[name]), name
+    assert table["loop_schema_pass_rate"]["All workflows"] == ("57.1%", "4/7")
+    assert table["session_depth"]["All workflows"] == ("mean 1.67", "p50 1, max 3, 3 sessions")
+    assert table["repair_rate"]["review"] == ("n/a", "0/0")
+    assert table["downstream_action_rate"]["review"] == ("0.0%", "0/1")  # a real 0%, not n/a
+
+
+def test_the_page_has_a_chart_per_metric_with_its_numbers(history: Site) -> None:
+    """Six inline SVG charts, one line per workflow, and a table of the same daily figures as the API."""
+    page = history.client.get("/dashboard", params={"end": "2026-11-03", "days": 30}).text
+    assert page.count("<svg") == len(METRICS)
+    for name in METRICS:
+        figure = page.split(f'<figure class="chart" data-metric="{name}"', 1)[1].split("</figure>", 1)[0]
+        assert f'id="chart-{name.replace("_", "-")}"' in figure and 'role="img"' in figure
+        assert figure.count('class="chart-series"') == 2 and "<title" in figure
+        assert "<details" in figure and f"Numbers for {name}" in figure
+    figure = page.split('data-metric="loop_schema_pass_rate"', 2)[2].split("</figure>", 1)[0]
+    assert '<tr><th scope="row">2026-11-02</th><td class="num">–</td><td class="num">50.0% (2/4)</td></tr>' in figure
+    assert '<tr><th scope="row">2026-11-03</th><td class="num">n/a (0/0)</td><td class="num">66.7% (2/3)</td></tr>' in (
+        figure
+    )
+    assert "Daily, 2026-10-05 to 2026-11-03 (UTC)" in page
+
+
+def test_failures_link_to_their_runs(history: Site) -> None:
+    """The latest failure (r1's partial t2) links to the task on its run page, with its badge and error."""
+    page = history.client.get("/dashboard").text
+    section = page.split('id="failures"', 1)[1]
+    items = re.findall(r'<li class="failure" data-run-id="([^"]+)" data-task-id="([^"]+)"', section)
+    assert items == [("r1", "t2")]
+    assert '<a class="failure-link" href="/runs/r1#task-t2">t2<span class="failure-run"> · run r1</span></a>' in section
+    assert 'data-status="partial"' in section and "Partial</span>" in section
+    assert "grip is missing" in section and "goal of r1" in section
+    run_page = history.client.get("/runs/r1")
+    assert run_page.status_code == 200 and 'id="task-t2"' in run_page.text
+
+
+def test_the_workflow_filter(history: Site) -> None:
+    """?workflow= keeps one workflow: its column, its lines, its failures."""
+    page = history.client.get("/dashboard", params={"workflow": "review", "end": "2026-11-03"}).text
+    table = now_table(page)
+    assert {name: table[name] for name in METRICS} == {
+        name: {"review": shown(EXPECTED_REVIEW[name])} for name in METRICS
+    }
+    assert page.count('class="chart-series"') == len(METRICS)
+    assert "No failed or partial tasks in review." in page
+    assert '<option value="review" selected>review</option>' in page
+    support = history.client.get("/dashboard", params={"workflow": "support"}).text
+    assert now_table(support)["fallback_rate"] == {"support": ("25.0%", "1/4")}
+    assert 'href="/runs/r1#task-t2"' in support
+
+
+@pytest.mark.parametrize(
+    ("query", "cli", "expected"),
+    [
+        ({}, [], EXPECTED_ALL),
+        ({"workflow": "support"}, ["--workflow", "support"], EXPECTED_SUPPORT),
+        ({"workflow": "review"}, ["--workflow", "review"], EXPECTED_REVIEW),
+        (
+            {"since": "2026-11-03", "until": "2026-11-03"},
+            ["--since", "2026-11-03", "--until", "2026-11-03"],
+            EXPECTED_D2,
+        ),
+    ],
+)
+def test_api_metrics_equals_the_cli_and_the_library(
+    history: Site, query: dict[str, str], cli: list[str], expected: dict[str, Any]
+) -> None:
+    """/api/metrics, ``marsrag metrics --format json`` and compute_metrics give the same document, exactly."""
+    response = history.client.get("/api/metrics", params=query)
+    assert response.status_code == 200
+    api = response.json()
+    assert api == marsrag_json("--db", history.db, *cli)
+    library = compute_metrics(
+        history.backend.store.engine, window(query.get("since"), query.get("until")), query.get("workflow")
+    )
+    assert api == library.to_dict()
+    assert api == approx(expected)
+
+
+def test_the_daily_series_is_the_cli_per_day(history: Site) -> None:
+    """Each day of /api/metrics/daily is ``marsrag metrics --since DAY --until DAY --workflow W``; no runs: null."""
+    response = history.client.get("/api/metrics/daily", params={"end": "2026-11-04", "days": 4})
+    assert response.status_code == 200
+    daily = response.json()
+    assert daily["days"] == ["2026-11-01", "2026-11-02", "2026-11-03", "2026-11-04"]
+    assert (daily["since"], daily["until"]) == ("2026-11-01T00:00:00+00:00", "2026-11-05T00:00:00+00:00")
+    assert list(daily["workflows"]) == ["review", "support"]
+    for workflow, values in daily["workflows"].items():
+        assert len(values) == 4
+        for day, value in zip(daily["days"], values, strict=True):
+            if value is not None:
+                assert value == marsrag_json("--db", history.db, "--since", day, "--until", day, "--workflow", workflow)
+    assert [v is None for v in daily["workflows"]["support"]] == [True, False, False, True]
+    assert [v is None for v in daily["workflows"]["review"]] == [True, True, False, True]
+    assert daily["workflows"]["review"][2] == approx(EXPECTED_REVIEW)
+    one = history.client.get("/api/metrics/daily", params={"end": "2026-11-03", "days": 1, "workflow": "support"})
+    day = compute_metrics(history.backend.store.engine, window("2026-11-03", "2026-11-03"), "support").to_dict()
+    assert one.json()["workflows"] == {"support": [day]}
+
+
+def test_api_failures_and_bad_parameters(history: Site) -> None:
+    """/api/metrics/failures lists the failure with its link; unreadable parameters are 422 with a reason."""
+    failures = history.client.get("/api/metrics/failures").json()
+    assert [(f["run_id"], f["task_id"], f["link"], f["message"]) for f in failures] == [
+        ("r1", "t2", "/runs/r1#task-t2", "grip is missing")
+    ]
+    bad = history.client.get("/api/metrics", params={"since": "yesterday"})
+    assert bad.status_code == 422 and "'yesterday' is not a time" in bad.json()["detail"]
+    inverted = history.client.get("/api/metrics", params={"since": "2026-11-05", "until": "2026-11-01"})
+    assert inverted.status_code == 422 and "before" in inverted.json()["detail"]
+    assert history.client.get("/api/metrics/daily", params={"days": 0}).status_code == 422
+    assert history.client.get("/api/metrics/daily", params={"days": 367}).status_code == 422
+    page = history.client.get("/dashboard", params={"end": "not-a-date"})
+    assert page.status_code == 422 and "text/html" in page.headers["content-type"]
+
+
+def test_goals_and_workflow_names_are_escaped(history: Site) -> None:
+    """A ``<script>`` goal in the failures list and markup in a workflow name (table, legend, select) are text."""
+    at = D2 + timedelta(days=1)
+    goal = "<script>alert('goal')</script>"
+    workflow = '<img src=x onerror="alert(1)">'
+    add_run(history.backend.store, "evil", at, [("t1", "failed", "<b>loud</b>")], goal=goal, workflow=workflow)
+    response = history.client.get("/dashboard", params={"end": at.date().isoformat()})
+    page = response.text
+    assert "<script" not in page and "<img" not in page and "<b>loud" not in page
+    assert "&lt;script&gt;alert(&#39;goal&#39;)&lt;/script&gt;" in page  # autoescaped failure goal
+    assert "&lt;b&gt;loud&lt;/b&gt;" in page
+    assert 'data-series="&lt;img src=x onerror=&quot;alert(1)&quot;&gt;"' in page  # escaped by the chart module
+    assert re.search(r"\sstyle=", page) is None  # the CSP allows no inline style
+    csp = response.headers["content-security-policy"]
+    assert "default-src 'none'" in csp and "style-src 'self'" in csp and "unsafe-inline" not in csp
+    api = history.client.get("/api/metrics/failures").json()
+    assert api[0]["goal"] == goal and api[0]["link"] == "/runs/evil#task-t1"
+
+
+def test_an_empty_store_and_the_nav_link(site_factory: Callable[..., Site]) -> None:
+    """No runs: every value n/a, no lines, no failures; every page links to the dashboard."""
+    site = site_factory()
+    page = site.client.get("/dashboard").text
+    table = now_table(page)
+    assert all(table[name]["All workflows"][0] == "n/a" for name in METRICS)
+    assert "No runs in these 30 days." in page and "No failed or partial tasks." in page
+    assert page.count("<svg") == len(METRICS) and 'class="chart-series"' not in page
+    assert f"to {datetime.now(UTC).date().isoformat()} (UTC)" in page  # the series ends today (UTC) by default
+    assert '<a href="/dashboard">Dashboard</a>' in site.client.get("/").text
