@@ -15,7 +15,16 @@ def main() -> None:
         os.environ.update(
             HOME=home, XDG_DATA_HOME=f"{home}/data", XDG_CONFIG_HOME=f"{home}/config", MARSRAG_HOME=f"{home}/marsrag"
         )
-        from bench import contract_bench, crewai_bench, main_job_bench, rag_bench, runtime_bench, store_bench, web_bench
+        from bench import (
+            contract_bench,
+            crewai_bench,
+            main_job_bench,
+            metrics_bench,
+            rag_bench,
+            runtime_bench,
+            store_bench,
+            web_bench,
+        )
 
         print(f"MarsRAG benchmarks on Python {platform.python_version()}, {platform.machine()}; {pin_to_one_core()}")
         contract_bench.run()
@@ -25,6 +34,7 @@ def main() -> None:
         rag_bench.run()
         main_job_bench.run()
         web_bench.run()
+        metrics_bench.run()
 
 
 if __name__ == "__main__":

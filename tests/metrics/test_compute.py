@@ -69,3 +69,49 @@ def test_an_empty_store_has_null_rates(store: RunStore) -> None:
     from marsrag.metrics.compute import compute_metrics
 
     assert compute_metrics(engine_of(store)).to_dict() == EMPTY
+
+
+def test_a_later_run_counts_as_downstream_only_for_the_run_that_routed_to_its_workflow(store: RunStore) -> None:
+    """A later run of the session in workflow W counts for a run only when that run's own loop routed to W."""
+    from datetime import UTC, datetime
+
+    from marsrag.metrics.compute import compute_metrics
+    from marsrag.runtime.state import LoopFields, Routing, RunRecord, TaskState, Validation
+
+    t0 = datetime(2026, 11, 5, 9, 0, tzinfo=UTC)
+    plan = [
+        ("a", "session-a", "support", 0, None),  # followed later in its session by b (review), but never routed there
+        ("b", "session-a", "review", 1, None),
+        ("c", "session-c", "support", 2, "review"),  # routes to review, but nothing ran after it in its session
+    ]
+    for run_id, session, workflow, minutes, routed in plan:
+        at = t0 + timedelta(minutes=minutes)
+        store.create_run(
+            RunRecord(
+                run_id=run_id,
+                session_id=session,
+                goal="g",
+                workflow=workflow,
+                loop_mode="hard",
+                status="completed",
+                created_at=at,
+                updated_at=at,
+            )
+        )
+        store.save_task(
+            TaskState(
+                run_id=run_id,
+                task_id="t1",
+                position=0,
+                loop_mode="hard",
+                validation=Validation(status="valid"),
+                loop_output=LoopFields(loop="Next?"),
+                routing=Routing(next_workflow=routed),
+                created_at=at,
+            )
+        )
+    assert compute_metrics(engine_of(store)).downstream_action_rate.to_dict() == {
+        "value": 0.0,
+        "numerator": 0,
+        "denominator": 3,
+    }

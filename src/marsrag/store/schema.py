@@ -31,6 +31,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     false,
+    text,
 )
 
 #: Name of Alembic's bookkeeping table; not ``alembic_version``, so MarsRAG can share a schema with an app
@@ -56,8 +57,11 @@ runs = Table(
     # "host:pid" of the process executing the run, so a run left running by a dead process can be told stale.
     Column("owner", String, nullable=True),
     PrimaryKeyConstraint("run_id", name="pk_runs"),
-    Index("ix_runs_session_id", "session_id"),
     Index("ix_runs_created_at", "created_at"),
+    # Metrics (migration 0004): what the metrics read of a run, in run_id order, so they never touch its row;
+    # and a session's runs with their workflow and creation time (session depth, later runs of a session).
+    Index("ix_runs_metrics", "run_id", "status", "workflow", "created_at", "session_id"),
+    Index("ix_runs_session_id_workflow_created_at", "session_id", "workflow", "created_at"),
 )
 
 task_states = Table(
@@ -88,6 +92,15 @@ task_states = Table(
     Column("created_at", DateTime(timezone=True), nullable=False),
     PrimaryKeyConstraint("run_id", "task_id", name="pk_task_states"),
     ForeignKeyConstraint(["run_id"], ["runs.run_id"], name="fk_task_states_run_id_runs"),
+    # Metrics (migration 0004): a covering index by run and task, and the few tasks that route to a workflow.
+    Index("ix_task_states_metrics", "run_id", "task_id", "validation_status", "routing_next_workflow"),
+    Index(
+        "ix_task_states_routed",
+        "routing_next_workflow",
+        "run_id",
+        sqlite_where=text("routing_next_workflow IS NOT NULL"),
+        postgresql_where=text("routing_next_workflow IS NOT NULL"),
+    ),
 )
 
 attempts = Table(
@@ -107,6 +120,9 @@ attempts = Table(
         ["task_states.run_id", "task_states.task_id"],
         name="fk_attempts_run_id_task_states",
     ),
+    # Metrics (migration 0004): covering by run and task (first attempt, repair), and runs by kind (operator actions).
+    Index("ix_attempts_metrics", "run_id", "task_id", "number", "status", "kind"),
+    Index("ix_attempts_kind_run_id", "kind", "run_id"),
 )
 
 transitions = Table(
@@ -122,7 +138,8 @@ transitions = Table(
     Column("superseded", Boolean, nullable=False, server_default=false()),
     Column("created_at", DateTime(timezone=True), nullable=False),
     PrimaryKeyConstraint("id", name="pk_transitions"),
-    Index("ix_transitions_run_id", "run_id"),
+    # By run, covering what the fallback rate reads (migration 0004; it replaced ix_transitions_run_id).
+    Index("ix_transitions_metrics", "run_id", "superseded", "mode"),
 )
 
 # No foreign key to runs: events are the high-volume table (metrics aggregate over millions of rows) and
@@ -142,6 +159,8 @@ events = Table(
     PrimaryKeyConstraint("id", name="pk_events"),
     Index("ix_events_run_id_id", "run_id", "id"),
     Index("ix_events_name_timestamp", "name", "timestamp"),
+    # Which runs have an event of a name (loop.action.followed, for the metrics; migration 0004).
+    Index("ix_events_name_run_id", "name", "run_id"),
 )
 
 # The knowledge base: one row per ingested file, its text cut into chunks (see marsrag.rag).
