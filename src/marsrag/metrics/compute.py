@@ -91,6 +91,15 @@ def _add_runs(count: dict[str, int], code: int, number: int) -> None:
         count["downstream"] += number
 
 
+def session_depth(engine: Engine, window: Window | None = None, workflow: str | None = None) -> Depth:
+    """Runs per session over the window (all workflows pooled: a session spanning two counts once)."""
+    histogram: dict[int, int] = {}
+    with engine.connect() as connection:
+        for row in connection.execute(_depth_query((), engine.dialect.name, window or Window(), workflow)).mappings():
+            histogram[int(row["depth"])] = int(row["sessions"])
+    return Depth.from_histogram(histogram)
+
+
 def _metrics(count: dict[str, int], depth: dict[int, int]) -> LoopMetrics:
     get = count.get
     return LoopMetrics(
@@ -125,7 +134,8 @@ def _groups(by: Sequence[GroupKey], dialect: str) -> list[ColumnElement[Any]]:
     return columns
 
 
-def _filters(window: Window, workflow: str | None) -> list[ColumnElement[bool]]:
+def run_filters(window: Window, workflow: str | None) -> list[ColumnElement[bool]]:
+    """Conditions on ``runs``: created in ``window`` (since inclusive, until exclusive), of ``workflow`` if given."""
     conditions: list[ColumnElement[bool]] = []
     if window.since is not None:
         conditions.append(runs.c.created_at >= to_db(window.since))
@@ -202,7 +212,7 @@ def _task_query(by: Sequence[GroupKey], dialect: str, window: Window, workflow: 
                 ),
             )
         )
-        .where(task_states.c.validation_status != "skipped", *_filters(window, workflow))
+        .where(task_states.c.validation_status != "skipped", *run_filters(window, workflow))
     )
     return _grouped(statement, groups)
 
@@ -220,7 +230,7 @@ def _transition_query(by: Sequence[GroupKey], dialect: str, window: Window, work
             _count_if(transitions.c.mode == "fallback").label("fallbacks"),
         )
         .select_from(source)
-        .where(transitions.c.superseded.is_(False), *_filters(window, workflow))
+        .where(transitions.c.superseded.is_(False), *run_filters(window, workflow))
     )
     return _grouped(statement, groups)
 
@@ -233,7 +243,7 @@ def _run_query(by: Sequence[GroupKey], dialect: str, window: Window, workflow: s
     per_run = (
         select(*groups, code.label("code"))
         .select_from(source)
-        .where(runs.c.status == "completed", *_filters(window, workflow))
+        .where(runs.c.status == "completed", *run_filters(window, workflow))
         .subquery("per_run")
     )
     keys = [per_run.c[key] for key in by]
@@ -312,7 +322,7 @@ def _depth_query(by: Sequence[GroupKey], dialect: str, window: Window, workflow:
     """A histogram of session depths: (group, depth, number of sessions with it)."""
     groups = _groups(by, dialect)
     per_session = _grouped(
-        select(*groups, runs.c.session_id, func.count().label("depth")).where(*_filters(window, workflow)),
+        select(*groups, runs.c.session_id, func.count().label("depth")).where(*run_filters(window, workflow)),
         [*groups, runs.c.session_id],
     ).subquery("per_session")
     keys = [per_session.c[key] for key in by]

@@ -107,6 +107,3 @@ class LoopMetrics:
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape of ``marsrag metrics --format json``: metric name -> its record."""
         return {name: getattr(self, name).to_dict() for name in METRIC_NAMES}
-
-
-EMPTY = LoopMetrics(Rate(0, 0), Rate(0, 0), Rate(0, 0), Depth(None, None, None, 0), Rate(0, 0), Rate(0, 0))

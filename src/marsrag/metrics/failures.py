@@ -14,10 +14,10 @@ from typing import Any
 from urllib.parse import quote
 
 from sqlalchemy import Engine, select
-from sqlalchemy.sql import ColumnElement
 
+from marsrag.metrics.compute import run_filters
 from marsrag.metrics.window import Window
-from marsrag.store._rows import from_db, to_db
+from marsrag.store._rows import from_db
 from marsrag.store.schema import attempts, runs, task_states
 
 #: The validation statuses that count as a failure here.
@@ -109,18 +109,6 @@ def latest_failures(
         )
         for row in rows
     ]
-
-
-def run_filters(window: Window, workflow: str | None) -> list[ColumnElement[bool]]:
-    """Runs created in ``window`` (since inclusive, until exclusive), of ``workflow`` when given."""
-    conditions: list[ColumnElement[bool]] = []
-    if window.since is not None:
-        conditions.append(runs.c.created_at >= to_db(window.since))
-    if window.until is not None:
-        conditions.append(runs.c.created_at < to_db(window.until))
-    if workflow is not None:
-        conditions.append(runs.c.workflow == workflow)
-    return conditions
 
 
 def _first_message(errors: Any) -> str | None:

@@ -30,9 +30,8 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from marsrag.errors import StoreError
 from marsrag.events.model import EVENT_NAMES
-from marsrag.metrics.compute import _depth_query, metrics_by
+from marsrag.metrics.compute import metrics_by, session_depth
 from marsrag.metrics.definitions import DEFINITIONS, RATE_NAMES, Depth, LoopMetrics
-from marsrag.metrics.window import Window
 from marsrag.store._engine import one_line
 from marsrag.store.schema import events
 
@@ -112,14 +111,10 @@ def event_counts(engine: Engine) -> dict[str, int]:
 def overall_session_depth(engine: Engine) -> Depth:
     """Session depth over every workflow, all history: ``compute_metrics(engine).session_depth``.
 
-    The same SQL (the depth histogram of :mod:`marsrag.metrics.compute`) without the three rate queries, whose
-    overall figures are the sums of the per-workflow numerators and denominators: a scrape runs those once.
+    Only the depth query: the rates' overall figures are the sums of the per-workflow numerators and
+    denominators, but a session spanning two workflows counts once here and once in each of them.
     """
-    histogram: dict[int, int] = {}
-    with engine.connect() as connection:
-        for row in connection.execute(_depth_query((), engine.dialect.name, Window(), None)).mappings():
-            histogram[int(row["depth"])] = int(row["sessions"])
-    return Depth.from_histogram(histogram)
+    return session_depth(engine)
 
 
 @contextmanager

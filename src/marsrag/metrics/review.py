@@ -27,8 +27,9 @@ from sqlalchemy.sql import ColumnElement
 
 from marsrag.errors import InputError
 from marsrag.metrics.charts import Kind, Series, format_value, line_chart, sparkline
+from marsrag.metrics.compute import run_filters
 from marsrag.metrics.definitions import DEFINITIONS, METRIC_NAMES, Depth, LoopMetrics
-from marsrag.metrics.failures import Failure, latest_failures, run_filters
+from marsrag.metrics.failures import Failure, latest_failures
 from marsrag.metrics.window import Window
 from marsrag.store.schema import attempts, runs, task_states, transitions
 

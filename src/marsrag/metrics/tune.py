@@ -27,9 +27,8 @@ from typing import Any
 from sqlalchemy import Engine, and_, func, select
 
 from marsrag.errors import ConfigError, InputError
-from marsrag.metrics.compute import metrics_by
+from marsrag.metrics.compute import metrics_by, run_filters
 from marsrag.metrics.window import Window
-from marsrag.store._rows import to_db
 from marsrag.store.schema import runs, task_states, transitions
 from marsrag.tasks.config import ProjectConfig
 
@@ -161,11 +160,7 @@ def _pct(value: float | None) -> str:
 
 def _outcomes(engine: Engine, window: Window) -> dict[str, dict[str, int]]:
     """Per workflow: final partial task executions, and fallback transitions whose source task is partial."""
-    conditions = []
-    if window.since is not None:
-        conditions.append(runs.c.created_at >= to_db(window.since))
-    if window.until is not None:
-        conditions.append(runs.c.created_at < to_db(window.until))
+    conditions = run_filters(window, None)
     partial = (
         select(runs.c.workflow, func.count().label("n"))
         .select_from(task_states.join(runs, runs.c.run_id == task_states.c.run_id))
