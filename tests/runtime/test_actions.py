@@ -208,3 +208,38 @@ def test_actions_wait_for_a_running_run(store: RunStore, sample: ProjectConfig) 
     store.set_run_status(run_id, "running", owner=owner_id())
     with pytest.raises(ActionConflictError, match="still running"):
         repair_task(runner, run_id, "diagnose")
+
+
+def test_two_racing_repairs_run_exactly_one(store: RunStore, sample: ProjectConfig) -> None:
+    """Two repairs of one task at once: one repairs (one LLM call), the other is refused with a conflict."""
+    import threading
+
+    from marsrag.llm.replay import ReplayLLM
+    from marsrag.runtime.actions import repair_task
+    from marsrag.runtime.runner import WorkflowRunner
+
+    project = project_with(sample, ["diagnose", "recommend"])
+    outputs = ["No idea.", "No idea.", answer(), answer(loop=FIXED_LOOP), answer(loop="A second repair?")]
+    llm = ReplayLLM.from_outputs(outputs)
+    runner = WorkflowRunner(store, project, llm)
+    run = runner.run("latency", workflow="flow")
+    llm.latency = 0.5  # the winner's LLM call outlasts the loser's attempt to start
+    barrier, results, errors = threading.Barrier(2), [], []
+
+    def repair() -> None:
+        barrier.wait()
+        try:
+            results.append(repair_task(runner, run.run_id, "diagnose"))
+        except ActionConflictError as error:
+            errors.append(str(error))
+
+    threads = [threading.Thread(target=repair) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(results) == 1 and len(errors) == 1
+    assert "already running" in errors[0] or "already valid" in errors[0]
+    stored = store.get_tasks(run.run_id)[0]
+    assert [a.kind for a in stored.attempts] == ["answer", "repair", "operator_repair"]
+    assert llm.remaining == 1  # exactly one repair call was made

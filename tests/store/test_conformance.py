@@ -258,6 +258,52 @@ def test_read_run_is_the_run_its_tasks_and_transitions_in_one_read(store: RunSto
         store.read_run("nope")
 
 
+def test_claim_task_lets_one_owner_in_until_released_or_saved(store: RunStore) -> None:
+    """One claim at a time, only on the given statuses; release by its owner only; saving the task frees it."""
+    from marsrag.runtime.state import utcnow
+
+    store.create_run(run())
+    store.save_task(task())  # status partial
+    later = utcnow() - timedelta(minutes=10)
+    assert not store.claim_task("run-1", "t1", "a", statuses=("failed",), stale_before=later)
+    assert store.claim_task("run-1", "t1", "a", statuses=("partial", "failed"), stale_before=later)
+    assert not store.claim_task("run-1", "t1", "b", statuses=("partial", "failed"), stale_before=later)
+    store.release_task("run-1", "t1", "b")  # not b's: stays a's
+    assert not store.claim_task("run-1", "t1", "b", statuses=("partial", "failed"), stale_before=later)
+    store.release_task("run-1", "t1", "a")
+    assert store.claim_task("run-1", "t1", "b", statuses=("partial", "failed"), stale_before=later)
+    store.save_task(task())  # the action's commit replaces the row: the claim goes with it
+    assert store.claim_task("run-1", "t1", "c", statuses=("partial", "failed"), stale_before=later)
+    assert not store.claim_task("run-1", "nope", "c", statuses=("partial",), stale_before=later)
+
+
+def test_an_abandoned_claim_can_be_taken_over(store: RunStore) -> None:
+    """A claim older than stale_before no longer holds the task."""
+    from marsrag.runtime.state import utcnow
+
+    store.create_run(run())
+    store.save_task(task())
+    assert store.claim_task("run-1", "t1", "a", statuses=("partial",), stale_before=utcnow() - timedelta(minutes=10))
+    assert store.claim_task("run-1", "t1", "b", statuses=("partial",), stale_before=utcnow() + timedelta(seconds=1))
+
+
+def test_racing_claims_from_threads_let_exactly_one_in(store: RunStore) -> None:
+    """Eight threads claim the same task at once: exactly one succeeds."""
+    from marsrag.runtime.state import utcnow
+
+    store.create_run(run())
+    store.save_task(task())
+    won: list[int] = []
+    stale = utcnow() - timedelta(minutes=10)
+
+    def claim(index: int) -> None:
+        if store.claim_task("run-1", "t1", f"owner-{index}", statuses=("partial",), stale_before=stale):
+            won.append(index)
+
+    assert in_threads(8, claim) == []
+    assert len(won) == 1
+
+
 def test_a_new_transition_supersedes_the_current_one_from_its_source(store: RunStore) -> None:
     """A task has one current outgoing transition: storing another marks the earlier row superseded, kept."""
     store.create_run(run())

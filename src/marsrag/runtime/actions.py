@@ -9,6 +9,9 @@ raises: it is recorded as a failed attempt and the task's output stays as it was
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Literal
 
 from marsrag.chain.planner import plan_transition
@@ -17,7 +20,7 @@ from marsrag.errors import ActionConflictError, TaskNotFoundError
 from marsrag.events.model import LoopEvent
 from marsrag.events.sinks import dispatch
 from marsrag.runtime.briefing import briefing, without_placeholders
-from marsrag.runtime.liveness import is_stale
+from marsrag.runtime.liveness import STALE_AFTER, is_stale, owner_id
 from marsrag.runtime.runner import WorkflowRunner
 from marsrag.runtime.state import (
     AttemptKind,
@@ -28,6 +31,7 @@ from marsrag.runtime.state import (
     TaskState,
     TransitionRecord,
     Validation,
+    utcnow,
 )
 from marsrag.runtime.summary import summarize
 
@@ -45,7 +49,11 @@ def repair_task(runner: WorkflowRunner, run_id: str, task_id: str) -> TaskState:
         ActionConflictError: the task is valid or ran without the contract, the run is still executing, or
             the task is gone from the config.
     """
-    run, state = _target(runner, run_id, task_id)
+    with _claimed(runner, run_id, task_id) as (run, state):
+        return _repair(runner, run, state)
+
+
+def _repair(runner: WorkflowRunner, run: RunRecord, state: TaskState) -> TaskState:
     crew = _crew(runner, run, state)
     item = crew.tasks[0]
     problems = "; ".join(issue.message for issue in state.validation.errors) or "the output was invalid"
@@ -85,7 +93,11 @@ def regenerate_sections(runner: WorkflowRunner, run_id: str, task_id: str) -> Ta
     Raises:
         RunNotFoundError, TaskNotFoundError, ActionConflictError: as for :func:`repair_task`.
     """
-    run, state = _target(runner, run_id, task_id)
+    with _claimed(runner, run_id, task_id) as (run, state):
+        return _regenerate(runner, run, state)
+
+
+def _regenerate(runner: WorkflowRunner, run: RunRecord, state: TaskState) -> TaskState:
     failing = _failing(state)
     crew = _crew(runner, run, state, machine_first=True)
     item = crew.tasks[0]
@@ -132,18 +144,36 @@ def apply_action(runner: WorkflowRunner, action: Action, run_id: str, task_id: s
 # -- steps ----------------------------------------------------------------------------------------------------
 
 
-def _target(runner: WorkflowRunner, run_id: str, task_id: str) -> tuple[RunRecord, TaskState]:
+@contextmanager
+def _claimed(runner: WorkflowRunner, run_id: str, task_id: str) -> Iterator[tuple[RunRecord, TaskState]]:
+    """The run and the task's current state, with the task claimed for this action until the block ends.
+
+    The claim is one conditional write: of two racing actions exactly one gets it, the other a conflict.
+    The state is read after claiming, so the action starts from what the previous action committed.
+    """
     run = runner.store.get_run(run_id)
+    if run.status in ("pending", "running") and not is_stale(run):
+        raise ActionConflictError(f"run {run_id!r} is still {run.status}: act on its tasks once it has finished")
+    owner = f"{owner_id()}:{uuid.uuid4().hex}"
+    stale = utcnow() - STALE_AFTER
+    if not runner.store.claim_task(run_id, task_id, owner, statuses=FIXABLE, stale_before=stale):
+        state = _state(runner, run_id, task_id)
+        if state.validation.status == "skipped":
+            raise ActionConflictError(f"task {task_id!r} ran without the contract (loop_mode none): nothing to repair")
+        if state.validation.status not in FIXABLE:
+            raise ActionConflictError(f"task {task_id!r} is already valid: nothing to repair")
+        raise ActionConflictError(f"another operator action is already running on task {task_id!r}: try again later")
+    try:
+        yield run, _state(runner, run_id, task_id)
+    finally:
+        runner.store.release_task(run_id, task_id, owner)  # a no-op once the task was saved
+
+
+def _state(runner: WorkflowRunner, run_id: str, task_id: str) -> TaskState:
     state = next((task for task in runner.store.get_tasks(run_id) if task.task_id == task_id), None)
     if state is None:
         raise TaskNotFoundError(f"run {run_id!r} has no task {task_id!r}")
-    if run.status in ("pending", "running") and not is_stale(run):
-        raise ActionConflictError(f"run {run_id!r} is still {run.status}: act on its tasks once it has finished")
-    if state.validation.status == "skipped":
-        raise ActionConflictError(f"task {task_id!r} ran without the contract (loop_mode none): nothing to repair")
-    if state.validation.status not in FIXABLE:
-        raise ActionConflictError(f"task {task_id!r} is already valid: nothing to repair")
-    return run, state
+    return state
 
 
 def _crew(runner: WorkflowRunner, run: RunRecord, state: TaskState, *, machine_first: bool = False) -> Any:

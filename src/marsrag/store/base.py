@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from datetime import datetime
 
 from marsrag.events.model import LoopEvent
 from marsrag.runtime.state import RunRecord, RunStatus, TaskState, TransitionRecord
@@ -67,6 +68,21 @@ class RunStore(ABC):
 
         Unless it is itself marked superseded, it supersedes its source task's current outgoing transition.
         """
+
+    @abstractmethod
+    def claim_task(
+        self, run_id: str, task_id: str, owner: str, *, statuses: Sequence[str], stale_before: datetime
+    ) -> bool:
+        """Claim a task for an operator action, atomically; whether this caller got it.
+
+        The claim is taken only when the task's validation status is one of ``statuses`` and no other claim
+        holds it (a claim taken before ``stale_before`` is abandoned and may be taken over). Saving the task
+        releases its claim (the row is replaced); :meth:`release_task` releases it otherwise.
+        """
+
+    @abstractmethod
+    def release_task(self, run_id: str, task_id: str, owner: str) -> None:
+        """Release ``owner``'s claim on a task (nothing when it holds none: the task was saved since)."""
 
     @abstractmethod
     def add_events(self, events: Sequence[LoopEvent]) -> None:

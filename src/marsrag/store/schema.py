@@ -90,6 +90,9 @@ task_states = Table(
     # none_as_null: "no retrieval" is SQL NULL, not the JSON value null.
     Column("retrieval_results", JSON(none_as_null=True), nullable=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
+    # The operator action running on the task (migration 0005): who claimed it and when; NULL when none.
+    Column("action_owner", String, nullable=True),
+    Column("action_started_at", DateTime(timezone=True), nullable=True),
     PrimaryKeyConstraint("run_id", "task_id", name="pk_task_states"),
     ForeignKeyConstraint(["run_id"], ["runs.run_id"], name="fk_task_states_run_id_runs"),
     # Metrics (migration 0004): a covering index by run and task, and the few tasks that route to a workflow.

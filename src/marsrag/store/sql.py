@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from itertools import groupby
 from typing import Any
 
@@ -167,6 +168,39 @@ class SqlRunStore(RunStore):
             self._require_run(connection, transition.run_id)
             self._insert_transition(connection, transition)
             self._insert_events(connection, events)
+
+    def claim_task(
+        self, run_id: str, task_id: str, owner: str, *, statuses: Sequence[str], stale_before: datetime
+    ) -> bool:
+        """Claim a task for an operator action, atomically; whether this caller got it (see RunStore)."""
+        free = task_states.c.action_owner.is_(None) | (task_states.c.action_started_at < _rows.to_db(stale_before))
+        statement = (
+            update(task_states)
+            .where(
+                task_states.c.run_id == run_id,
+                task_states.c.task_id == task_id,
+                task_states.c.validation_status.in_(list(statuses)),
+                free,
+            )
+            .values(action_owner=owner, action_started_at=_rows.to_db(utcnow()))
+        )
+        with self._write(f"claim task {task_id!r} of run {run_id!r}") as connection:
+            # One conditional UPDATE: the row lock (PostgreSQL) or the write lock (SQLite) lets one caller win.
+            return connection.execute(statement).rowcount == 1
+
+    def release_task(self, run_id: str, task_id: str, owner: str) -> None:
+        """Release ``owner``'s claim on a task (nothing when it holds none)."""
+        statement = (
+            update(task_states)
+            .where(
+                task_states.c.run_id == run_id,
+                task_states.c.task_id == task_id,
+                task_states.c.action_owner == owner,
+            )
+            .values(action_owner=None, action_started_at=None)
+        )
+        with self._write(f"release task {task_id!r} of run {run_id!r}") as connection:
+            connection.execute(statement)
 
     def add_events(self, events: Sequence[LoopEvent]) -> None:
         """Insert events that describe no new state (e.g. ``loop.ui.rendered``)."""
