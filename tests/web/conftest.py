@@ -54,6 +54,15 @@ class Site:
         return run_id
 
 
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's headless Chromium, shared by a module's tests (each test opens its own context)."""
+    from tests.web._browser import chromium
+
+    with chromium() as launched:
+        yield launched
+
+
 @pytest.fixture
 def site_factory(tmp_path: Path) -> Iterator[Callable[..., Site]]:
     """Make a running app over a fresh SQLite file whose replay LLM answers ``outputs`` in order."""

@@ -12,7 +12,6 @@ and ``<test>-end.png`` with the page as the test left it (also when it failed).
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, suppress
@@ -21,20 +20,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Dialog, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Dialog, Page, expect
 from playwright.sync_api import Error as PlaywrightError
 
 from tests.contract.samples import CONTENT
+from tests.web._browser import ARTIFACTS, WAIT_MS
 from tests.web._live_server import live_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.crewai]
 
-REPO = Path(__file__).resolve().parents[2]
-ARTIFACTS = REPO / "test-artifacts" / "browser"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-#: Generous bound for every wait (a run, an operator action, a page load); nothing asserts on timing.
-WAIT_MS = 30_000
 
 TITLES = ["Hook", "Grip", "Payoff", "Reinforce", "Loop"]
 FIELDS = list(CONTENT)
@@ -84,22 +78,6 @@ class Tab:
         """Scripted LLM outputs not used yet."""
         remaining: int = self.app.state.backend.runner.llm.remaining
         return remaining
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    """Debian's headless Chromium, shared by the module's tests (each test gets its own context)."""
-    if not Path(CHROMIUM).is_file():
-        reason = f"{CHROMIUM} is missing: install Debian's chromium and chromium-driver packages to run browser tests"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{reason} (CI=true: the browser tests must run in CI)", pytrace=False)
-        pytest.skip(reason)
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield launched
-        finally:
-            launched.close()
 
 
 @pytest.fixture

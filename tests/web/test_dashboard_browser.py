@@ -8,7 +8,6 @@ Screenshots go to ``test-artifacts/browser/dashboard-*.png`` (git-ignored).
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from contextlib import ExitStack, suppress
@@ -17,20 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Page, Response, expect, sync_playwright
+from playwright.sync_api import Browser, ConsoleMessage, Page, Response, expect
 from playwright.sync_api import Error as PlaywrightError
 
 from tests.metrics.history import D2, write_history
 from tests.metrics.test_failures import add_run
+from tests.web._browser import ARTIFACTS, WAIT_MS
 from tests.web._live_server import live_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.crewai]
 
-REPO = Path(__file__).resolve().parents[2]
-ARTIFACTS = REPO / "test-artifacts" / "browser"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-WAIT_MS = 30_000
 METRICS = (
     "loop_schema_pass_rate",
     "loop_follow_rate",
@@ -42,22 +37,6 @@ METRICS = (
 #: The series end on the history's second day, so the charts have lines.
 DASHBOARD = "/dashboard?end=2026-11-04"
 HOSTILE_GOAL = "<script>document.title='pwned'</script> checkout is slow"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    """Debian's headless Chromium, shared by the module's tests (each test gets its own context)."""
-    if not Path(CHROMIUM).is_file():
-        reason = f"{CHROMIUM} is missing: install Debian's chromium and chromium-driver packages to run browser tests"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{reason} (CI=true: the browser tests must run in CI)", pytrace=False)
-        pytest.skip(reason)
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield launched
-        finally:
-            launched.close()
 
 
 @pytest.fixture
