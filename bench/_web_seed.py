@@ -70,7 +70,9 @@ class Seeded:
 
 
 @dataclass
-class _Batch:
+class RowBatch:
+    """Rows for the store's tables, gathered for one bulk insert (shared by the seeding benchmarks)."""
+
     runs: list[dict[str, Any]] = field(default_factory=list)
     tasks: list[dict[str, Any]] = field(default_factory=list)
     attempts: list[dict[str, Any]] = field(default_factory=list)
@@ -98,7 +100,7 @@ def seed(url: str, count: int, *, per_transaction: int = 1000, seed: int = 7) ->
         run_ids = []
         oldest = utcnow() - timedelta(minutes=15 * count)  # a run every 15 minutes, the newest just now
         for first in range(0, count, per_transaction):
-            batch = _Batch()
+            batch = RowBatch()
             for number in range(first, min(first + per_transaction, count)):
                 run_ids.append(_add_run(batch, number, rng, oldest + timedelta(minutes=15 * number)))
             with store.engine.begin() as connection:
@@ -113,7 +115,7 @@ def seed(url: str, count: int, *, per_transaction: int = 1000, seed: int = 7) ->
     return Seeded(run_ids, time.perf_counter() - start)
 
 
-def _add_run(batch: _Batch, number: int, rng: random.Random, created: Any) -> str:
+def _add_run(batch: RowBatch, number: int, rng: random.Random, created: Any) -> str:
     """Add one run's rows to ``batch``; returns its id."""
     run_id = uuid.UUID(int=rng.getrandbits(128), version=4).hex
     # Every third run follows the one before it, in the same session (as `marsrag follow` does).

@@ -39,17 +39,17 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, Table, insert
+from sqlalchemy import Engine, insert
 
 from bench._samples import CONTENT
 from bench._timing import Report, best_of_timed
-from bench._web_seed import postgres_schema
+from bench._web_seed import RowBatch, postgres_schema
 from marsrag.contract import LOOP_CONTRACT_VERSION
 from marsrag.events.model import LoopEvent
 from marsrag.metrics.compute import compute_metrics, metrics_by
@@ -68,7 +68,6 @@ from marsrag.runtime.state import (
     utcnow,
 )
 from marsrag.store import _rows, open_store
-from marsrag.store.schema import attempts, events, runs, task_states, transitions
 from marsrag.store.sql import SqlRunStore
 
 EVENTS = 1_000_000
@@ -95,25 +94,6 @@ PASSAGES = (
 GRIP_MISSING = [Issue(field="grip", code="missing", message="grip is missing")]
 REINFORCE_MISSING = [Issue(field="reinforce", code="missing", message="reinforce is missing")]
 LOOP_MISSING = [Issue(field="loop", code="missing", message="loop is missing")]
-
-
-@dataclass
-class _Batch:
-    runs: list[dict[str, Any]] = field(default_factory=list)
-    tasks: list[dict[str, Any]] = field(default_factory=list)
-    attempts: list[dict[str, Any]] = field(default_factory=list)
-    transitions: list[dict[str, Any]] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)
-
-    def tables(self) -> list[tuple[Table, list[dict[str, Any]]]]:
-        """Each table with its rows, parents before children."""
-        return [
-            (runs, self.runs),
-            (task_states, self.tasks),
-            (attempts, self.attempts),
-            (transitions, self.transitions),
-            (events, self.events),
-        ]
 
 
 @dataclass
@@ -267,7 +247,7 @@ def seed(url: str, total_events: int = EVENTS, *, seed: int = 11) -> Seeded:
     try:
         assert isinstance(store, SqlRunStore)
         written = run_count = 0
-        batch, in_batch = _Batch(), 0
+        batch, in_batch = RowBatch(), 0
         while written < total_events:
             session_id = uuid.UUID(int=rng.getrandbits(128), version=4).hex
             length = rng.choices([n for n, _ in SESSION_LENGTHS], [w for _, w in SESSION_LENGTHS])[0]
@@ -290,7 +270,7 @@ def seed(url: str, total_events: int = EVENTS, *, seed: int = 11) -> Seeded:
                     workflow = routed
             if in_batch >= PER_TRANSACTION or written >= total_events:
                 _insert(store.engine, batch)
-                batch, in_batch = _Batch(), 0
+                batch, in_batch = RowBatch(), 0
         _gather_statistics(store.engine)
     finally:
         store.close()
@@ -312,7 +292,7 @@ def _gather_statistics(engine: Engine) -> None:
             connection.exec_driver_sql("ANALYZE")
 
 
-def _insert(engine: Engine, batch: _Batch) -> None:
+def _insert(engine: Engine, batch: RowBatch) -> None:
     with engine.begin() as connection:
         for table, rows in batch.tables():
             if rows:
@@ -320,7 +300,13 @@ def _insert(engine: Engine, batch: _Batch) -> None:
 
 
 def _add_run(
-    batch: _Batch, rng: random.Random, session_id: str, workflow: tuple[Any, ...], created: datetime, *, followed: bool
+    batch: RowBatch,
+    rng: random.Random,
+    session_id: str,
+    workflow: tuple[Any, ...],
+    created: datetime,
+    *,
+    followed: bool,
 ) -> tuple[list[LoopEvent], tuple[Any, ...] | None]:
     """Add one run's rows but its events (returned), and the workflow its final task routed to, if any."""
     name, _, loop_mode, tasks = workflow
