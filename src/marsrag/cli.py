@@ -43,6 +43,15 @@ class FormatChoice(StrEnum):
     json = "json"
 
 
+# Options several commands share, spelled once.
+DbOption = Annotated[str | None, typer.Option(help="Store URL; default MARSRAG_DB, else a file in the data dir.")]
+ConfigOption = Annotated[Path | None, typer.Option(help="Config folder; default ./config or the shipped sample.")]
+LlmOption = Annotated[str | None, typer.Option(help="composer (default), replay:FILE or a CrewAI model.")]
+BaseUrlOption = Annotated[
+    str | None, typer.Option(help="OpenAI-compatible server for --llm (Ollama, vLLM...); or MARSRAG_BASE_URL.")
+]
+
+
 def _version_callback(value: bool) -> None:
     if value:
         typer.echo(f"marsrag {__version__}")
@@ -140,7 +149,7 @@ def lint(
 @app.command()
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Markdown, text or HTML files, or folders (recursively).")],
-    db: Annotated[str | None, typer.Option(help="Store URL; default MARSRAG_DB, else a file in the data dir.")] = None,
+    db: DbOption = None,
     format: Annotated[FormatChoice, typer.Option(help="text, or json (the ingest report).")] = FormatChoice.text,
 ) -> None:
     """Ingest documents into the knowledge base: chunks by heading, kept with their source path and heading.
@@ -165,13 +174,11 @@ def ingest(
 def run(
     goal: Annotated[str, typer.Argument(help="What the user wants; the first task's hook is anchored on it.")],
     workflow: Annotated[str | None, typer.Option(help="Workflow name; default: the first user-facing one.")] = None,
-    config: Annotated[Path | None, typer.Option(help="Config folder; default ./config or the shipped sample.")] = None,
-    llm: Annotated[str | None, typer.Option(help="composer (default), replay:FILE or a CrewAI model string.")] = None,
-    db: Annotated[str | None, typer.Option(help="Store URL; default MARSRAG_DB, else a file in the data dir.")] = None,
+    config: ConfigOption = None,
+    llm: LlmOption = None,
+    db: DbOption = None,
     session: Annotated[str | None, typer.Option(help="Session id; default a new session.")] = None,
-    base_url: Annotated[
-        str | None, typer.Option(help="OpenAI-compatible server for --llm (Ollama, vLLM...); or MARSRAG_BASE_URL.")
-    ] = None,
+    base_url: BaseUrlOption = None,
     format: Annotated[FormatChoice, typer.Option(help="text, or json (the runs show document).")] = FormatChoice.text,
 ) -> None:
     """Run a workflow for GOAL: each task's loop becomes the next task's hook; every step is stored.
@@ -199,9 +206,9 @@ def run(
 @app.command()
 def resume(
     run_id: Annotated[str, typer.Argument(help="The run to finish (see runs list; stale runs are resumable).")],
-    config: Annotated[Path | None, typer.Option(help="Config folder; default ./config or the shipped sample.")] = None,
-    llm: Annotated[str | None, typer.Option(help="composer (default), replay:FILE or a CrewAI model string.")] = None,
-    db: Annotated[str | None, typer.Option(help="Store URL; default MARSRAG_DB, else a file in the data dir.")] = None,
+    config: ConfigOption = None,
+    llm: LlmOption = None,
+    db: DbOption = None,
     format: Annotated[FormatChoice, typer.Option(help="text, or json (the runs show document).")] = FormatChoice.text,
 ) -> None:
     """Finish a run that stopped (a crash, a killed process) without redoing its committed tasks.
@@ -221,12 +228,10 @@ def resume(
 def follow(
     run_id: Annotated[str, typer.Argument(help="The run whose next recommended question/action to follow.")],
     workflow: Annotated[str | None, typer.Option(help="Workflow; default: the one the loop routed to.")] = None,
-    config: Annotated[Path | None, typer.Option(help="Config folder; default ./config or the shipped sample.")] = None,
-    llm: Annotated[str | None, typer.Option(help="composer (default), replay:FILE or a CrewAI model.")] = None,
-    db: Annotated[str | None, typer.Option(help="Store URL; default MARSRAG_DB, else a file in the data dir.")] = None,
-    base_url: Annotated[
-        str | None, typer.Option(help="OpenAI-compatible server for --llm (Ollama, vLLM...); or MARSRAG_BASE_URL.")
-    ] = None,
+    config: ConfigOption = None,
+    llm: LlmOption = None,
+    db: DbOption = None,
+    base_url: BaseUrlOption = None,
     format: Annotated[FormatChoice, typer.Option(help="text, or json (the runs show document).")] = FormatChoice.text,
 ) -> None:
     """Follow a run's next action: the next run of its session, with its final loop as the goal.
@@ -252,12 +257,10 @@ def follow(
 def serve(
     host: Annotated[str, typer.Option(help="Address to bind; off loopback, set MARSRAG_TOKEN.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on.")] = 8000,
-    db: Annotated[str | None, typer.Option(help="Store URL; default MARSRAG_DB, else a file in the data dir.")] = None,
-    config: Annotated[Path | None, typer.Option(help="Config folder; default ./config or the shipped sample.")] = None,
-    llm: Annotated[str | None, typer.Option(help="composer (default), replay:FILE or a CrewAI model.")] = None,
-    base_url: Annotated[
-        str | None, typer.Option(help="OpenAI-compatible server for --llm (Ollama, vLLM...); or MARSRAG_BASE_URL.")
-    ] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
+    llm: LlmOption = None,
+    base_url: BaseUrlOption = None,
     run_threads: Annotated[int, typer.Option(min=1, max=64, help="Runs executing at once in this process.")] = 2,
 ) -> None:
     """Serve the web UI and JSON API: runs, their sections and badges, next actions, operator repair.
@@ -283,7 +286,7 @@ def serve(
 
 @app.command()
 def metrics(
-    db: Annotated[str | None, typer.Option(help="Store URL; default MARSRAG_DB, else a file in the data dir.")] = None,
+    db: DbOption = None,
     since: Annotated[str | None, typer.Option(help="Start: 7d, 12h, 2w, a date or an ISO datetime (UTC).")] = None,
     until: Annotated[str | None, typer.Option(help="End (exclusive): a date (its end) or an ISO datetime.")] = None,
     workflow: Annotated[str | None, typer.Option(help="Only runs of this workflow.")] = None,
@@ -312,7 +315,7 @@ def metrics(
 
 @app.command()
 def review(
-    db: Annotated[str | None, typer.Option(help="Store URL; default MARSRAG_DB, else a file in the data dir.")] = None,
+    db: DbOption = None,
     week: Annotated[str | None, typer.Option(help="ISO week YYYY-Www; default the last complete week.")] = None,
     out: Annotated[str | None, typer.Option(help="Write to FILE.html (standalone) or FILE.md; default stdout.")] = None,
 ) -> None:
@@ -332,8 +335,8 @@ def review(
 
 @app.command()
 def tune(
-    db: Annotated[str | None, typer.Option(help="Store URL; default MARSRAG_DB, else a file in the data dir.")] = None,
-    config: Annotated[Path | None, typer.Option(help="Config folder; default ./config or the shipped sample.")] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
     since: Annotated[str | None, typer.Option(help="Only runs from: 28d, 2w, a date or an ISO datetime.")] = None,
     until: Annotated[str | None, typer.Option(help="Only runs before: a date (its end) or an ISO datetime.")] = None,
     min_executions: Annotated[int, typer.Option(min=1, help="Narrative task executions needed to tune.")] = 20,
@@ -371,7 +374,7 @@ app.add_typer(runs_app, name="runs")
 
 @runs_app.command("list")
 def runs_list(
-    db: Annotated[str | None, typer.Option(help="Store URL; default MARSRAG_DB, else a file in the data dir.")] = None,
+    db: DbOption = None,
     limit: Annotated[int | None, typer.Option(min=1, help="At most this many runs, newest first.")] = None,
     format: Annotated[FormatChoice, typer.Option(help="text or json.")] = FormatChoice.text,
 ) -> None:
@@ -393,7 +396,7 @@ def runs_list(
 @runs_app.command("show")
 def runs_show(
     run_id: Annotated[str, typer.Argument(help="The run's id (see runs list).")],
-    db: Annotated[str | None, typer.Option(help="Store URL; default MARSRAG_DB, else a file in the data dir.")] = None,
+    db: DbOption = None,
     format: Annotated[FormatChoice, typer.Option(help="text or json.")] = FormatChoice.text,
 ) -> None:
     """Show one run: its tasks' sections and statuses, transitions, summary and events.
@@ -419,12 +422,10 @@ def _act(action: str, run_id: str, task_id: str, **options: Any) -> None:
 def runs_repair(
     run_id: Annotated[str, typer.Argument(help="The run.")],
     task_id: Annotated[str, typer.Argument(help="The failed (or partial) task to repair.")],
-    config: Annotated[Path | None, typer.Option(help="Config folder; default ./config or the shipped sample.")] = None,
-    llm: Annotated[str | None, typer.Option(help="composer (default), replay:FILE or a CrewAI model.")] = None,
-    db: Annotated[str | None, typer.Option(help="Store URL; default MARSRAG_DB, else a file in the data dir.")] = None,
-    base_url: Annotated[
-        str | None, typer.Option(help="OpenAI-compatible server for --llm (Ollama, vLLM...); or MARSRAG_BASE_URL.")
-    ] = None,
+    config: ConfigOption = None,
+    llm: LlmOption = None,
+    db: DbOption = None,
+    base_url: BaseUrlOption = None,
     format: Annotated[FormatChoice, typer.Option(help="text, or json (the runs show document).")] = FormatChoice.text,
 ) -> None:
     """Run a task's repair again (the web UI's "Run repair task"); exit 0 when the task is valid after it.
@@ -440,12 +441,10 @@ def runs_repair(
 def runs_regenerate(
     run_id: Annotated[str, typer.Argument(help="The run.")],
     task_id: Annotated[str, typer.Argument(help="The partial (or failed) task whose failing sections to redo.")],
-    config: Annotated[Path | None, typer.Option(help="Config folder; default ./config or the shipped sample.")] = None,
-    llm: Annotated[str | None, typer.Option(help="composer (default), replay:FILE or a CrewAI model.")] = None,
-    db: Annotated[str | None, typer.Option(help="Store URL; default MARSRAG_DB, else a file in the data dir.")] = None,
-    base_url: Annotated[
-        str | None, typer.Option(help="OpenAI-compatible server for --llm (Ollama, vLLM...); or MARSRAG_BASE_URL.")
-    ] = None,
+    config: ConfigOption = None,
+    llm: LlmOption = None,
+    db: DbOption = None,
+    base_url: BaseUrlOption = None,
     format: Annotated[FormatChoice, typer.Option(help="text, or json (the runs show document).")] = FormatChoice.text,
 ) -> None:
     """Regenerate only a task's failing sections and merge them with the passing ones (the UI's "Regenerate section").
