@@ -234,7 +234,9 @@ def follow(
     base_url: BaseUrlOption = None,
     format: Annotated[FormatChoice, typer.Option(help="text, or json (the runs show document).")] = FormatChoice.text,
 ) -> None:
-    """Follow a run's next action: the next run of its session, with its final loop as the goal.
+    """Follow a run's next action: the next run of its session, with that action as the goal.
+
+    The next action is the final loop when it is usable, else the fallback question (as the UI shows it).
 
     Example: marsrag follow 3f2a9c... --format json
     """
