@@ -277,6 +277,21 @@ def test_claim_task_lets_one_owner_in_until_released_or_saved(store: RunStore) -
     assert not store.claim_task("run-1", "nope", "c", statuses=("partial",), stale_before=later)
 
 
+def test_claim_run_lets_exactly_one_of_the_racers_in(store: RunStore) -> None:
+    """claim_run is a compare-and-set on (status, owner): the first caller wins, a later one with that view loses."""
+    store.create_run(run())
+    seen = store.get_run("run-1")
+    assert store.claim_run("run-1", "host:1", seen=seen)
+    assert not store.claim_run("run-1", "host:2", seen=seen)  # read the same pending run: lost the race
+    taken = store.get_run("run-1")
+    assert (taken.status, taken.owner) == ("running", "host:1")
+    # An abandoned running run is taken over from its last owner, once.
+    assert store.claim_run("run-1", "host:3", seen=taken)
+    assert not store.claim_run("run-1", "host:4", seen=taken)
+    assert store.get_run("run-1").owner == "host:3"
+    assert not store.claim_run("nope", "host:5", seen=taken)
+
+
 def test_an_abandoned_claim_can_be_taken_over(store: RunStore) -> None:
     """A claim older than stale_before no longer holds the task."""
     from marsrag.runtime.state import utcnow

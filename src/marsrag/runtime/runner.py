@@ -83,7 +83,11 @@ class WorkflowRunner:
         return self.execute(self.start(goal, workflow=workflow, session_id=session_id).run_id)
 
     def execute(self, run_id: str) -> RunRecord:
-        """Execute a stored run to its end. LLM and store errors end it ``failed``, never raise."""
+        """Execute a stored pending run to its end. LLM and store errors end it ``failed``, never raise.
+
+        Raises:
+            ActionConflictError: another process took the run first.
+        """
         return self._execute(self.store.get_run(run_id), [])
 
     def resume(self, run_id: str) -> RunRecord:
@@ -92,10 +96,15 @@ class WorkflowRunner:
         Committed task states stay as they are; a transition missing after the last of them is planned from
         the stored state (the planner is pure, so it is the one the crashed process would have stored); the
         remaining tasks run with the stored output of the task before them as context.
+
+        Raises:
+            ActionConflictError: the run is running in a live process, or another process took it first.
         """
         run = self.store.get_run(run_id)
         if run.status == "completed":
             return run
+        if run.status == "running" and not is_stale(run):
+            raise ActionConflictError(f"run {run_id!r} is still running in {run.owner}: resume it once that stops")
         names = self.project.workflow(run.workflow).tasks
         stored: list[TaskState] = []
         for state in self.store.get_tasks(run_id):
@@ -144,7 +153,9 @@ class WorkflowRunner:
         return self.start(action.hook, workflow=chosen, session_id=prior.session_id)
 
     def _execute(self, run: RunRecord, stored: list[TaskState]) -> RunRecord:
-        self.store.set_run_status(run.run_id, "running", owner=owner_id())
+        # Compare-and-set on the run as read: of processes racing for it (a redelivered job), one executes it.
+        if not self.store.claim_run(run.run_id, owner_id(), seen=run):
+            raise ActionConflictError(f"run {run.run_id!r} was taken by another process")
         try:
             execution = _Execution(self, run, stored)
             execution.kickoff()

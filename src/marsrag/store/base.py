@@ -43,6 +43,14 @@ class RunStore(ABC):
         """
 
     @abstractmethod
+    def claim_run(self, run_id: str, owner: str, *, seen: RunRecord) -> bool:
+        """Mark a run ``running`` under ``owner`` if it is still as ``seen`` (status and owner); whether it was.
+
+        A compare-and-set: of several processes that read the same pending (or abandoned) run and race to
+        execute it, exactly one gets it. Bumps ``updated_at``.
+        """
+
+    @abstractmethod
     def save_task(
         self,
         state: TaskState,

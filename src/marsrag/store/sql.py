@@ -129,6 +129,18 @@ class SqlRunStore(RunStore):
             if result.rowcount == 0:
                 raise RunNotFoundError(f"no run {run_id!r} in {self.url}")
 
+    def claim_run(self, run_id: str, owner: str, *, seen: RunRecord) -> bool:
+        """Mark a run ``running`` under ``owner`` if it is still as ``seen``; whether it was (see RunStore)."""
+        held_by = runs.c.owner.is_(None) if seen.owner is None else runs.c.owner == seen.owner
+        statement = (
+            update(runs)
+            .where(runs.c.run_id == run_id, runs.c.status == seen.status, held_by)
+            .values(status="running", owner=owner, updated_at=_rows.to_db(utcnow()))
+        )
+        with self._write(f"claim run {run_id!r}") as connection:
+            # One conditional UPDATE: the row lock (PostgreSQL) or the write lock (SQLite) lets one caller win.
+            return connection.execute(statement).rowcount == 1
+
     def save_task(
         self,
         state: TaskState,
