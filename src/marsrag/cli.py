@@ -50,6 +50,10 @@ LlmOption = Annotated[str | None, typer.Option(help="composer (default), replay:
 BaseUrlOption = Annotated[
     str | None, typer.Option(help="OpenAI-compatible server for --llm (Ollama, vLLM...); or MARSRAG_BASE_URL.")
 ]
+BrokerOption = Annotated[
+    str | None,
+    typer.Option(help="Job queue (redis://host:6379/0) run by `marsrag worker`; default MARSRAG_BROKER, else none."),
+]
 
 
 def _version_callback(value: bool) -> None:
@@ -263,12 +267,16 @@ def serve(
     config: ConfigOption = None,
     llm: LlmOption = None,
     base_url: BaseUrlOption = None,
-    run_threads: Annotated[int, typer.Option(min=1, max=64, help="Runs executing at once in this process.")] = 2,
+    run_threads: Annotated[
+        int, typer.Option(min=1, max=64, help="Runs executing at once in this process (without a broker).")
+    ] = 2,
+    broker: BrokerOption = None,
 ) -> None:
     """Serve the web UI and JSON API: runs, their sections and badges, next actions, operator repair.
 
     Pages at /, /ask, /runs/ID, /sessions/ID; the API at /api (OpenAPI docs at /docs). Off loopback,
-    mutating requests need the bearer token in MARSRAG_TOKEN.
+    mutating requests need the bearer token in MARSRAG_TOKEN. Runs and repairs execute in this process,
+    or, with a broker, on `marsrag worker` processes (any number of servers and workers on one PostgreSQL).
 
     Example: marsrag serve --port 8000 --db sqlite:///runs.db
     """
@@ -282,8 +290,43 @@ def serve(
         base_url=base_url,
         host=host,
         run_threads=run_threads,
+        broker=broker or None,
     )
     run_server(settings, port=port)
+
+
+@app.command()
+def worker(
+    db: DbOption = None,
+    config: ConfigOption = None,
+    llm: LlmOption = None,
+    base_url: BaseUrlOption = None,
+    broker: BrokerOption = None,
+    concurrency: Annotated[int, typer.Option(min=1, max=64, help="Jobs executing at once in this process.")] = 1,
+) -> None:
+    """Execute queued runs and operator actions for `marsrag serve --broker`, until stopped.
+
+    Start any number, on any machine sharing the store (PostgreSQL) and the broker. A worker killed
+    mid-run leaves its job unacknowledged: after MARSRAG_REDELIVER_AFTER seconds (default 3600) another
+    worker resumes the run from its last committed task. SIGTERM lets running jobs finish first.
+
+    Example: MARSRAG_BROKER=redis://127.0.0.1:6379/0 marsrag worker --db postgresql+psycopg://db/marsrag
+    """
+    import os
+
+    from marsrag.queue.worker import run_worker
+
+    chosen = broker or os.environ.get("MARSRAG_BROKER")
+    if not chosen:
+        raise InputError("no broker: give --broker redis://host:6379/0 or set MARSRAG_BROKER")
+    run_worker(
+        broker=chosen,
+        config=config,
+        llm=llm,
+        db=db,
+        base_url=base_url,
+        concurrency=concurrency,
+    )
 
 
 @app.command()

@@ -1,34 +1,59 @@
-"""Where stored runs execute once started: the seam between starting a run and running it.
+"""Where stored runs and operator actions execute: the seam between asking for work and doing it.
 
-A web request starts a run (a ``pending`` row) and returns at once; an executor runs it. This process's
-thread pool is the embedded default; a queue of workers plugs in behind the same interface.
+A web request starts a run (a ``pending`` row) and returns at once; an executor runs it. An operator action
+(repair, regenerate) is executed by the same executor, and its caller waits for the task's new state. This
+process's thread pool is the embedded default; with ``MARSRAG_BROKER`` set, Celery workers execute both
+(:mod:`marsrag.queue`).
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from marsrag.runtime.actions import Action
+    from marsrag.runtime.runner import WorkflowRunner
+    from marsrag.runtime.state import TaskState
+
+#: The environment variable naming the Celery broker (``redis://host:6379/0``); unset: in-process execution.
+BROKER_ENV = "MARSRAG_BROKER"
+
+ActFunction = Callable[["Action", str, str], "TaskState"]
 
 
 class RunExecutor(Protocol):
-    """Executes stored runs in the background."""
+    """Executes stored runs in the background and operator actions on stored tasks."""
 
     def submit(self, run_id: str) -> None:
         """Queue a stored ``pending`` run for execution; returns at once."""
         ...
 
+    def act(self, action: Action, run_id: str, task_id: str) -> TaskState:
+        """Execute an operator action on a stored task and return the task's new state (seconds: it calls the LLM).
+
+        Raises:
+            RunNotFoundError, TaskNotFoundError, ActionConflictError: as :func:`marsrag.runtime.actions.apply_action`.
+        """
+        ...
+
     def shutdown(self) -> None:
-        """Stop taking runs; wait for the ones executing."""
+        """Stop taking work; wait for what this process is executing."""
         ...
 
 
 class ThreadRunExecutor:
-    """Executes runs on a pool of threads in this process (a run that never finishes is found stale later)."""
+    """Executes runs on a pool of threads in this process, and actions in the caller's thread.
 
-    def __init__(self, execute: Callable[[str], Any], threads: int = 2) -> None:
+    A run that never finishes (the process died) is found stale later and can be resumed.
+    """
+
+    def __init__(self, execute: Callable[[str], Any], act: ActFunction, threads: int = 2) -> None:
         self._execute = execute
+        self._act = act
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="marsrag-run")
         self._pending: set[Future[Any]] = set()
         self._lock = threading.Lock()
@@ -39,6 +64,10 @@ class ThreadRunExecutor:
         with self._lock:
             self._pending.add(future)
         future.add_done_callback(self._done)
+
+    def act(self, action: Action, run_id: str, task_id: str) -> TaskState:
+        """Execute the action here and now; the task's new state."""
+        return self._act(action, run_id, task_id)
 
     def _done(self, future: Future[Any]) -> None:
         with self._lock:
@@ -60,3 +89,21 @@ class ThreadRunExecutor:
     def shutdown(self) -> None:
         """Stop taking runs and wait for the ones executing."""
         self._pool.shutdown(wait=True)
+
+
+def open_executor(runner: WorkflowRunner, *, broker: str | None = None, threads: int = 2) -> RunExecutor:
+    """The executor for ``runner``: Celery workers when a broker is given (or ``MARSRAG_BROKER``), else threads.
+
+    Raises:
+        InputError: the broker URL is not one Celery can use.
+    """
+    broker = broker or os.environ.get(BROKER_ENV) or None
+    if broker:
+        from marsrag.queue.executor import CeleryRunExecutor
+
+        return CeleryRunExecutor.from_url(broker)
+    from marsrag.runtime.actions import apply_action
+
+    return ThreadRunExecutor(
+        runner.execute, lambda action, run_id, task_id: apply_action(runner, action, run_id, task_id), threads
+    )

@@ -10,8 +10,8 @@ from typing import Any
 
 from marsrag.events.model import LoopEvent
 from marsrag.events.sinks import dispatch
-from marsrag.runtime.actions import Action, apply_action
-from marsrag.runtime.executor import ThreadRunExecutor
+from marsrag.runtime.actions import Action
+from marsrag.runtime.executor import RunExecutor, open_executor
 from marsrag.runtime.runner import WorkflowRunner
 from marsrag.runtime.service import open_runner
 from marsrag.runtime.state import RunRecord, TaskState
@@ -36,10 +36,12 @@ class Backend:
             self.runner: WorkflowRunner = self._stack.enter_context(
                 open_runner(settings.config, settings.llm, settings.db, settings.base_url)
             )
+            self.executor: RunExecutor = open_executor(
+                self.runner, broker=settings.broker, threads=settings.run_threads
+            )
         except BaseException:
             self._stack.close()
             raise
-        self.executor = ThreadRunExecutor(self.runner.execute, settings.run_threads)
 
     @property
     def store(self) -> RunStore:
@@ -79,8 +81,8 @@ class Backend:
         return run
 
     def act(self, action: Action, run_id: str, task_id: str) -> TaskState:
-        """Run an operator action on a stored task and return its new state (it calls the LLM: seconds)."""
-        return apply_action(self.runner, action, run_id, task_id)
+        """Run an operator action on a stored task on the executor and return its new state (seconds: the LLM)."""
+        return self.executor.act(action, run_id, task_id)
 
     def run_view(self, run_id: str) -> RunView:
         """The run page's view model.

@@ -20,6 +20,16 @@ def is_loopback(host: str) -> bool:
         return False  # a hostname: it may resolve to any interface
 
 
+def _env_broker() -> str | None:
+    """``MARSRAG_BROKER`` stripped; blank is none (in-process execution)."""
+    return os.environ.get("MARSRAG_BROKER", "").strip() or None
+
+
+def _env_token() -> str | None:
+    """``MARSRAG_TOKEN`` stripped; blank is no token (the bearer header's value is stripped: it could never match)."""
+    return os.environ.get("MARSRAG_TOKEN", "").strip() or None
+
+
 @dataclass(frozen=True)
 class WebSettings:
     """What the server serves and how it guards it; the same defaults as ``marsrag run``.
@@ -32,7 +42,8 @@ class WebSettings:
         host: the address the server binds to; off loopback, mutating requests need ``token``.
         token: the bearer token (None: ``MARSRAG_TOKEN``).
         max_body_bytes: larger request bodies get 413.
-        run_threads: runs executing at once in this process.
+        run_threads: runs executing at once in this process (without a broker).
+        broker: the job queue (None: ``MARSRAG_BROKER``); set, runs and actions execute on ``marsrag worker``.
     """
 
     db: str | None = None
@@ -40,9 +51,10 @@ class WebSettings:
     llm: str | None = None
     base_url: str | None = None
     host: str = "127.0.0.1"
-    token: str | None = field(default_factory=lambda: os.environ.get("MARSRAG_TOKEN") or None)
+    token: str | None = field(default_factory=lambda: _env_token())
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     run_threads: int = 2
+    broker: str | None = field(default_factory=lambda: _env_broker())
 
     @property
     def requires_token(self) -> bool:

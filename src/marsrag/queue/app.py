@@ -1,0 +1,102 @@
+"""The Celery application of MarsRAG's job queue, configured for at-least-once execution of runs.
+
+Jobs carry ids only; every worker reads and writes the shared store. A run job is acknowledged late (after
+it ends), so a worker killed mid-run leaves its message unacknowledged in the broker, which hands it to
+another worker once ``redeliver_after`` seconds have passed; that worker resumes the run from its committed
+tasks. The claim on the run (a compare-and-set in the store) keeps two workers from executing one run.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from marsrag.errors import InputError
+
+#: Job names, the contract between the processes that send jobs and the workers that execute them.
+RUN_JOB = "marsrag.run"
+ACT_JOB = "marsrag.act"
+
+
+def _seconds(name: str, default: float) -> float:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise InputError(f"{name}={raw!r}: not a number of seconds") from None
+    if value <= 0:
+        raise InputError(f"{name}={raw!r}: must be more than 0 seconds")
+    return value
+
+
+@dataclass(frozen=True)
+class QueueSettings:
+    """How the queue is reached and how long things may take.
+
+    Attributes:
+        broker: the broker URL (``redis://host:6379/0``); results of actions go to the same Redis.
+        queue: the queue name (``MARSRAG_QUEUE``, default ``marsrag``): servers and workers must agree.
+        redeliver_after: seconds after which an unacknowledged job (its worker died) goes to another worker
+            (``MARSRAG_REDELIVER_AFTER``, default 3600). Longer than your longest run: a job redelivered
+            while its run still executes finds the run claimed and waits.
+        action_timeout: seconds a server waits for a worker to finish an operator action
+            (``MARSRAG_ACTION_TIMEOUT``, default 300).
+    """
+
+    broker: str
+    queue: str = "marsrag"
+    redeliver_after: float = 3600.0
+    action_timeout: float = 300.0
+
+    @classmethod
+    def from_env(cls, broker: str) -> QueueSettings:
+        """Settings for ``broker`` with the rest from the environment.
+
+        Raises:
+            InputError: a setting is not usable.
+        """
+        if not broker.startswith(("redis://", "rediss://", "redis+socket://")):
+            raise InputError(f"broker {broker!r}: MarsRAG's queue runs on Redis; give a redis:// URL")
+        return cls(
+            broker=broker,
+            queue=os.environ.get("MARSRAG_QUEUE", "").strip() or "marsrag",
+            redeliver_after=_seconds("MARSRAG_REDELIVER_AFTER", 3600.0),
+            action_timeout=_seconds("MARSRAG_ACTION_TIMEOUT", 300.0),
+        )
+
+
+def celery_app(settings: QueueSettings) -> Any:
+    """A Celery app on ``settings``, with MarsRAG's jobs registered."""
+    from celery import Celery
+
+    from marsrag.queue import jobs
+
+    app = Celery("marsrag", broker=settings.broker, backend=settings.broker)
+    # Sweep for abandoned messages often enough that redelivery takes about redeliver_after, not 100 s more.
+    sweep = max(1, min(10, int(settings.redeliver_after // 10)))
+    app.conf.update(
+        task_default_queue=settings.queue,
+        task_serializer="json",
+        result_serializer="json",
+        accept_content=["json"],
+        # At-least-once: acknowledge a job after it ends; a lost worker's job is redelivered.
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        # One job at a time per worker slot: a job held by a busy worker is not one another could take.
+        worker_prefetch_multiplier=1,
+        broker_transport_options={
+            "visibility_timeout": settings.redeliver_after,
+            "unacked_restore_interval": sweep,
+            "unacked_restore_throttle": 1,
+        },
+        result_backend_transport_options={"visibility_timeout": settings.redeliver_after},
+        result_expires=3600,
+        broker_connection_retry_on_startup=True,
+        worker_hijack_root_logger=False,
+        worker_send_task_events=False,
+    )
+    jobs.register(app)
+    return app

@@ -1,0 +1,77 @@
+"""``CeleryRunExecutor``: the run executor that sends runs and actions to ``marsrag worker`` processes."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from marsrag.errors import StoreError
+from marsrag.queue.app import ACT_JOB, RUN_JOB, QueueSettings, celery_app
+from marsrag.queue.jobs import raise_error
+
+if TYPE_CHECKING:
+    from marsrag.runtime.actions import Action
+    from marsrag.runtime.state import TaskState
+
+
+class QueueUnavailableError(StoreError):
+    """The broker cannot be reached, or no worker answered in time."""
+
+
+class CeleryRunExecutor:
+    """Sends each run and action as a job to the queue; workers on any machine sharing the store execute them."""
+
+    def __init__(self, settings: QueueSettings) -> None:
+        self.settings = settings
+        self.app = celery_app(settings)
+
+    @classmethod
+    def from_url(cls, broker: str) -> CeleryRunExecutor:
+        """The executor on ``broker``, with the other queue settings from the environment.
+
+        Raises:
+            InputError: a setting is not usable.
+        """
+        return cls(QueueSettings.from_env(broker))
+
+    def submit(self, run_id: str) -> None:
+        """Send the run to the queue; returns once the broker has it.
+
+        Raises:
+            QueueUnavailableError: the broker cannot be reached (the run stays stored, ``pending``).
+        """
+        try:
+            self.app.send_task(RUN_JOB, args=[run_id], queue=self.settings.queue, retry=False)
+        except Exception as error:  # noqa: BLE001 - kombu raises transport-specific errors
+            raise QueueUnavailableError(f"the job queue is unreachable ({type(error).__name__}): {error}") from None
+
+    def act(self, action: Action, run_id: str, task_id: str) -> TaskState:
+        """Send the action to a worker and wait (``action_timeout``) for the task's new state.
+
+        Raises:
+            RunNotFoundError, TaskNotFoundError, ActionConflictError: as the worker's ``apply_action`` raised.
+            QueueUnavailableError: no broker, or no worker finished the action in time.
+        """
+        from celery.exceptions import TimeoutError as CeleryTimeout
+
+        from marsrag.runtime.state import TaskState
+
+        try:
+            pending = self.app.send_task(
+                ACT_JOB, args=[action, run_id, task_id], queue=self.settings.queue, retry=False
+            )
+        except Exception as error:  # noqa: BLE001 - kombu raises transport-specific errors
+            raise QueueUnavailableError(f"the job queue is unreachable ({type(error).__name__}): {error}") from None
+        try:
+            result: Any = pending.get(timeout=self.settings.action_timeout, propagate=True)
+        except CeleryTimeout:
+            pending.forget()
+            raise QueueUnavailableError(
+                f"no worker finished the {action} of task {task_id!r} within {self.settings.action_timeout:g} s"
+            ) from None
+        if "task" not in result:
+            raise_error(result)
+        return TaskState.model_validate(result["task"])
+
+    def shutdown(self) -> None:
+        """Release the broker connections (jobs already sent stay queued)."""
+        self.app.close()

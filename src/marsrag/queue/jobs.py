@@ -1,0 +1,92 @@
+"""The jobs a ``marsrag worker`` executes: run a stored run, apply an operator action to a stored task.
+
+Both take ids only and work on the worker's runner (its store, config and LLM), bound once at start.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from marsrag import errors
+from marsrag.errors import ActionConflictError, MarsRAGError, RunNotFoundError
+
+if TYPE_CHECKING:
+    from marsrag.runtime.runner import WorkflowRunner
+
+log = logging.getLogger(__name__)
+
+#: Seconds before a run job that found its run executing elsewhere looks again.
+BUSY_RETRY_SECONDS = 15
+#: Looks before giving up on a run executing elsewhere (20 minutes: past the stale heartbeat).
+BUSY_RETRIES = 80
+
+_runner: WorkflowRunner | None = None
+
+
+def bind(runner: WorkflowRunner) -> None:
+    """Make ``runner`` the one this process's jobs use."""
+    global _runner
+    _runner = runner
+
+
+def _bound() -> WorkflowRunner:
+    if _runner is None:
+        raise RuntimeError("no runner bound: jobs execute in `marsrag worker` processes")
+    return _runner
+
+
+def run_job(job: Any, run_id: str) -> str:
+    """Execute (or resume) a stored run; its final status. Idempotent: a finished run is left as it is."""
+    from marsrag.runtime.liveness import is_stale
+
+    runner = _bound()
+    try:
+        run = runner.store.get_run(run_id)
+    except RunNotFoundError:
+        log.warning("run %s is not in the store: job dropped", run_id)
+        return "missing"
+    if run.status in ("completed", "failed"):
+        return run.status  # a redelivered job of a run that ended
+    if run.status == "running" and not is_stale(run):
+        # Executing in a live process (this job was redelivered early): look again later.
+        raise job.retry(countdown=BUSY_RETRY_SECONDS, max_retries=BUSY_RETRIES)
+    try:
+        # resume executes a pending run from its start, and a stale one from its last committed task.
+        return runner.resume(run_id).status
+    except ActionConflictError:
+        raise job.retry(countdown=BUSY_RETRY_SECONDS, max_retries=BUSY_RETRIES) from None
+
+
+def act_job(action: str, run_id: str, task_id: str) -> dict[str, Any]:
+    """Apply an operator action; ``{"task": state}`` or ``{"error": class name, "message": ...}``.
+
+    Errors travel as data, not pickled exceptions: the server re-raises them as the same MarsRAG error.
+    """
+    from marsrag.runtime.actions import apply_action
+
+    if action not in ("repair", "regenerate"):
+        return {"error": "InputError", "message": f"no action {action!r}: use repair or regenerate"}
+    try:
+        state = apply_action(_bound(), "repair" if action == "repair" else "regenerate", run_id, task_id)
+    except MarsRAGError as error:
+        return {"error": type(error).__name__, "message": str(error)}
+    return {"task": state.model_dump(mode="json")}
+
+
+def raise_error(result: dict[str, Any]) -> None:
+    """Re-raise an :func:`act_job` error result as its MarsRAG error class (the base class when unknown)."""
+    name, message = str(result.get("error")), str(result.get("message", ""))
+    kind = getattr(errors, name, None)
+    if not (isinstance(kind, type) and issubclass(kind, MarsRAGError)):
+        kind = MarsRAGError
+    raise kind(message)
+
+
+def register(app: Any) -> None:
+    """Register the jobs on a Celery app."""
+    from marsrag.queue.app import ACT_JOB, RUN_JOB
+
+    app.task(name=RUN_JOB, bind=True, ignore_result=True)(run_job)
+    # An action is not redelivered: its operator waits for it now; a lost one is clicked again.
+    app.task(name=ACT_JOB, acks_late=False)(act_job)
