@@ -98,6 +98,17 @@ def test_list_runs_filters_by_session(store: RunStore) -> None:
     assert store.list_runs(session_id="nobody") == []
 
 
+def test_list_runs_filters_by_status(store: RunStore) -> None:
+    """Only runs in the given statuses are listed (how a starting server finds runs left unfinished)."""
+    for run_id, minutes in (("p", 1), ("r", 2), ("c", 3)):
+        store.create_run(run(run_id, created_at=T0 + timedelta(minutes=minutes)))
+    store.set_run_status("r", "running", owner="host:1")
+    store.set_run_status("c", "completed", summary="done")
+    assert [r.run_id for r in store.list_runs(statuses=("pending", "running"))] == ["r", "p"]
+    assert [r.run_id for r in store.list_runs(statuses=("completed",))] == ["c"]
+    assert store.list_runs(statuses=()) == []
+
+
 def test_list_runs_refuses_a_negative_limit(store: RunStore) -> None:
     """A negative limit is a caller error, not 'no limit' (the backends disagree on its meaning)."""
     with pytest.raises(ValueError, match="limit"):

@@ -8,16 +8,21 @@ process's thread pool is the embedded default; with ``MARSRAG_BROKER`` set, Cele
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol
 
+from marsrag.errors import ActionConflictError
+
 if TYPE_CHECKING:
     from marsrag.runtime.actions import Action
     from marsrag.runtime.runner import WorkflowRunner
     from marsrag.runtime.state import TaskState
+
+log = logging.getLogger(__name__)
 
 #: The environment variable naming the Celery broker (``redis://host:6379/0``); unset: in-process execution.
 BROKER_ENV = "MARSRAG_BROKER"
@@ -60,10 +65,22 @@ class ThreadRunExecutor:
 
     def submit(self, run_id: str) -> None:
         """Queue a stored run; returns at once."""
-        future = self._pool.submit(self._execute, run_id)
+        future = self._pool.submit(self._run, run_id)
         with self._lock:
             self._pending.add(future)
         future.add_done_callback(self._done)
+
+    def _run(self, run_id: str) -> Any:
+        try:
+            return self._execute(run_id)
+        except ActionConflictError as conflict:
+            # Another process executes it (a recovered run both picked up): not a failure of this one.
+            log.info("run %s not executed here: %s", run_id, conflict)
+            return None
+        except Exception:
+            # The runner records a run's failures on the run; what escapes it (the store is gone) is logged here.
+            log.exception("run %s could not be executed", run_id)
+            raise
 
     def act(self, action: Action, run_id: str, task_id: str) -> TaskState:
         """Execute the action here and now; the task's new state."""
@@ -104,6 +121,7 @@ def open_executor(runner: WorkflowRunner, *, broker: str | None = None, threads:
         return CeleryRunExecutor.from_url(broker)
     from marsrag.runtime.actions import apply_action
 
+    # resume executes a pending run from its start and a stale one from its last committed task.
     return ThreadRunExecutor(
-        runner.execute, lambda action, run_id, task_id: apply_action(runner, action, run_id, task_id), threads
+        runner.resume, lambda action, run_id, task_id: apply_action(runner, action, run_id, task_id), threads
     )

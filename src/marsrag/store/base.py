@@ -114,8 +114,15 @@ class RunStore(ABC):
         """
 
     @abstractmethod
-    def list_runs(self, *, limit: int | None = None, session_id: str | None = None, offset: int = 0) -> list[RunRecord]:
-        """Runs, newest first (optionally only one session's), skipping the first ``offset``."""
+    def list_runs(
+        self,
+        *,
+        limit: int | None = None,
+        session_id: str | None = None,
+        offset: int = 0,
+        statuses: Sequence[RunStatus] | None = None,
+    ) -> list[RunRecord]:
+        """Runs, newest first (optionally only one session's, only in ``statuses``), skipping the first ``offset``."""
 
     @abstractmethod
     def get_tasks(self, run_id: str) -> list[TaskState]:

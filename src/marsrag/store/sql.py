@@ -241,8 +241,15 @@ class SqlRunStore(RunStore):
             run = self._run(connection, run_id)
             return run, self._tasks(connection, run_id), self._transitions(connection, run_id)
 
-    def list_runs(self, *, limit: int | None = None, session_id: str | None = None, offset: int = 0) -> list[RunRecord]:
-        """Runs, newest first (optionally only one session's), skipping the first ``offset``.
+    def list_runs(
+        self,
+        *,
+        limit: int | None = None,
+        session_id: str | None = None,
+        offset: int = 0,
+        statuses: Sequence[RunStatus] | None = None,
+    ) -> list[RunRecord]:
+        """Runs, newest first (optionally only one session's, only in ``statuses``), skipping the first ``offset``.
 
         Raises:
             ValueError: a negative limit or offset.
@@ -257,6 +264,8 @@ class SqlRunStore(RunStore):
             query = query.offset(offset)
         if session_id is not None:
             query = query.where(runs.c.session_id == session_id)
+        if statuses is not None:
+            query = query.where(runs.c.status.in_(list(statuses)))
         with self._read("list runs") as connection:
             rows = connection.execute(query).mappings().all()
         return [_rows.run_from(row) for row in rows]

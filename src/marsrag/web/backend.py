@@ -12,6 +12,7 @@ from marsrag.events.model import LoopEvent
 from marsrag.events.sinks import dispatch
 from marsrag.runtime.actions import Action
 from marsrag.runtime.executor import RunExecutor, open_executor
+from marsrag.runtime.recovery import unfinished_runs
 from marsrag.runtime.runner import WorkflowRunner
 from marsrag.runtime.service import open_runner
 from marsrag.runtime.state import RunRecord, TaskState
@@ -39,9 +40,21 @@ class Backend:
             self.executor: RunExecutor = open_executor(
                 self.runner, broker=settings.broker, threads=settings.run_threads
             )
+            self.recovered = self._recover()
         except BaseException:
             self._stack.close()
             raise
+
+    def _recover(self) -> list[str]:
+        """Hand the runs a dead process left unfinished to the executor; their ids.
+
+        Raises:
+            StoreError: the broker is unreachable.
+        """
+        run_ids = unfinished_runs(self.store)
+        for run_id in run_ids:
+            self.executor.submit(run_id)
+        return run_ids
 
     @property
     def store(self) -> RunStore:
