@@ -7,6 +7,7 @@ contract is an error (it may rely on additions this MarsRAG lacks); patch differ
 from __future__ import annotations
 
 import re
+import reprlib
 from typing import Final, NamedTuple
 
 from marsrag.errors import ContractVersionError
@@ -18,6 +19,11 @@ _SEMVER = re.compile(
     r"(?P<major>0|[1-9]\d*)\.(?P<minor>0|[1-9]\d*)\.(?P<patch>0|[1-9]\d*)"
     r"(?:-(?P<pre>[0-9A-Za-z.-]+))?(?:\+(?P<build>[0-9A-Za-z.-]+))?"
 )
+
+# Values quoted in messages are shown bounded: a config value may be a huge string or a deeply shared structure.
+_SHOWN = reprlib.Repr()
+_SHOWN.maxstring = _SHOWN.maxother = 80
+_SHOWN.maxlevel = 2
 
 
 class Version(NamedTuple):
@@ -40,11 +46,15 @@ def parse_version(text: object) -> Version:
         ContractVersionError: the value is not a semantic version string.
     """
     if not isinstance(text, str):
-        raise ContractVersionError(f"loop_contract_version must be a string like '1.0.0', got {text!r}")
+        raise ContractVersionError(f"loop_contract_version must be a string like '1.0.0', got {_SHOWN.repr(text)}")
     match = _SEMVER.fullmatch(text.strip())
     if match is None:
-        raise ContractVersionError(f"loop_contract_version {text!r} is not a semantic version like '1.0.0'")
-    return Version(int(match["major"]), int(match["minor"]), int(match["patch"]), match["pre"] or "")
+        raise ContractVersionError(f"loop_contract_version {_SHOWN.repr(text)} is not a semantic version like '1.0.0'")
+    try:
+        return Version(int(match["major"]), int(match["minor"]), int(match["patch"]), match["pre"] or "")
+    except ValueError:
+        # int() refuses more digits than sys.get_int_max_str_digits() (4,300 by default).
+        raise ContractVersionError(f"loop_contract_version {_SHOWN.repr(text)} has too many digits") from None
 
 
 def compatibility_problem(requested: object, running: str = LOOP_CONTRACT_VERSION) -> str | None:

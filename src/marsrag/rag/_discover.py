@@ -2,7 +2,8 @@
 
 A symlink is followed only when its target lies inside one of the given roots (resolved), so linking to
 ``/etc`` or ``~/.ssh`` from a docs folder cannot pull those files into the knowledge base. A file reached twice
-(through a link and directly) is read once, under its direct path.
+(through a link and directly) is read once, under its direct path. Only regular files are read: FIFOs, sockets
+and devices found in a folder are passed over, and named directly they are skipped with a reason.
 """
 
 from __future__ import annotations
@@ -54,7 +55,11 @@ def discover(paths: Iterable[str | Path]) -> Discovery:
     roots = []
     for raw in paths:
         given = Path(raw)
-        if not given.exists():
+        try:
+            exists = given.exists()
+        except OSError as error:  # exists() answers False only for missing paths: a name too long raises
+            raise InputError(f"{str(raw)!r} cannot be used: {error.strerror or error}") from None
+        if not exists:
             raise InputError(f"{str(raw)!r} does not exist (or is a broken symlink)")
         roots.append(_Root(given, given.resolve()))
     walker = _Walker([root.real for root in roots])
@@ -63,8 +68,11 @@ def discover(paths: Iterable[str | Path]) -> Discovery:
         name = Path(os.path.abspath(root.given)).name
         if root.real.is_dir():
             walker.walk(root.given, PurePosixPath(name), root.real)
-        else:
+        elif root.real.is_file():
             walker.file(root.given, PurePosixPath(name), root.real, via_link=False, explicit=True)
+        else:
+            # Named directly, a FIFO would block the read forever and a device (/dev/zero) is no document.
+            walker.skip(root.given, "not a regular file (a FIFO, socket or device): not read")
     return walker.result()
 
 

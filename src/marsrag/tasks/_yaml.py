@@ -67,24 +67,31 @@ class YamlDoc:
         return Position(1, 1)
 
 
-def _walk(node: yaml.Node, path: KeyPath, doc: YamlDoc, seen: set[int]) -> None:
-    # Aliases share nodes: visiting each node once keeps "billion laughs" documents linear.
-    if id(node) in seen:
-        return
-    seen.add(id(node))
-    if isinstance(node, yaml.MappingNode):
-        for key_node, value_node in node.value:
-            if isinstance(key_node, yaml.ScalarNode):
-                key_path = (*path, str(key_node.value))
-                mark = key_node.start_mark
-                doc.positions.setdefault(key_path, Position(mark.line + 1, mark.column + 1))
-                _walk(value_node, key_path, doc, seen)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            _walk(item, (*path, str(index)), doc, seen)
-    elif isinstance(node, yaml.ScalarNode):
-        mark = node.start_mark
-        doc.scalars.setdefault(path, ScalarSpan(mark.line + 1, mark.column + 1, node.style))
+def _walk(root: yaml.Node, doc: YamlDoc) -> None:
+    # Aliases share nodes: visiting each node once keeps "billion laughs" documents linear. An explicit stack,
+    # not recursion: libyaml composes 1,000 levels of nesting, deeper than Python's default recursion limit.
+    seen: set[int] = set()
+    stack: list[tuple[yaml.Node, KeyPath]] = [(root, ())]
+    while stack:
+        node, path = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        children: list[tuple[yaml.Node, KeyPath]] = []
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                if isinstance(key_node, yaml.ScalarNode):
+                    key_path = (*path, str(key_node.value))
+                    mark = key_node.start_mark
+                    doc.positions.setdefault(key_path, Position(mark.line + 1, mark.column + 1))
+                    children.append((value_node, key_path))
+        elif isinstance(node, yaml.SequenceNode):
+            children = [(item, (*path, str(index))) for index, item in enumerate(node.value)]
+        elif isinstance(node, yaml.ScalarNode):
+            mark = node.start_mark
+            doc.scalars.setdefault(path, ScalarSpan(mark.line + 1, mark.column + 1, node.style))
+        # Reversed onto the stack so nodes are visited in document order, as the first position must win.
+        stack.extend(reversed(children))
 
 
 def parse_yaml(text: str, path: str) -> YamlDoc:
@@ -95,7 +102,11 @@ def parse_yaml(text: str, path: str) -> YamlDoc:
     """
     # One pass: compose the node tree (for key positions), then construct the data from that same tree.
     # libyaml's C loader when present: it is what keeps `marsrag lint` on many files fast.
-    loader = _LOADER(text)
+    try:
+        loader = _LOADER(text)
+    except UnicodeEncodeError as error:
+        # libyaml takes the text as UTF-8: a lone surrogate (text decoded with surrogateescape) cannot be.
+        raise ConfigError(f"{path}: not UTF-8 text (character {error.start})") from None
     try:
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
@@ -107,11 +118,16 @@ def parse_yaml(text: str, path: str) -> YamlDoc:
         raise ConfigError(f"{path}: invalid YAML: {error}") from None
     except RecursionError:
         raise ConfigError(f"{path}: invalid YAML: nested too deeply") from None
+    except (ValueError, LookupError, TypeError, AttributeError, ArithmeticError) as error:
+        # PyYAML's constructors raise plain errors for well-formed but impossible typed scalars: a 13th month
+        # (2001-13-01), "!!int abc", an empty "!!int", "!!bool maybe", "!!timestamp x", an integer past
+        # Python's 4,300-digit conversion limit.
+        raise ConfigError(f"{path}: invalid YAML: a value cannot be read: {type(error).__name__}: {error}") from None
     finally:
         loader.dispose()
     doc = YamlDoc(path, data, lines=text.splitlines())
     if node is not None:
-        _walk(node, (), doc, set())
+        _walk(node, doc)
     return doc
 
 

@@ -8,6 +8,7 @@ editors and pre-commit hooks.
 from __future__ import annotations
 
 import re
+import reprlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -61,6 +62,11 @@ class Rule:
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_\-]*)\}")
 _TEMPLATE_FOLDED = " ".join(EXPECTED_OUTPUT_TEMPLATE.split())
 _LABELS = tuple(name.upper() for name in FIELDS)
+
+# Values quoted in messages are shown bounded: YAML aliases can make a value with billions of elements.
+_SHOWN = reprlib.Repr()
+_SHOWN.maxstring = _SHOWN.maxother = 80
+_SHOWN.maxlevel = 2
 
 
 def _mapping(entry: Entry) -> Mapping[str, Any]:
@@ -138,9 +144,10 @@ def _check_version(config: ConfigSet) -> Iterator[Hit]:
 def _check_output_pydantic(config: ConfigSet) -> Iterator[Hit]:
     for entry, data in _narrative_tasks(config):
         value = data.get("output_pydantic")
-        if value not in LOOP_OUTPUT_NAMES:
+        # A YAML list or mapping here is unhashable: test it as text only.
+        if not isinstance(value, str) or value not in LOOP_OUTPUT_NAMES:
             key = "output_pydantic" if "output_pydantic" in data else None
-            shown = "missing" if value is None else repr(value)
+            shown = "missing" if value is None else _SHOWN.repr(value)
             yield (
                 entry,
                 key,
@@ -173,7 +180,7 @@ def _check_narrative_in_none(config: ConfigSet) -> Iterator[Hit]:
         tasks = data.get("tasks")
         if _workflow_mode(data) == "none" and isinstance(tasks, list):
             for task in tasks:
-                if task in narrative:
+                if isinstance(task, str) and task in narrative:
                     yield (
                         entry,
                         "tasks",
@@ -250,10 +257,12 @@ def _workflow_shape(entry: Entry) -> Iterator[Hit]:
     elif len(set(tasks)) != len(tasks):
         yield entry, "tasks", f"workflow {entry.name!r} lists a task twice", None
     if data.get("kind", "user_facing") not in ("user_facing", "internal"):
-        yield entry, "kind", f"kind must be user_facing or internal, not {data.get('kind')!r}", None
+        yield entry, "kind", f"kind must be user_facing or internal, not {_SHOWN.repr(data.get('kind'))}", None
     if data.get("loop_mode") not in (None, "none", "soft", "hard"):
-        yield entry, "loop_mode", f"loop_mode must be none, soft or hard, not {data.get('loop_mode')!r}", None
-    unknown = sorted(set(data) - {"description", "kind", "loop_mode", "tasks"})
+        mode = _SHOWN.repr(data.get("loop_mode"))
+        yield entry, "loop_mode", f"loop_mode must be none, soft or hard, not {mode}", None
+    # YAML keys may be numbers, booleans or null: compared as text, which is how messages show them.
+    unknown = sorted(str(key) for key in set(data) - {"description", "kind", "loop_mode", "tasks"})
     if unknown:
         yield entry, unknown[0], f"workflow {entry.name!r} has unknown key(s) {', '.join(unknown)}", None
 

@@ -122,7 +122,8 @@ def _install_error_handlers(app: FastAPI) -> None:
         problems = error.errors()
         first = problems[0] if problems else {}
         location = [str(part) for part in first.get("loc", ()) if part not in ("body", "query", "path")]
-        field = ".".join(location) or None
+        # Broken JSON is located by its character offset ("body", 11): that names no field.
+        field = None if first.get("type") == "json_invalid" else ".".join(location) or None
         detail = f"{field}: {first.get('msg', 'invalid')}" if field else str(first.get("msg", "invalid request"))
         if _wants_json(request):
             body = {
@@ -145,7 +146,15 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, error: StarletteHTTPException) -> Response:
         detail = error.detail if isinstance(error.detail, str) else "error"
-        codes = {401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed", 415: "unsupported"}
+        # 400 comes from the framework's body parsing (JSON that is not UTF-8, a form it cannot read).
+        codes = {
+            400: "invalid_request",
+            401: "unauthorized",
+            403: "forbidden",
+            404: "not_found",
+            405: "method_not_allowed",
+            415: "unsupported",
+        }
         response = error_response(request, error.status_code, codes.get(error.status_code, "error"), detail)
         for name, value in (error.headers or {}).items():
             response.headers[name] = value
