@@ -206,3 +206,23 @@ def test_failing_sink_never_fails_the_run_and_jsonl_sink_writes(
         "transition_mode",
         "timestamp",
     }
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_goal_with_a_nul_character_is_refused_before_anything_is_stored(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path, sample: ProjectConfig
+) -> None:
+    """PostgreSQL stores no NUL in text: both backends refuse it up front, with the same error, storing nothing."""
+    from marsrag.errors import InputError
+    from marsrag.llm.replay import ReplayLLM
+    from marsrag.runtime.runner import WorkflowRunner
+    from marsrag.store import open_store
+
+    url = f"sqlite:///{tmp_path / 'runs.db'}" if backend == "sqlite" else request.getfixturevalue("postgres_url")
+    with open_store(url) as opened:
+        runner = WorkflowRunner(opened, sample, ReplayLLM.from_outputs([]))
+        with pytest.raises(InputError, match="NUL"):
+            runner.start("latency\x00 in three regions")
+        with pytest.raises(InputError, match="session id"):
+            runner.start("latency", session_id="s\x00")
+        assert opened.list_runs() == []

@@ -15,7 +15,7 @@ from typing import Any
 
 from marsrag.chain.planner import PlannedTransition, plan_next_action, plan_transition
 from marsrag.contract import LOOP_CONTRACT_VERSION
-from marsrag.errors import ActionConflictError
+from marsrag.errors import ActionConflictError, InputError
 from marsrag.events.model import LoopEvent
 from marsrag.events.sinks import EventSink, dispatch
 from marsrag.faults import failpoint
@@ -66,7 +66,15 @@ class WorkflowRunner:
         self.candidates = project_candidates(project)
 
     def start(self, goal: str, *, workflow: str | None = None, session_id: str | None = None) -> RunRecord:
-        """Record a new pending run (the workflow is checked now, so a bad name writes nothing)."""
+        """Record a new pending run (the workflow is checked now, so a bad name writes nothing).
+
+        Raises:
+            ConfigError: no such workflow.
+            InputError: the goal or session id holds a NUL character (no database stores one in text).
+        """
+        for name, value in (("goal", goal), ("session id", session_id or "")):
+            if "\x00" in value:
+                raise InputError(f"the {name} contains a NUL character (\\x00): remove it")
         chosen = self.project.workflow(workflow)
         run = RunRecord(
             run_id=uuid.uuid4().hex,

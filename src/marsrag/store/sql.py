@@ -127,7 +127,7 @@ class SqlRunStore(RunStore):
         with self._write(f"set the status of run {run_id!r}") as connection:
             result = connection.execute(update(runs).where(runs.c.run_id == run_id).values(values))
             if result.rowcount == 0:
-                raise RunNotFoundError(f"no run {run_id!r} in {self.url}")
+                raise RunNotFoundError(f"no run {run_id!r}")
 
     def claim_run(self, run_id: str, owner: str, *, seen: RunRecord) -> bool:
         """Mark a run ``running`` under ``owner`` if it is still as ``seen``; whether it was (see RunStore)."""
@@ -159,7 +159,7 @@ class SqlRunStore(RunStore):
             # Touching the run row locks it (two writers replacing one task queue instead of colliding on its
             # key), checks it exists, and records a heartbeat for stale-run detection, in one statement.
             if connection.execute(_HEARTBEAT, {"b_run_id": state.run_id, "b_now": _rows.to_db(utcnow())}).rowcount == 0:
-                raise RunNotFoundError(f"no run {state.run_id!r} in {self.url}")
+                raise RunNotFoundError(f"no run {state.run_id!r}")
             connection.execute(_DELETE_ATTEMPTS, key)
             connection.execute(_DELETE_TASK, key)
             connection.execute(_INSERT_TASK, [_rows.task_row(state)])
@@ -298,7 +298,7 @@ class SqlRunStore(RunStore):
     def _run(self, connection: Connection, run_id: str) -> RunRecord:
         row = connection.execute(select(runs).where(runs.c.run_id == run_id)).mappings().first()
         if row is None:
-            raise RunNotFoundError(f"no run {run_id!r} in {self.url}")
+            raise RunNotFoundError(f"no run {run_id!r}")
         return _rows.run_from(row)
 
     @staticmethod
@@ -322,7 +322,7 @@ class SqlRunStore(RunStore):
 
     def _require_run(self, connection: Connection, run_id: str) -> None:
         if connection.execute(_RUN_EXISTS, {"run_id": run_id}).first() is None:
-            raise RunNotFoundError(f"no run {run_id!r} in {self.url}")
+            raise RunNotFoundError(f"no run {run_id!r}")
 
     @staticmethod
     def _insert_transition(connection: Connection, transition: TransitionRecord) -> None:
