@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import schemathesis
 from hypothesis import given
+from hypothesis import strategies as st
 from schemathesis.generation import GenerationMode
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
@@ -23,6 +24,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from tests.fuzz.conftest import Site, fuzz
+from tests.web.conftest import answer
 
 pytestmark = pytest.mark.crewai
 
@@ -103,3 +105,41 @@ def test_no_generated_request_gets_a_server_error(
     record_property("statuses", dict(statuses))
     print(f"{method} {path} {mode}: {statuses.total()} cases, statuses {dict(sorted(statuses.items()))}")
     assert statuses.total() > 0
+
+
+#: Operations on one run: fuzzed again with the path pointing at a real, stored run.
+RUN_SCOPED = [op for op in OPERATIONS if "{run_id}" in op[1]]
+TASK_IDS = st.sampled_from(["diagnose", "recommend", "plan"]) | st.text(max_size=40)
+
+
+@pytest.mark.parametrize(("method", "path"), RUN_SCOPED, ids=lambda value: value)
+def test_operations_on_a_real_run_get_no_server_error(
+    site_factory: Callable[..., Site], record_property: Callable[[str, object], None], method: str, path: str
+) -> None:
+    """Generated requests aimed at a stored run (its id, its task ids or junk): never a 5xx, 2xx match the schema.
+
+    The run's first task failed, so repairs and regenerations really run (their LLM has few answers left: the
+    failures are recorded as failed attempts, still 200); follows start runs.
+    """
+    site = site_factory(["No idea.", "No idea.", answer(), answer(), answer(loop="A repaired loop?")])
+    run_id = site.start()
+    operation = load_schema(site)[path][method]
+    statuses: Counter[int] = Counter()
+
+    @fuzz(EXAMPLES // 2)
+    @given(case=operation.as_strategy(generation_mode=GenerationMode.POSITIVE), task_id=TASK_IDS)
+    def request(case: Any, task_id: str) -> None:
+        case.path_parameters = {**(case.path_parameters or {}), "run_id": run_id}
+        if "{task_id}" in path:
+            case.path_parameters["task_id"] = task_id
+        response = case.call(headers=SAME_ORIGIN if method == "POST" else None)
+        statuses[response.status_code] += 1
+        assert response.status_code < 500, (case.as_curl_command(), response.text)
+        if response.status_code < 300:
+            case.validate_response(response, checks=[response_schema_conformance, content_type_conformance])
+
+    request()
+    site.wait()
+    record_property("cases", statuses.total())
+    print(f"{method} {path} on a real run: {statuses.total()} cases, statuses {dict(sorted(statuses.items()))}")
+    assert statuses[200] + statuses[202] > 0  # the real run was reached, not only 404s
