@@ -24,6 +24,10 @@ class StoreError(MarsRAGError):
     """The run store cannot be reached or used (bad URL, database down, failed migration)."""
 
 
+class QueueUnavailableError(StoreError):
+    """The job queue's broker cannot be reached, or no worker finished a job in time."""
+
+
 class RunNotFoundError(StoreError, LookupError):
     """No run has that id."""
 

@@ -116,3 +116,21 @@ def test_a_sigkilled_workers_run_is_redelivered_and_resumed_without_redoing_comm
     transitions = runner.store.get_transitions(run.run_id)
     pairs = [(t.transition_source_task_id, t.transition_target_task_id) for t in transitions]
     assert pairs == [("diagnose", "recommend"), ("recommend", "plan")]
+
+
+def test_an_unreachable_broker_is_a_503_and_the_run_stays_stored(tmp_path: Path, db: str, queue_env: object) -> None:
+    """No broker: the API says so (503 queue_unavailable); the run is stored pending; reads keep working."""
+    from fastapi.testclient import TestClient
+
+    from marsrag.web.app import create_app
+    from marsrag.web.settings import WebSettings
+
+    settings = WebSettings(db=db, llm="composer", broker="redis://127.0.0.1:1/0")
+    with TestClient(create_app(settings)) as client:
+        response = client.post("/api/runs", json={"goal": "Checkout latency breached its SLO"})
+        assert response.status_code == 503, response.text
+        assert response.json()["error"] == "queue_unavailable"
+        assert "unreachable" in response.json()["detail"]
+        (row,) = client.get("/api/runs").json()
+        assert row["status"] == "pending"
+        assert client.get(f"/runs/{row['run_id']}").status_code == 200

@@ -92,7 +92,13 @@ def celery_app(settings: QueueSettings) -> Any:
             "unacked_restore_interval": sweep,
             "unacked_restore_throttle": 1,
         },
-        result_backend_transport_options={"visibility_timeout": settings.redeliver_after},
+        # An unreachable Redis is reported in seconds (a 503 and a stored pending run), not after a minute of retries.
+        result_backend_transport_options={
+            "visibility_timeout": settings.redeliver_after,
+            "retry_policy": {"max_retries": 2, "interval_start": 0, "interval_step": 0.5, "interval_max": 1},
+        },
+        redis_socket_connect_timeout=3,
+        broker_connection_timeout=3,
         result_expires=3600,
         broker_connection_retry_on_startup=True,
         worker_hijack_root_logger=False,

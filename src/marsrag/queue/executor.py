@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from marsrag.errors import StoreError
+from marsrag.errors import QueueUnavailableError
 from marsrag.queue.app import ACT_JOB, RUN_JOB, QueueSettings, celery_app
 from marsrag.queue.jobs import raise_error
 
@@ -13,8 +13,7 @@ if TYPE_CHECKING:
     from marsrag.runtime.state import TaskState
 
 
-class QueueUnavailableError(StoreError):
-    """The broker cannot be reached, or no worker answered in time."""
+__all__ = ["CeleryRunExecutor", "QueueUnavailableError"]
 
 
 class CeleryRunExecutor:
@@ -40,9 +39,10 @@ class CeleryRunExecutor:
             QueueUnavailableError: the broker cannot be reached (the run stays stored, ``pending``).
         """
         try:
-            self.app.send_task(RUN_JOB, args=[run_id], queue=self.settings.queue, retry=False)
+            # ignore_result: nobody waits for a run job (its outcome is in the store), so no result subscription.
+            self.app.send_task(RUN_JOB, args=[run_id], queue=self.settings.queue, retry=False, ignore_result=True)
         except Exception as error:  # noqa: BLE001 - kombu raises transport-specific errors
-            raise QueueUnavailableError(f"the job queue is unreachable ({type(error).__name__}): {error}") from None
+            raise QueueUnavailableError(_unreachable(error)) from None
 
     def act(self, action: Action, run_id: str, task_id: str) -> TaskState:
         """Send the action to a worker and wait (``action_timeout``) for the task's new state.
@@ -60,7 +60,7 @@ class CeleryRunExecutor:
                 ACT_JOB, args=[action, run_id, task_id], queue=self.settings.queue, retry=False
             )
         except Exception as error:  # noqa: BLE001 - kombu raises transport-specific errors
-            raise QueueUnavailableError(f"the job queue is unreachable ({type(error).__name__}): {error}") from None
+            raise QueueUnavailableError(_unreachable(error)) from None
         try:
             result: Any = pending.get(timeout=self.settings.action_timeout, propagate=True)
         except CeleryTimeout:
@@ -75,3 +75,8 @@ class CeleryRunExecutor:
     def shutdown(self) -> None:
         """Release the broker connections (jobs already sent stay queued)."""
         self.app.close()
+
+
+def _unreachable(error: Exception) -> str:
+    # Kombu's and Celery's messages span lines; an error reason is one.
+    return f"the job queue is unreachable ({type(error).__name__}): {' '.join(str(error).split())}"

@@ -24,6 +24,7 @@ from marsrag.errors import (
     IncompatibleRecordError,
     InputError,
     MarsRAGError,
+    QueueUnavailableError,
     RunNotFoundError,
     StoreError,
     TaskNotFoundError,
@@ -92,6 +93,8 @@ def error_status(error: MarsRAGError) -> tuple[int, str]:
         return 409, "conflict"
     if isinstance(error, IncompatibleRecordError):
         return 409, "incompatible_record"
+    if isinstance(error, QueueUnavailableError):
+        return 503, "queue_unavailable"
     if isinstance(error, StoreError):
         return 503, "store_unavailable"
     return 422, "invalid_input"

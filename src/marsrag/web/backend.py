@@ -5,9 +5,11 @@ Every operation here is a library call; the routes only parse requests and rende
 
 from __future__ import annotations
 
+import logging
 from contextlib import ExitStack
 from typing import Any
 
+from marsrag.errors import QueueUnavailableError
 from marsrag.events.model import LoopEvent
 from marsrag.events.sinks import dispatch
 from marsrag.runtime.actions import Action
@@ -21,6 +23,8 @@ from marsrag.store.base import RunStore
 from marsrag.tasks.config import ProjectConfig
 from marsrag.web.settings import WebSettings
 from marsrag.web.viewmodel import RunView, run_view
+
+log = logging.getLogger(__name__)
 
 
 class Backend:
@@ -46,15 +50,19 @@ class Backend:
             raise
 
     def _recover(self) -> list[str]:
-        """Hand the runs a dead process left unfinished to the executor; their ids.
+        """Hand the runs a dead process left unfinished to the executor; the ids handed over.
 
-        Raises:
-            StoreError: the broker is unreachable.
+        An unreachable queue stops the handing over, not the server: the runs stay stored for the next start.
         """
-        run_ids = unfinished_runs(self.store)
-        for run_id in run_ids:
-            self.executor.submit(run_id)
-        return run_ids
+        handed: list[str] = []
+        for run_id in unfinished_runs(self.store):
+            try:
+                self.executor.submit(run_id)
+            except QueueUnavailableError as error:
+                log.warning("unfinished runs not re-queued (%d left): %s", len(handed), error)
+                break
+            handed.append(run_id)
+        return handed
 
     @property
     def store(self) -> RunStore:
