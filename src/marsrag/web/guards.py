@@ -32,12 +32,17 @@ async def backend_of(request: Request) -> Backend:
 
 
 def same_origin(request: Request) -> bool:
-    """Whether a browser request came from this server's own pages (requests without ``Origin`` pass)."""
+    """Whether a browser request came from this server's own pages (scripts sending no browser headers pass)."""
     origin = request.headers.get("origin")
+    host = request.headers.get("host", "")
     if origin is None:
         # Browsers label every request with Sec-Fetch-Site; scripts send neither header.
-        return request.headers.get("sec-fetch-site") in (None, "same-origin", "none")
-    return origin != "null" and urlsplit(origin).netloc == request.headers.get("host", "")
+        if request.headers.get("sec-fetch-site") not in (None, "same-origin", "none"):
+            return False
+        # A browser too old for both still names the page that posted in Referer.
+        referer = request.headers.get("referer")
+        return not referer or urlsplit(referer).netloc == host
+    return origin != "null" and urlsplit(origin).netloc == host
 
 
 def require_api_writer(request: Request) -> None:
