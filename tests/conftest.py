@@ -25,6 +25,8 @@ os.environ.update(
     CREWAI_DISABLE_TELEMETRY="true",
     CREWAI_TRACING_ENABLED="false",
     OTEL_SDK_DISABLED="true",
+    # Starlette's test client sends Host: testserver; a loopback server answers to loopback names only.
+    MARSRAG_ALLOWED_HOSTS="testserver",
 )
 
 # Bounded examples keep `make test` well inside its budget on a 2-core machine; no deadlines (no timing).

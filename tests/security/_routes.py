@@ -11,8 +11,8 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from starlette.routing import Mount, Route
 
-#: Routes that must answer without the token even off loopback: liveness, and the way to sign in.
-OPEN_PATHS = frozenset({"/health", "/login"})
+#: Open to anyone off loopback: the health check, signing in, and the stylesheet the sign-in page needs.
+OPEN_PATHS = frozenset({"/health", "/login", "/static/{path}"})
 _PARAM = re.compile(r"\{(\w+)(?::\w+)?\}")
 
 

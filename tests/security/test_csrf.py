@@ -196,11 +196,6 @@ def test_gets_change_nothing_stored(site_factory: Callable[..., Site]) -> None:
     assert after == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="DNS rebinding: on loopback no Host allowlist is enforced; needs TrustedHostMiddleware in app.py "
-    "(hosts 127.0.0.1, localhost, [::1] when binding loopback); TestClient's 'testserver' host must then be allowed",
-)
 def test_a_rebound_host_cannot_write_on_loopback(site_factory: Callable[..., Site]) -> None:
     """A page of evil.example whose DNS now points at 127.0.0.1 is same-origin to itself: its Host is refused."""
     site, _ = site_with_a_run(site_factory)

@@ -329,19 +329,24 @@ def test_serving_off_loopback_without_a_token_is_refused(monkeypatch: pytest.Mon
         create_app(WebSettings(host="0.0.0.0"))
 
 
-def test_off_loopback_mutations_need_the_bearer_token(site_factory: Callable[..., Site]) -> None:
-    """Reads stay open; API posts need Authorization: Bearer; form posts need the sign-in cookie."""
+def test_off_loopback_everything_but_health_and_login_needs_the_token(site_factory: Callable[..., Site]) -> None:
+    """API calls need Authorization: Bearer (else 401 JSON); pages send to /login; signed in, forms work."""
     site = site_factory([answer()] * 6, host="0.0.0.0", token="s3cret-token")
-    assert site.client.get("/api/runs").status_code == 200
+    bearer = {"Authorization": "Bearer s3cret-token"}
+    assert site.client.get("/health").status_code == 200
+    read = site.client.get("/api/runs")
+    assert read.status_code == 401 and read.json()["error"] == "unauthorized"
+    page = site.client.get("/runs/abc?x=1", follow_redirects=False)
+    assert page.status_code == 303 and page.headers["location"] == "/login?next=%2Fruns%2Fabc%3Fx%3D1"
     refused = site.client.post("/api/runs", json={"goal": "g"})
     assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer"
     wrong = site.client.post("/api/runs", json={"goal": "g"}, headers={"Authorization": "Bearer nope"})
     assert wrong.status_code == 401
-    assert site.client.get("/api/runs").json() == []
-    ok = site.client.post("/api/runs", json={"goal": "g"}, headers={"Authorization": "Bearer s3cret-token"})
+    assert site.client.get("/api/runs", headers=bearer).json() == []
+    ok = site.client.post("/api/runs", json={"goal": "g"}, headers=bearer)
     assert ok.status_code == 202
     site.wait()
-    token = csrf_of(site.client)
+    token = csrf_of(site.client, "/login")
     assert site.client.post("/ask", data={"goal": "g", "csrf_token": token}).status_code == 401
     bad = site.client.post("/login", data={"token": "nope", "csrf_token": token, "next": "/ask"})
     assert bad.status_code == 401

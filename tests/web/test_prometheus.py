@@ -246,13 +246,16 @@ def test_the_cli_prints_the_same_figures(history_db: str, app_client: Callable[.
 # -- the endpoint -------------------------------------------------------------------------------------------
 
 
-def test_the_endpoint_is_documented_untokened_and_typed(history_db: str, app_client: Callable[..., TestClient]) -> None:
-    """The exposition content type; in OpenAPI under ``metrics``; a read: no token even off loopback; HELP on all."""
+def test_the_endpoint_is_documented_tokened_off_loopback_and_typed(
+    history_db: str, app_client: Callable[..., TestClient]
+) -> None:
+    """The exposition content type; in OpenAPI under ``metrics``; off loopback Prometheus sends the token."""
     client = app_client(history_db, host="0.0.0.0", token="s3cret")
-    assert client.post("/api/runs", json={"goal": "x"}).status_code == 401  # the token is enforced on writes
-    response = client.get("/metrics")
+    assert client.get("/metrics").status_code == 401
+    bearer = {"Authorization": "Bearer s3cret"}
+    response = client.get("/metrics", headers=bearer)
     assert response.status_code == 200 and response.headers["content-type"] == CONTENT_TYPE_LATEST
-    operation = client.get("/openapi.json").json()["paths"]["/metrics"]["get"]
+    operation = client.get("/openapi.json", headers=bearer).json()["paths"]["/metrics"]["get"]
     assert operation["tags"] == ["metrics"]
     scrape = parse(response.text)
     assert sorted(scrape.types) == sorted(family_names())

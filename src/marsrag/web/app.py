@@ -32,7 +32,7 @@ from marsrag.errors import (
 from marsrag.web.backend import Backend
 from marsrag.web.guards import InvalidField
 from marsrag.web.render import render_error
-from marsrag.web.security import BodyLimitMiddleware
+from marsrag.web.security import AccessMiddleware, BodyLimitMiddleware
 from marsrag.web.settings import WebSettings
 
 STATIC = Path(__file__).parent / "static"
@@ -66,6 +66,13 @@ def create_app(settings: WebSettings | None = None) -> FastAPI:
     app.state.backend = backend
     app.state.settings = settings
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
+    # Added last, so it runs first: a request that may not talk to the server is refused before its body is read.
+    app.add_middleware(
+        AccessMiddleware,
+        token=settings.token,
+        requires_token=settings.requires_token,
+        hosts=settings.allowed_hosts,
+    )
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     from marsrag.web import api, dashboard, pages, prometheus

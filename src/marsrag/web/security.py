@@ -1,4 +1,4 @@
-"""Request guards: a body size limit, the bearer token off loopback, and CSRF tokens for the pages' forms.
+"""Request guards: who may connect (the token off loopback, the Host on it), a body size limit, CSRF tokens.
 
 CSRF uses the double-submit pattern: a random token in a ``SameSite=Strict`` cookie and the same token in
 each form; a post whose two copies differ is refused. It needs no server-side state, so any number of
@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlencode
 
 from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 CSRF_COOKIE = "marsrag_csrf"
@@ -107,3 +110,73 @@ def bearer_ok(request: Request, expected: str | None) -> bool:
         return True
     cookie = request.cookies.get(TOKEN_COOKIE)
     return cookie is not None and secrets.compare_digest(cookie.encode(), expected.encode())
+
+
+#: Paths anyone may request, even off loopback without the token: the health check, signing in, the CSS.
+OPEN_PATHS = ("/health", "/login")
+OPEN_PREFIXES = ("/static/",)
+
+
+class AccessMiddleware:
+    """Who may talk to the server at all, before any route runs.
+
+    Off loopback, every request but :data:`OPEN_PATHS` needs the token (``Authorization: Bearer`` or the
+    sign-in cookie): answers are the organisation's data, not only writes are guarded. A page asked for
+    without it is sent to ``/login``; anything else gets 401 JSON. On loopback no token is needed, so the
+    Host must be one of ``hosts``: a web page whose DNS name is rebound to 127.0.0.1 is refused (DNS
+    rebinding would otherwise make it same-origin to itself).
+    """
+
+    def __init__(self, app: ASGIApp, token: str | None, requires_token: bool, hosts: Sequence[str]) -> None:
+        self.app = app
+        self.token = token
+        self.requires_token = requires_token
+        self.hosts = {host.lower() for host in hosts}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        path = request.url.path
+        if self.requires_token:
+            if path in OPEN_PATHS or path.startswith(OPEN_PREFIXES) or bearer_ok(request, self.token):
+                await self.app(scope, receive, send)
+                return
+            response: Response
+            if request.method == "GET" and not _machine_path(path):
+                target = path + (f"?{request.url.query}" if request.url.query else "")
+                response = RedirectResponse(f"/login?{urlencode({'next': target})}", status_code=303)
+            else:
+                response = JSONResponse(
+                    {"error": "unauthorized", "detail": "this server needs Authorization: Bearer <MARSRAG_TOKEN>"},
+                    status_code=401,
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
+            await response(scope, receive, send)
+            return
+        host = _host_name(request.headers.get("host", ""))
+        if host not in self.hosts:
+            refusal = JSONResponse(
+                {
+                    "error": "invalid_host",
+                    "detail": f"this server answers to {', '.join(sorted(self.hosts))} only "
+                    "(add a name with MARSRAG_ALLOWED_HOSTS)",
+                },
+                status_code=400,
+            )
+            await refusal(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def _machine_path(path: str) -> bool:
+    return path.startswith(("/api/", "/metrics", "/openapi.json")) or path == "/api"
+
+
+def _host_name(header: str) -> str:
+    """The Host header without its port (``[::1]:8000`` -> ``[::1]``), lower-cased."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header.partition("]")[0] + "]"
+    return header.rpartition(":")[0] if header.count(":") == 1 else header

@@ -25,6 +25,16 @@ def _env_broker() -> str | None:
     return os.environ.get("MARSRAG_BROKER", "").strip() or None
 
 
+#: The names a loopback server answers to (others may be a DNS-rebinding page); MARSRAG_ALLOWED_HOSTS adds more.
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+
+
+def _env_hosts() -> tuple[str, ...]:
+    """``LOOPBACK_HOSTS`` plus the comma-separated names in ``MARSRAG_ALLOWED_HOSTS``."""
+    extra = [name.strip() for name in os.environ.get("MARSRAG_ALLOWED_HOSTS", "").split(",") if name.strip()]
+    return (*LOOPBACK_HOSTS, *extra)
+
+
 def _env_token() -> str | None:
     """``MARSRAG_TOKEN`` stripped; blank is no token (the bearer header's value is stripped: it could never match)."""
     return os.environ.get("MARSRAG_TOKEN", "").strip() or None
@@ -43,6 +53,7 @@ class WebSettings:
         token: the bearer token (None: ``MARSRAG_TOKEN``).
         max_body_bytes: larger request bodies get 413.
         run_threads: runs executing at once in this process (without a broker).
+        allowed_hosts: on loopback, the Host names served (None: loopback names and ``MARSRAG_ALLOWED_HOSTS``).
         broker: the job queue (None: ``MARSRAG_BROKER``); set, runs and actions execute on ``marsrag worker``.
     """
 
@@ -55,6 +66,7 @@ class WebSettings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     run_threads: int = 2
     broker: str | None = field(default_factory=lambda: _env_broker())
+    allowed_hosts: tuple[str, ...] = field(default_factory=_env_hosts)
 
     @property
     def requires_token(self) -> bool:
