@@ -39,8 +39,8 @@ pytestmark = pytest.mark.crewai
 VALID = json.dumps(CONTENT)
 NEAR_MISS = json.dumps({**CONTENT, "payoff": ""})
 GOAL = {"goal": "API latency SLO breaches"}
-#: CrewAI's Agent.max_retry_limit default: a task whose LLM call raises is run this many times in all.
-AGENT_RUNS = 1 + 2
+#: Agents are built with max_retry_limit=0 (MarsRAG's call policy retries transport errors): one run of a task.
+AGENT_RUNS = 1
 
 
 @dataclass(frozen=True)
@@ -326,19 +326,20 @@ def test_with_the_strict_model_the_provider_rejects_the_near_miss_before_the_gua
     assert run.item.task.output is None
 
 
-def test_with_the_strict_model_a_near_miss_costs_a_blind_retry_the_guardrail_never_sees(
+def test_with_the_strict_model_a_near_miss_fails_the_task_before_the_guardrail_sees_it(
     single_task_project: Callable[..., ProjectConfig], server: StrictChatServer
 ) -> None:
-    """Control: a near-miss then a valid reply; the 400 is retried with the same prompt, no repair feedback."""
+    """Control: with the strict model the near-miss is a 400, an error (not an answer): no repair can follow.
+
+    Agents are built with max_retry_limit=0, so CrewAI does not re-run the task blindly either: the reason
+    the binding asks for the lenient draft, whose near-miss the guardrail repairs with feedback.
+    """
     server.script[:] = [NEAR_MISS, VALID]
     run = kickoff(single_task_project("diagnose"), server, response_model=LoopOutput)
 
-    assert run.error is None
-    assert [x.status for x in server.exchanges] == [400, 200]
-    assert _messages(server.exchanges[0]) == _messages(server.exchanges[1])
-    assert "Previous attempt failed validation" not in _messages(server.exchanges[1])
-    assert [a.result.status for a in run.item.guardrail.attempts] == ["valid"]
-    assert run.item.task.output.pydantic == LoopOutput(**CONTENT)
+    assert run.error is not None and "400" in str(run.error)
+    assert [x.status for x in server.exchanges] == [400]
+    assert run.item.guardrail.attempts == []
 
 
 @pytest.mark.parametrize(

@@ -165,11 +165,6 @@ def test_bad_database_urls_never_echo_the_password(template: str, tmp_path: Path
     assert_no_secret(proc.stdout + proc.stderr, "marsrag runs list --db")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an unescaped '@' in the password: SQLAlchemy ends the password at the first '@' and takes the rest "
-    "for the host, which the error message shows; store/_engine.py parse_url should refuse such a URL",
-)
 def test_a_password_with_a_raw_at_sign_is_not_echoed(tmp_path: Path) -> None:
     """``postgres:p@SECRET@host``: the part of the password after the first '@' is masked too."""
     from marsrag.store import open_store

@@ -60,6 +60,9 @@ def build_agent(config: AgentConfig, llm: Any = None) -> Any:
     options = {key: value for key, value in (config.model_extra or {}).items() if key not in {"tools"}}
     options.setdefault("allow_delegation", False)
     options.setdefault("verbose", False)
+    # A failed LLM call is retried by MarsRAG's call policy (MARSRAG_LLM_RETRIES, transport errors only);
+    # CrewAI's re-run of the whole task on any error would multiply it (and retry what cannot succeed).
+    options.setdefault("max_retry_limit", 0)
     return Agent(
         role=config.role,
         goal=config.goal,

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from marsrag.errors import InputError
+from marsrag.llm.resilient import CallPolicy, make_resilient, tune_native_client
 from marsrag.paths import data_dir
 
 REPLAY_PREFIX = "replay:"
@@ -39,9 +40,18 @@ def resolve_llm(spec: str | None, *, base_url: str | None = None) -> Any:
     script; anything else is handed to CrewAI as a model string (``openai/gpt-4o-mini``, ``ollama/llama3.1``),
     with ``base_url`` for OpenAI-compatible servers (Ollama, llama.cpp, vLLM).
 
+    Every one gets the call policy of ``MARSRAG_LLM_TIMEOUT``, ``MARSRAG_LLM_RETRIES`` and
+    ``MARSRAG_LLM_BACKOFF`` (see :mod:`marsrag.llm.resilient`): a time limit per attempt, retries with
+    backoff for transport errors only, and answers cleaned to valid Unicode.
+
     Raises:
-        InputError: the replay file cannot be used.
+        InputError: the replay file cannot be used, or a call-policy variable is not a usable number.
     """
+    policy = CallPolicy.from_env()
+    return make_resilient(_choose(spec, base_url, policy), policy)
+
+
+def _choose(spec: str | None, base_url: str | None, policy: CallPolicy) -> Any:
     settings = {} if spec and base_url else _settings()
     spec = spec or os.environ.get("MARSRAG_LLM") or settings.get("llm")
     base_url = base_url or os.environ.get("MARSRAG_BASE_URL") or settings.get("base_url")
@@ -58,4 +68,4 @@ def resolve_llm(spec: str | None, *, base_url: str | None = None) -> Any:
             raise InputError(str(error)) from None
     from marsrag.integrations.crewai import crewai_llm
 
-    return crewai_llm(spec, base_url=base_url)
+    return tune_native_client(crewai_llm(spec, base_url=base_url), policy)

@@ -8,6 +8,7 @@ survives its repair retry), its retrieval results and, for ``agent: auto``, its 
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Sequence
 from functools import partial
@@ -15,7 +16,7 @@ from typing import Any
 
 from marsrag.chain.planner import PlannedTransition, plan_next_action, plan_transition
 from marsrag.contract import LOOP_CONTRACT_VERSION
-from marsrag.errors import ActionConflictError, InputError
+from marsrag.errors import ActionConflictError, InputError, StoreError
 from marsrag.events.model import LoopEvent
 from marsrag.events.sinks import EventSink, dispatch
 from marsrag.faults import failpoint
@@ -33,6 +34,7 @@ from marsrag.runtime.state import (
     Retrieval,
     Routing,
     RunRecord,
+    RunStatus,
     TaskState,
     TransitionRecord,
     Validation,
@@ -40,6 +42,9 @@ from marsrag.runtime.state import (
 from marsrag.runtime.summary import summarize
 from marsrag.store.base import RunStore
 from marsrag.tasks.config import AUTO_AGENT, ProjectConfig
+
+#: Seconds between attempts to record a run's end while the store is unreachable (about 15 s in all).
+FINISH_RETRY_DELAYS = (0.5, 1.0, 2.0, 4.0, 8.0)
 
 
 class WorkflowRunner:
@@ -168,10 +173,25 @@ class WorkflowRunner:
             execution = _Execution(self, run, stored)
             execution.kickoff()
         except Exception as error:  # noqa: BLE001 - any failure is recorded on the run, with its reason
-            self.store.set_run_status(run.run_id, "failed", reason=f"{type(error).__name__}: {error}")
-            return self.store.get_run(run.run_id)
-        self.store.set_run_status(run.run_id, "completed", summary=summarize(execution.states))
-        return self.store.get_run(run.run_id)
+            return self._finish(run.run_id, "failed", reason=f"{type(error).__name__}: {error}")
+        return self._finish(run.run_id, "completed", summary=summarize(execution.states))
+
+    def _finish(self, run_id: str, status: RunStatus, **details: str) -> RunRecord:
+        """Record the run's end, riding out a brief store outage; the final record.
+
+        Raises:
+            StoreError: the store stayed unreachable (the run stays ``running``, its committed tasks kept:
+                it is resumed once its process is gone).
+        """
+        for delay in (*FINISH_RETRY_DELAYS, None):
+            try:
+                self.store.set_run_status(run_id, status, **details)
+                return self.store.get_run(run_id)
+            except StoreError:
+                if delay is None:
+                    raise
+                time.sleep(delay)
+        raise AssertionError("unreachable")  # the loop returns or raises
 
 
 class _Execution:

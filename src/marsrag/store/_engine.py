@@ -4,6 +4,7 @@ SQLite gets WAL, a generous busy timeout and enforced foreign keys on every new 
 (not the sqlite3 module) emits ``BEGIN``: deferred for reads, ``BEGIN IMMEDIATE`` for writes, so concurrent
 writers queue on the busy timeout instead of failing when a read lock cannot be upgraded. PostgreSQL gets a
 short connect timeout (an unreachable server fails fast) and pre-ping (a restarted server is survived).
+Both replace lone surrogates and NULs in text parameters by U+FFFD (see :func:`_valid_unicode`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,11 @@ WRITE_OPTION = "marsrag_write"
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 POSTGRES_CONNECT_TIMEOUT_S = 5
+
+# A lone surrogate ("\udcff": a byte smuggled into a str by "surrogateescape", e.g. from argv) is not Unicode
+# text: neither SQLite nor PostgreSQL can store it, and the driver raises UnicodeEncodeError mid-write. NUL is
+# refused by PostgreSQL in text. Both become U+FFFD (goals with a NUL are refused before this, with a reason).
+_SURROGATE = re.compile("[\x00\ud800-\udfff]")
 
 _EXPECTED = "expected sqlite:///PATH or postgresql+psycopg://USER@HOST:PORT/DATABASE"
 _PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
@@ -56,8 +62,19 @@ def parse_url(text: str) -> URL:
             )
         return url
     if backend == "postgresql" and driver in ("", "psycopg"):
+        if url.host and "@" in url.host:
+            # An unescaped "@" in the password ends it early; the rest would be taken for the host and echoed.
+            raise StoreError(
+                f"database URL {_hide_userinfo(text)!r} has an '@' in its user or password: percent-encode it as %40"
+            )
         return url.set(drivername="postgresql+psycopg")
     raise StoreError(f"database URL scheme {url.drivername!r} is not supported; {_EXPECTED}")
+
+
+def _hide_userinfo(text: str) -> str:
+    """The URL with everything between ``://`` and its last ``@`` masked."""
+    scheme, _, rest = text.partition("://")
+    return f"{scheme}://***@{rest.rpartition('@')[2]}"
 
 
 def create(url: URL) -> Engine:
@@ -85,6 +102,7 @@ def _sqlite_engine(url: URL) -> Engine:
     engine = create_engine(url)
     event.listen(engine, "connect", _sqlite_connect)
     event.listen(engine, "begin", _sqlite_begin)
+    event.listen(engine, "before_cursor_execute", _valid_unicode, retval=True)
     return engine
 
 
@@ -129,7 +147,29 @@ def _postgres_engine(url: URL) -> Engine:
     connect_args: dict[str, Any] = {}
     if "connect_timeout" not in url.query:
         connect_args["connect_timeout"] = POSTGRES_CONNECT_TIMEOUT_S
-    return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+    engine = create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+    event.listen(engine, "before_cursor_execute", _valid_unicode, retval=True)
+    return engine
+
+
+def _valid_unicode(
+    _connection: Connection, _cursor: Any, statement: str, parameters: Any, _context: Any, executemany: bool
+) -> tuple[str, Any]:
+    # The last line of defence for text from anywhere (a goal, a file, an LLM answer): U+FFFD for each lone
+    # surrogate, as a lossy UTF-8 decode would give, instead of a write that fails on encoding.
+    if executemany and isinstance(parameters, list):
+        return statement, [_valid_parameters(row) for row in parameters]
+    return statement, _valid_parameters(parameters)
+
+
+def _valid_parameters(parameters: Any) -> Any:
+    if isinstance(parameters, dict):
+        if any(isinstance(v, str) and _SURROGATE.search(v) for v in parameters.values()):
+            return {k: _SURROGATE.sub("\ufffd", v) if isinstance(v, str) else v for k, v in parameters.items()}
+    elif isinstance(parameters, tuple | list):
+        if any(isinstance(v, str) and _SURROGATE.search(v) for v in parameters):
+            return type(parameters)(_SURROGATE.sub("\ufffd", v) if isinstance(v, str) else v for v in parameters)
+    return parameters
 
 
 def one_line(error: BaseException) -> str:

@@ -1,0 +1,407 @@
+"""Time limits and bounded retries for LLM calls that fail in transport, and clean text from every answer.
+
+This is not the Loop Contract's repair: the repair is one more *answer*, asked for by the contract guardrail
+when an answer is invalid. Here a call that never produced an answer (connection refused or dropped, no
+answer in time, HTTP 408/429/5xx) is made again, after an exponential, jittered, capped backoff; any other
+error is raised at once. A call still failing after its last attempt raises :class:`LLMCallError`, which
+names the attempts and the cause; the runner then records the run ``failed`` with that reason.
+
+:func:`make_resilient` changes the class of the LLM object itself to a subclass whose ``call``/``acall``
+apply the policy (the object is not wrapped in another): CrewAI keys per-call state by the LLM's identity
+(``call_stop_override`` stores the stop words under ``id(llm)``), checks ``isinstance(llm, BaseLLM)`` and sets
+fields such as ``stop`` on it, so anything but the same object would silently drop the stop words.
+
+Settings come from the environment (read by :meth:`CallPolicy.from_env`):
+
+- ``MARSRAG_LLM_TIMEOUT``: seconds one attempt may take (default 120; ``0`` means no limit).
+- ``MARSRAG_LLM_RETRIES``: attempts after the first, for transport errors only (default 2).
+- ``MARSRAG_LLM_BACKOFF``: the first retry's delay in seconds, doubled per retry, jittered to 50-100%,
+  capped at 30 s (default 1).
+
+CrewAI 1.15 has policies of its own that would multiply ours; while a call runs under this policy its
+rate-limit retry (3 attempts on HTTP 429) is switched off, and OpenAI/Anthropic/Azure clients are rebuilt
+with the SDK's ``max_retries=0`` and ``timeout`` set to ours (see :func:`tune_native_client`), and agents are
+built with ``max_retry_limit=0`` (CrewAI would otherwise execute a task whose LLM call raised twice more).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import math
+import os
+import random
+import re
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar
+
+from marsrag.errors import InputError, MarsRAGError
+
+ENV_TIMEOUT = "MARSRAG_LLM_TIMEOUT"
+ENV_RETRIES = "MARSRAG_LLM_RETRIES"
+ENV_BACKOFF = "MARSRAG_LLM_BACKOFF"
+
+DEFAULT_TIMEOUT = 120.0
+DEFAULT_RETRIES = 2
+DEFAULT_BACKOFF = 1.0
+MAX_BACKOFF = 30.0
+
+# Transport failures named by class, matched only in these packages (their exceptions are not imported).
+_TRANSPORT_MODULES = ("httpx", "httpcore", "openai", "anthropic", "litellm", "requests", "urllib3", "aiohttp")
+_TRANSPORT_NAMES = frozenset(
+    {
+        "APIConnectionError",
+        "APITimeoutError",
+        "RateLimitError",
+        "InternalServerError",
+        "ServiceUnavailableError",
+        "BadGatewayError",
+        "Timeout",
+        "TimeoutException",
+        "ConnectError",
+        "ConnectTimeout",
+        "ReadTimeout",
+        "WriteTimeout",
+        "PoolTimeout",
+        "ReadError",
+        "WriteError",
+        "NetworkError",
+        "RemoteProtocolError",
+        "ServerDisconnectedError",
+        "ClientConnectionError",
+    }
+)
+_RETRIED_STATUSES = frozenset({408, 429})
+# A lone surrogate (e.g. a byte smuggled in by "surrogateescape") cannot be encoded as UTF-8 by any database,
+# and PostgreSQL stores no NUL in text: both become U+FFFD.
+_SURROGATE = re.compile("[\x00\ud800-\udfff]")
+_CAUSE_CHARS = 300
+
+_T = TypeVar("_T")
+
+
+class LLMCallError(MarsRAGError):
+    """An LLM call failed in transport (connection, time limit, HTTP 408/429/5xx) on every attempt."""
+
+    def __init__(self, message: str, *, attempts: int, cause: BaseException) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+        self.cause = cause
+
+
+class LLMTimeoutError(TimeoutError):
+    """One attempt of an LLM call gave no answer within the time limit (a transport error: retried)."""
+
+
+@dataclass(frozen=True)
+class CallPolicy:
+    """How long one attempt of an LLM call may take, and how transport failures are retried."""
+
+    timeout: float | None = DEFAULT_TIMEOUT
+    retries: int = DEFAULT_RETRIES
+    backoff: float = DEFAULT_BACKOFF
+    max_backoff: float = MAX_BACKOFF
+
+    def __post_init__(self) -> None:
+        if self.timeout is not None and not (self.timeout > 0 and math.isfinite(self.timeout)):
+            raise ValueError(f"timeout must be a positive number of seconds or None, got {self.timeout!r}")
+        if self.retries < 0:
+            raise ValueError(f"retries must be >= 0, got {self.retries!r}")
+        if not (self.backoff >= 0 and math.isfinite(self.backoff)):
+            raise ValueError(f"backoff must be >= 0 seconds, got {self.backoff!r}")
+
+    @property
+    def attempts(self) -> int:
+        """Attempts in all: the first and the retries."""
+        return self.retries + 1
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> CallPolicy:
+        """The policy set by ``MARSRAG_LLM_TIMEOUT``, ``MARSRAG_LLM_RETRIES`` and ``MARSRAG_LLM_BACKOFF``.
+
+        Raises:
+            InputError: a variable is set to something that is not a usable number (the message names it).
+        """
+        env = os.environ if environ is None else environ
+        timeout = _number(env, ENV_TIMEOUT, DEFAULT_TIMEOUT)
+        retries = _number(env, ENV_RETRIES, DEFAULT_RETRIES)
+        backoff = _number(env, ENV_BACKOFF, DEFAULT_BACKOFF)
+        if retries != int(retries):
+            raise InputError(f"{ENV_RETRIES} must be a whole number >= 0, got {env[ENV_RETRIES]!r}")
+        return cls(timeout=timeout or None, retries=int(retries), backoff=backoff)
+
+    def delay(self, retry: int, *, rand: Callable[[], float] = random.random) -> float:
+        """Seconds to wait before retry number ``retry`` (1-based): base * 2**(retry-1), capped, 50-100% of it."""
+        ceiling = min(self.max_backoff, self.backoff * 2.0 ** (retry - 1))
+        return ceiling * (0.5 + rand() / 2)
+
+
+def _number(env: Mapping[str, str], name: str, default: float) -> float:
+    text = env.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (value >= 0 and math.isfinite(value)):
+        raise InputError(f"{name} must be a number >= 0, got {text!r}")
+    return value
+
+
+def error_chain(error: BaseException) -> Iterator[BaseException]:
+    """The error and its causes (explicit, else implicit), each once."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _status_code(error: BaseException) -> int | None:
+    status = getattr(error, "status_code", None)
+    if status is None:
+        status = getattr(getattr(error, "response", None), "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def _named_transport(error: BaseException) -> bool:
+    for klass in type(error).__mro__:
+        if klass.__module__.split(".", 1)[0] in _TRANSPORT_MODULES and klass.__name__ in _TRANSPORT_NAMES:
+            return True
+    return False
+
+
+def is_transport_error(error: BaseException) -> bool:
+    """Whether an error (or one of its causes) means the call got no answer: worth making again.
+
+    Connection errors and timeouts (Python's own, and httpx/openai/anthropic/litellm ones by class name),
+    and HTTP 408, 429 and 5xx statuses. Anything else (a 400, a missing model, a bug) is not retried.
+    """
+    if isinstance(error, LLMCallError):
+        return False  # already retried: never again at an outer level
+    for candidate in error_chain(error):
+        if isinstance(candidate, ConnectionError | TimeoutError) or _named_transport(candidate):
+            return True
+        status = _status_code(candidate)
+        if status is not None and (status in _RETRIED_STATUSES or 500 <= status <= 599):
+            return True
+    return False
+
+
+def clean_text(value: Any) -> Any:
+    """An answer as storable Unicode: bytes decoded as UTF-8, lone surrogates and NULs replaced by U+FFFD.
+
+    Anything but ``str`` or ``bytes`` (a structured response) is returned as it is.
+    """
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", errors="replace")
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    return value
+
+
+def _describe(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    if len(text) > _CAUSE_CHARS:
+        text = text[: _CAUSE_CHARS - 1] + "…"
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _failure(model: str, policy: CallPolicy, attempts: int, error: BaseException) -> LLMCallError:
+    limit = f", at most {policy.timeout:g} s each" if policy.timeout is not None else ""
+    return LLMCallError(
+        f"the LLM call to {model!r} failed after {attempts} attempt(s){limit}: {_describe(error)}",
+        attempts=attempts,
+        cause=error,
+    )
+
+
+# CrewAI's own retry of HTTP 429 runs inside every call unless this flag (private to crewai.llms.retry) is
+# set: our policy must be the only one, so that MARSRAG_LLM_RETRIES=0 means one attempt.
+def _crewai_retry_flag() -> contextvars.ContextVar[bool] | None:
+    try:
+        from crewai.llms import retry
+    except ImportError:  # pragma: no cover - CrewAI is a dependency; an older one lacks the module
+        return None
+    flag = getattr(retry, "_active_llm_rate_limit_retry", None)
+    return flag if isinstance(flag, contextvars.ContextVar) else None
+
+
+def _within_time_limit(operation: Callable[[], _T], timeout: float | None) -> _T:
+    """Run ``operation`` in this context; give up after ``timeout`` seconds (its thread is left to finish)."""
+    context = contextvars.copy_context()
+    flag = _crewai_retry_flag()
+    if flag is not None:
+        context.run(flag.set, True)
+    if timeout is None:
+        return context.run(operation)
+    outcome: dict[str, Any] = {}
+    done = threading.Event()
+
+    def attempt() -> None:
+        try:
+            outcome["value"] = context.run(operation)
+        except BaseException as error:  # noqa: BLE001 - handed to the caller's thread
+            outcome["error"] = error
+        finally:
+            done.set()
+
+    # A daemon thread: a call that never returns must not keep the process alive (it is abandoned).
+    threading.Thread(target=attempt, name="marsrag-llm-call", daemon=True).start()
+    if not done.wait(timeout):
+        raise LLMTimeoutError(f"no answer within {timeout:g} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    value: _T = outcome["value"]
+    return value
+
+
+def call_with_policy(
+    operation: Callable[[], _T], policy: CallPolicy, *, model: str = "llm", sleep: Callable[[float], None] = time.sleep
+) -> _T:
+    """Run one LLM call under ``policy``: each attempt time-limited, transport failures retried with backoff.
+
+    Raises:
+        LLMCallError: every attempt failed in transport.
+        Exception: the first error that is not a transport error, as it was raised.
+    """
+    for attempt in range(1, policy.attempts + 1):
+        try:
+            return _within_time_limit(operation, policy.timeout)
+        except Exception as error:
+            if not is_transport_error(error):
+                raise
+            if attempt == policy.attempts:
+                raise _failure(model, policy, attempt, error) from error
+        sleep(policy.delay(attempt))
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def acall_with_policy(operation: Callable[[], Awaitable[_T]], policy: CallPolicy, *, model: str = "llm") -> _T:
+    """The async :func:`call_with_policy` (``asyncio.wait_for`` limits each attempt)."""
+    flag = _crewai_retry_flag()
+    token = flag.set(True) if flag is not None else None
+    try:
+        for attempt in range(1, policy.attempts + 1):
+            try:
+                return await asyncio.wait_for(operation(), policy.timeout)
+            except Exception as error:
+                if isinstance(error, TimeoutError) and not isinstance(error, LLMTimeoutError):
+                    error = LLMTimeoutError(f"no answer within {policy.timeout:g} s")
+                if not is_transport_error(error):
+                    raise
+                if attempt == policy.attempts:
+                    raise _failure(model, policy, attempt, error) from error
+            await asyncio.sleep(policy.delay(attempt))
+        raise AssertionError("unreachable")  # pragma: no cover
+    finally:
+        if flag is not None and token is not None:
+            flag.reset(token)
+
+
+class ResilientCalls:
+    """Mixin placed before an LLM's own class: its ``call``/``acall`` run under :attr:`call_policy`."""
+
+    call_policy: ClassVar[CallPolicy] = CallPolicy()
+
+    def call(self, *args: Any, **kwargs: Any) -> Any:
+        """The LLM's own call, time-limited and retried on transport errors; the answer as clean text."""
+        parent = super()
+        answer = call_with_policy(
+            lambda: parent.call(*args, **kwargs),  # type: ignore[attr-defined]
+            self.call_policy,
+            model=str(getattr(self, "model", "llm")),
+        )
+        return clean_text(answer)
+
+    async def acall(self, *args: Any, **kwargs: Any) -> Any:
+        """The LLM's own acall, time-limited and retried on transport errors; the answer as clean text."""
+        parent = super()
+        answer = await acall_with_policy(
+            lambda: parent.acall(*args, **kwargs),  # type: ignore[attr-defined]
+            self.call_policy,
+            model=str(getattr(self, "model", "llm")),
+        )
+        return clean_text(answer)
+
+
+# CrewAI's BaseLLM wraps every ``call`` a subclass defines in its 429 retry; ours is the policy instead.
+ResilientCalls.call._crewai_rate_limit_wrapped = True  # type: ignore[attr-defined]
+ResilientCalls.acall._crewai_rate_limit_wrapped = True  # type: ignore[attr-defined]
+
+_classes: dict[tuple[type[Any], CallPolicy], type[Any]] = {}
+_classes_lock = threading.Lock()
+
+
+def _resilient_class(base: type[Any], policy: CallPolicy) -> type[Any]:
+    if issubclass(base, ResilientCalls):  # given a new policy: replace the old one, never stack them
+        base = next(k for k in base.__mro__ if not issubclass(k, ResilientCalls))
+    with _classes_lock:
+        made = _classes.get((base, policy))
+        if made is None:
+            namespace = {
+                "__module__": base.__module__,
+                "__qualname__": base.__qualname__,
+                "__annotations__": {"call_policy": ClassVar[CallPolicy]},
+                "call_policy": policy,
+            }
+            made = type(base.__name__, (ResilientCalls, base), namespace)
+            _classes[(base, policy)] = made
+        return made
+
+
+def make_resilient(llm: _T, policy: CallPolicy | None = None) -> _T:
+    """Give a ``crewai.BaseLLM`` object ``policy`` (default: from the environment), in place; returns it.
+
+    The object keeps its identity, fields, private state and ``isinstance`` relations; only its calls change.
+
+    Raises:
+        TypeError: ``llm`` is not a ``crewai.BaseLLM``.
+        InputError: the environment's settings are unusable.
+    """
+    from marsrag.integrations.crewai import BaseLLM
+
+    if not isinstance(llm, BaseLLM):
+        raise TypeError(f"expected a crewai.BaseLLM, got {type(llm).__name__}")
+    chosen = policy or CallPolicy.from_env()
+    # The same layout (pydantic's slots, no new fields): assigning __class__ is safe and keeps the object.
+    object.__setattr__(llm, "__class__", _resilient_class(type(llm), chosen))
+    return llm
+
+
+def tune_native_client(llm: _T, policy: CallPolicy) -> _T:
+    """A CrewAI provider LLM whose SDK client retries nothing itself and stops waiting at ``policy.timeout``.
+
+    CrewAI's OpenAI, Anthropic and Azure classes have ``timeout`` and ``max_retries`` fields (the SDKs retry
+    twice by default, then ours would retry each of those) and build their clients when constructed, so the
+    object is rebuilt from its fields. Other LLM objects are returned as they are.
+    """
+    fields = getattr(type(llm), "model_fields", {})
+    if "max_retries" not in fields or "timeout" not in fields:
+        return llm
+    values = {name: getattr(llm, name) for name in fields}
+    values.update(max_retries=0, timeout=policy.timeout)
+    rebuilt: _T = type(llm).model_validate(values)  # type: ignore[attr-defined]
+    return rebuilt
+
+
+__all__ = [
+    "ENV_BACKOFF",
+    "ENV_RETRIES",
+    "ENV_TIMEOUT",
+    "CallPolicy",
+    "LLMCallError",
+    "LLMTimeoutError",
+    "ResilientCalls",
+    "acall_with_policy",
+    "call_with_policy",
+    "clean_text",
+    "is_transport_error",
+    "make_resilient",
+    "tune_native_client",
+]
