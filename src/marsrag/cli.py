@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, redirect_stdout
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -193,16 +195,17 @@ def run(
     """
     from marsrag.runtime.service import run_goal
 
-    document = run_goal(
-        goal,
-        workflow=workflow,
-        config=config,
-        llm=llm,
-        db=db,
-        session=session,
-        base_url=base_url,
-        progress=format is FormatChoice.text,
-    )
+    with _stdout_kept_for(format):
+        document = run_goal(
+            goal,
+            workflow=workflow,
+            config=config,
+            llm=llm,
+            db=db,
+            session=session,
+            base_url=base_url,
+            progress=format is FormatChoice.text,
+        )
     _print_run(document, format, db)
     raise typer.Exit(0 if document["status"] == "completed" else 1)
 
@@ -223,7 +226,8 @@ def resume(
     """
     from marsrag.runtime.service import resume_run
 
-    document = resume_run(run_id, config=config, llm=llm, db=db, progress=format is FormatChoice.text)
+    with _stdout_kept_for(format):
+        document = resume_run(run_id, config=config, llm=llm, db=db, progress=format is FormatChoice.text)
     _print_run(document, format, db)
     raise typer.Exit(0 if document["status"] == "completed" else 1)
 
@@ -246,15 +250,16 @@ def follow(
     """
     from marsrag.runtime.service import follow_run
 
-    document = follow_run(
-        run_id,
-        workflow=workflow,
-        config=config,
-        llm=llm,
-        db=db,
-        base_url=base_url,
-        progress=format is FormatChoice.text,
-    )
+    with _stdout_kept_for(format):
+        document = follow_run(
+            run_id,
+            workflow=workflow,
+            config=config,
+            llm=llm,
+            db=db,
+            base_url=base_url,
+            progress=format is FormatChoice.text,
+        )
     _print_run(document, format, db)
     raise typer.Exit(0 if document["status"] == "completed" else 1)
 
@@ -310,10 +315,8 @@ def worker(
     mid-run leaves its job unacknowledged: after MARSRAG_REDELIVER_AFTER seconds (default 3600) another
     worker resumes the run from its last committed task. SIGTERM lets running jobs finish first.
 
-    Example: MARSRAG_BROKER=redis://127.0.0.1:6379/0 marsrag worker --db postgresql+psycopg://db/marsrag
+    Example: marsrag worker --broker redis://127.0.0.1:6379/0 --db postgresql+psycopg://db/marsrag
     """
-    import os
-
     from marsrag.queue.worker import run_worker
 
     chosen = broker or os.environ.get("MARSRAG_BROKER")
@@ -453,11 +456,25 @@ def runs_show(
     _print_run(show_run(run_id, db=db), format)
 
 
+@contextmanager
+def _stdout_kept_for(format: FormatChoice) -> Iterator[None]:
+    """With ``--format json``, send what dependencies print meanwhile (CrewAI's console warnings) to stderr.
+
+    stdout then holds the JSON document alone, so scripts can parse it.
+    """
+    if format is not FormatChoice.json:
+        yield
+        return
+    with redirect_stdout(sys.stderr):
+        yield
+
+
 def _act(action: str, run_id: str, task_id: str, **options: Any) -> None:
     from marsrag.runtime.service import act_on_task
 
     fmt = options.pop("format")
-    document = act_on_task(action, run_id, task_id, **options)
+    with _stdout_kept_for(fmt):
+        document = act_on_task(action, run_id, task_id, **options)
     _print_run(document, fmt, options.get("db"))
     status = next(t["validation"]["status"] for t in document["tasks"] if t["task_id"] == task_id)
     raise typer.Exit(0 if status == "valid" else 1)
