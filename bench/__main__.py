@@ -18,6 +18,7 @@ def main() -> None:
         from bench import (
             contract_bench,
             crewai_bench,
+            load_bench,
             main_job_bench,
             metrics_bench,
             rag_bench,
@@ -34,6 +35,7 @@ def main() -> None:
         rag_bench.run()
         main_job_bench.run()
         web_bench.run()
+        load_bench.run()
         metrics_bench.run()
 
 

@@ -4,6 +4,7 @@ The server runs as ``python -m marsrag serve`` on a free port with its own home 
 to a log file (a pipe nobody reads would stall it), and it may use every CPU (the bench process is pinned to
 one). Each client is a thread holding one persistent HTTP/1.1 connection; it sends its next request as soon
 as the previous response is read, and times each one from sending the request to reading the whole body.
+Queue workers (``marsrag worker``) start the same way, from :func:`background`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,40 +69,118 @@ def serve_argv(port: int, db_url: str) -> list[str]:
     return [sys.executable, "-m", "marsrag", "serve", "--host", "127.0.0.1", "--port", str(port), "--db", db_url]
 
 
-@contextmanager
-def server(argv: Sequence[str], port: int, home: Path) -> Iterator[Path]:
-    """Run ``argv`` (a server on ``port``) with ``home`` as its home until the block ends; yields its log file.
+def worker_argv(db_url: str) -> list[str]:
+    """The command that starts a queue worker over the store at ``db_url`` (the broker comes from its environment)."""
+    return [sys.executable, "-m", "marsrag", "worker", "--db", db_url]
 
-    Raises:
-        RuntimeError: the server exited, or did not answer ``GET /health`` with 200 within 30 s.
-    """
-    home.mkdir(parents=True, exist_ok=True)
-    log = home / "server.log"
+
+def _child_env(home: Path, extra_env: Mapping[str, str] | None) -> dict[str, str]:
     # No MARSRAG_* settings of the caller's (store, LLM, token, config) and no ./config: the shipped defaults.
     env = {k: v for k, v in os.environ.items() if not k.startswith("MARSRAG_")}
     env.update(HOME=str(home), MARSRAG_HOME=str(home / "marsrag"), XDG_DATA_HOME=str(home / "data"))
     env.update(XDG_CONFIG_HOME=str(home / "config"))
+    env.update(extra_env or {})
+    return env
+
+
+def _start(argv: Sequence[str], home: Path, log: Path, extra_env: Mapping[str, str] | None) -> subprocess.Popen[bytes]:
+    home.mkdir(parents=True, exist_ok=True)
     with log.open("wb") as out:
-        # preexec_fn runs in the child before exec: the server gets every CPU whatever the bench is pinned to.
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=home, preexec_fn=_unpin)
+        # preexec_fn runs in the child before exec: the child gets every CPU whatever the bench is pinned to.
+        return subprocess.Popen(
+            argv, stdout=out, stderr=subprocess.STDOUT, env=_child_env(home, extra_env), cwd=home, preexec_fn=_unpin
+        )
+
+
+def _stop(proc: subprocess.Popen[bytes], grace: float) -> None:
+    proc.terminate()
     try:
-        _wait_healthy(proc, port, log)
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@contextmanager
+def server(
+    argv: Sequence[str],
+    port: int,
+    home: Path,
+    *,
+    extra_env: Mapping[str, str] | None = None,
+    timeout: float = HEALTH_TIMEOUT_S,
+) -> Iterator[Path]:
+    """Run ``argv`` (a server on ``port``) with ``home`` as its home until the block ends; yields its log file.
+
+    ``extra_env`` is added to its environment (which otherwise holds none of the caller's ``MARSRAG_*``).
+
+    Raises:
+        RuntimeError: the server exited, or did not answer ``GET /health`` with 200 within ``timeout`` (30 s).
+    """
+    log = home / "server.log"
+    proc = _start(argv, home, log, extra_env)
+    try:
+        _wait_healthy(proc, port, log, timeout)
         try:
             yield log
         except Exception as error:
             error.add_note(f"the server's log ends:\n{tail(log)}")
             raise
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        _stop(proc, 10)
 
 
-def _wait_healthy(proc: subprocess.Popen[bytes], port: int, log: Path) -> None:
-    deadline = time.monotonic() + HEALTH_TIMEOUT_S
+@dataclass
+class Background:
+    """A child process started by :func:`background`, and the log file its output goes to."""
+
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+    def wait_for_output(self, text: str, timeout: float) -> None:
+        """Wait until the log contains ``text`` (e.g. a worker's "ready.").
+
+        Raises:
+            RuntimeError: the process exited, or ``text`` did not appear within ``timeout`` seconds.
+        """
+        deadline = time.monotonic() + timeout
+        while text not in self.log.read_text(errors="replace"):
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.proc.args!r} exited with code {self.proc.returncode}:\n{tail(self.log)}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"{self.proc.args!r} did not print {text!r} within {timeout:.0f} s:\n{tail(self.log)}"
+                )
+            time.sleep(0.2)
+
+    def wait_healthy(self, port: int, timeout: float = HEALTH_TIMEOUT_S) -> None:
+        """Wait until the process (a server) answers ``GET /health`` on ``port`` with 200.
+
+        Raises:
+            RuntimeError: it exited, or did not answer within ``timeout`` seconds.
+        """
+        _wait_healthy(self.proc, port, self.log, timeout)
+
+
+@contextmanager
+def background(
+    argv: Sequence[str], home: Path, name: str, *, extra_env: Mapping[str, str] | None = None, grace: float = 20.0
+) -> Iterator[Background]:
+    """Run ``argv`` (e.g. a queue worker) like :func:`server`, without waiting for anything; stopped at the end.
+
+    Its output goes to ``home/<name>.log``. The end sends SIGTERM and, after ``grace`` seconds (a worker's warm
+    shutdown lets its jobs finish), SIGKILL.
+    """
+    log = home / f"{name}.log"
+    proc = _start(argv, home, log, extra_env)
+    try:
+        yield Background(proc, log)
+    finally:
+        _stop(proc, grace)
+
+
+def _wait_healthy(proc: subprocess.Popen[bytes], port: int, log: Path, timeout: float = HEALTH_TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout
     while True:
         if proc.poll() is not None:
             raise RuntimeError(f"the server exited with code {proc.returncode} before answering:\n{tail(log)}")
@@ -119,7 +198,7 @@ def _wait_healthy(proc: subprocess.Popen[bytes], port: int, log: Path) -> None:
         except OSError as error:
             problem = f"GET /health: {error}"
         if time.monotonic() > deadline:
-            waited = f"{HEALTH_TIMEOUT_S:.0f} s"
+            waited = f"{timeout:.0f} s"
             raise RuntimeError(f"the server did not become healthy within {waited} ({problem}):\n{tail(log)}")
         time.sleep(0.1)
 
