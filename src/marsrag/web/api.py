@@ -14,9 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from marsrag.contract.rules import MAX_INPUT_CHARS
 from marsrag.errors import ConfigError
 from marsrag.web.backend import Backend
+from marsrag.web.errors_doc import ERROR_RESPONSES
 from marsrag.web.guards import InvalidField, backend_of, require_api_writer
 
-router = APIRouter(prefix="/api", tags=["runs"])
+router = APIRouter(prefix="/api", tags=["runs"], responses=ERROR_RESPONSES)
 health_router = APIRouter(tags=["health"])
 
 #: Session ids name a chain of runs in URLs: a conservative alphabet.
@@ -54,7 +55,7 @@ def health() -> dict[str, str]:
 def list_runs(
     backend: BackendDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
     session_id: Annotated[str | None, Query(pattern=SESSION_ID_PATTERN)] = None,
 ) -> list[dict[str, Any]]:
     """Runs, newest first."""

@@ -31,12 +31,13 @@ from marsrag.metrics.review import (
 )
 from marsrag.metrics.window import window as parse_window
 from marsrag.web.backend import Backend
+from marsrag.web.errors_doc import ERROR_RESPONSES
 from marsrag.web.guards import backend_of
 from marsrag.web.render import render
 from marsrag.web.viewmodel import StatusBadge, status_badge
 
 router = APIRouter(include_in_schema=False)
-api_router = APIRouter(prefix="/api", tags=["metrics"])
+api_router = APIRouter(prefix="/api", tags=["metrics"], responses=ERROR_RESPONSES)
 
 BackendDep = Annotated[Backend, Depends(backend_of)]
 WorkflowQuery = Annotated[str | None, Query(max_length=200, description="Only runs of this workflow.")]
