@@ -134,3 +134,21 @@ def test_an_unreachable_broker_is_a_503_and_the_run_stays_stored(tmp_path: Path,
         (row,) = client.get("/api/runs").json()
         assert row["status"] == "pending"
         assert client.get(f"/runs/{row['run_id']}").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [((), "no broker"), (("--broker", "amqp://127.0.0.1//"), "redis://"), (("--concurrency", "0"), "--concurrency")],
+)
+def test_bad_worker_settings_are_one_line_errors_with_exit_2(args: tuple[str, ...], needle: str) -> None:
+    """No broker, a broker that is not Redis, a bad concurrency: one line on stderr, exit 2, no worker."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "MARSRAG_BROKER"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "marsrag", "worker", *args], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert len(proc.stderr.strip().splitlines()) == 1 and needle in proc.stderr and "Traceback" not in proc.stderr
