@@ -24,6 +24,7 @@ from marsrag.llm.resilient import (
 )
 from marsrag.store import RunStore
 from marsrag.tasks import ProjectConfig
+from tests._net import serving
 from tests.faults.fault_llm import VALID, FaultLLM, connect_error, status_error
 from tests.integrations.test_structured_output import StrictChatServer
 
@@ -226,15 +227,8 @@ class FlakyChatServer(StrictChatServer):
 @pytest.fixture
 def flaky() -> Iterator[FlakyChatServer]:
     """The flaky server on a loopback port, shut down after the test."""
-    httpd = FlakyChatServer()
-    thread = threading.Thread(target=httpd.serve_forever, name="flaky-chat-server", daemon=True)
-    thread.start()
-    try:
+    with serving(FlakyChatServer(), "flaky-chat-server") as httpd:
         yield httpd
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
 
 
 def _run(store: RunStore, project: ProjectConfig, base_url: str, monkeypatch: pytest.MonkeyPatch, **env: str) -> Any:

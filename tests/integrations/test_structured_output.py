@@ -32,6 +32,7 @@ import pytest
 
 from marsrag.contract import LoopOutput
 from marsrag.tasks import ProjectConfig
+from tests._net import serving
 from tests.contract.samples import CONTENT, FIELDS
 
 pytestmark = pytest.mark.crewai
@@ -164,15 +165,8 @@ class _Handler(BaseHTTPRequestHandler):
 @pytest.fixture
 def server() -> Iterator[StrictChatServer]:
     """The strict chat-completions server on 127.0.0.1, an OS-chosen port; shut down after the test."""
-    httpd = StrictChatServer()
-    thread = threading.Thread(target=httpd.serve_forever, name="strict-chat-server", daemon=True)
-    thread.start()
-    try:
+    with serving(StrictChatServer(), "strict-chat-server") as httpd:
         yield httpd
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
 
 
 def _is_loopback(host: object) -> bool:

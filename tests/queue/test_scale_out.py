@@ -7,7 +7,6 @@ on one server executes on a worker and is visible, followable and repairable on 
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import pytest
 
 from marsrag.runtime.state import FALLBACK_HOOK
 from marsrag.store import open_store
+from tests._net import free_port
 from tests.contract.samples import CONTENT
 from tests.queue.conftest import Process, replay_script, wait_for
 
@@ -24,13 +24,6 @@ pytestmark = pytest.mark.crewai
 
 #: Every answer lacks its grip: each task ends partial (or failed), so each can be repaired by an operator.
 PARTIAL = json.dumps({k: v for k, v in CONTENT.items() if k != "grip"})
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def serving(base: str) -> Callable[[], bool]:

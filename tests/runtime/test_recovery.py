@@ -18,6 +18,7 @@ import pytest
 from marsrag.runtime.recovery import PENDING_GRACE, unfinished_runs
 from marsrag.runtime.state import RunRecord, utcnow
 from marsrag.store import open_store
+from tests._net import free_port
 from tests.contract.samples import CONTENT
 
 VALID = json.dumps({**CONTENT, "loop": "Which cache tier should we pre-warm first?"})
@@ -42,13 +43,6 @@ def test_unfinished_runs_are_old_pending_and_stale_running_ones(tmp_path: Path) 
         assert unfinished_runs(store) == ["dead"]  # the pending run was just queued by someone
         later = utcnow() + PENDING_GRACE + timedelta(seconds=1)
         assert unfinished_runs(store, now=later) == ["pending", "dead"]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def serve(

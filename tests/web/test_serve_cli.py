@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -13,14 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from tests._net import free_port
+
 pytestmark = pytest.mark.crewai
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def serve(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
