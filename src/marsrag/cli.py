@@ -318,8 +318,9 @@ def worker(
     Example: marsrag worker --broker redis://127.0.0.1:6379/0 --db postgresql+psycopg://db/marsrag
     """
     from marsrag.queue.worker import run_worker
+    from marsrag.runtime.executor import configured_broker
 
-    chosen = broker or os.environ.get("MARSRAG_BROKER")
+    chosen = configured_broker(broker)
     if not chosen:
         raise InputError("no broker: give --broker redis://host:6379/0 or set MARSRAG_BROKER")
     run_worker(

@@ -31,7 +31,6 @@ import contextvars
 import math
 import os
 import random
-import re
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -39,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 from marsrag.errors import InputError, MarsRAGError
+from marsrag.text import storable
 
 ENV_TIMEOUT = "MARSRAG_LLM_TIMEOUT"
 ENV_RETRIES = "MARSRAG_LLM_RETRIES"
@@ -75,9 +75,6 @@ _TRANSPORT_NAMES = frozenset(
     }
 )
 _RETRIED_STATUSES = frozenset({408, 429})
-# A lone surrogate (e.g. a byte smuggled in by "surrogateescape") cannot be encoded as UTF-8 by any database,
-# and PostgreSQL stores no NUL in text: both become U+FFFD.
-_SURROGATE = re.compile("[\x00\ud800-\udfff]")
 _CAUSE_CHARS = 300
 
 _T = TypeVar("_T")
@@ -201,7 +198,7 @@ def clean_text(value: Any) -> Any:
     if isinstance(value, bytes | bytearray):
         return bytes(value).decode("utf-8", errors="replace")
     if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
+        return storable(value)
     return value
 
 

@@ -38,8 +38,6 @@ def _bound() -> WorkflowRunner:
 
 def run_job(job: Any, run_id: str) -> str:
     """Execute (or resume) a stored run; its final status. Idempotent: a finished run is left as it is."""
-    from marsrag.runtime.liveness import is_stale
-
     runner = _bound()
     try:
         run = runner.store.get_run(run_id)
@@ -48,13 +46,11 @@ def run_job(job: Any, run_id: str) -> str:
         return "missing"
     if run.status in ("completed", "failed"):
         return run.status  # a redelivered job of a run that ended
-    if run.status == "running" and not is_stale(run):
-        # Executing in a live process (this job was redelivered early): look again later.
-        raise job.retry(countdown=BUSY_RETRY_SECONDS, max_retries=BUSY_RETRIES)
     try:
         # resume executes a pending run from its start, and a stale one from its last committed task.
         return runner.resume(run_id).status
     except ActionConflictError:
+        # Executing in a live process (this job was redelivered early), or another worker won the claim.
         raise job.retry(countdown=BUSY_RETRY_SECONDS, max_retries=BUSY_RETRIES) from None
 
 

@@ -108,13 +108,18 @@ class ThreadRunExecutor:
         self._pool.shutdown(wait=True)
 
 
+def configured_broker(explicit: str | None = None) -> str | None:
+    """The broker URL: ``explicit``, else ``MARSRAG_BROKER`` (stripped); None (in-process) when neither is set."""
+    return (explicit or os.environ.get(BROKER_ENV, "")).strip() or None
+
+
 def open_executor(runner: WorkflowRunner, *, broker: str | None = None, threads: int = 2) -> RunExecutor:
     """The executor for ``runner``: Celery workers when a broker is given (or ``MARSRAG_BROKER``), else threads.
 
     Raises:
         InputError: the broker URL is not one Celery can use.
     """
-    broker = broker or os.environ.get(BROKER_ENV) or None
+    broker = configured_broker(broker)
     if broker:
         from marsrag.queue.executor import CeleryRunExecutor
 

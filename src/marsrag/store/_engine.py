@@ -21,6 +21,7 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from marsrag.errors import StoreError
+from marsrag.text import has_unstorable, storable
 
 #: Execution option marking a connection that writes; on SQLite it begins with ``BEGIN IMMEDIATE``.
 WRITE_OPTION = "marsrag_write"
@@ -28,10 +29,6 @@ WRITE_OPTION = "marsrag_write"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 POSTGRES_CONNECT_TIMEOUT_S = 5
 
-# A lone surrogate ("\udcff": a byte smuggled into a str by "surrogateescape", e.g. from argv) is not Unicode
-# text: neither SQLite nor PostgreSQL can store it, and the driver raises UnicodeEncodeError mid-write. NUL is
-# refused by PostgreSQL in text. Both become U+FFFD (goals with a NUL are refused before this, with a reason).
-_SURROGATE = re.compile("[\x00\ud800-\udfff]")
 
 _EXPECTED = "expected sqlite:///PATH or postgresql+psycopg://USER@HOST:PORT/DATABASE"
 _PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
@@ -164,11 +161,11 @@ def _valid_unicode(
 
 def _valid_parameters(parameters: Any) -> Any:
     if isinstance(parameters, dict):
-        if any(isinstance(v, str) and _SURROGATE.search(v) for v in parameters.values()):
-            return {k: _SURROGATE.sub("\ufffd", v) if isinstance(v, str) else v for k, v in parameters.items()}
+        if any(isinstance(v, str) and has_unstorable(v) for v in parameters.values()):
+            return {k: storable(v) if isinstance(v, str) else v for k, v in parameters.items()}
     elif isinstance(parameters, tuple | list):
-        if any(isinstance(v, str) and _SURROGATE.search(v) for v in parameters):
-            return type(parameters)(_SURROGATE.sub("\ufffd", v) if isinstance(v, str) else v for v in parameters)
+        if any(isinstance(v, str) and has_unstorable(v) for v in parameters):
+            return type(parameters)(storable(v) if isinstance(v, str) else v for v in parameters)
     return parameters
 
 

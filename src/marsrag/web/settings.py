@@ -6,6 +6,8 @@ import ipaddress
 import os
 from dataclasses import dataclass, field
 
+from marsrag.runtime.executor import configured_broker
+
 #: Request bodies above this many bytes are refused with 413 (a goal is at most 100,000 characters).
 DEFAULT_MAX_BODY_BYTES = 512 * 1024
 
@@ -18,11 +20,6 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False  # a hostname: it may resolve to any interface
-
-
-def _env_broker() -> str | None:
-    """``MARSRAG_BROKER`` stripped; blank is none (in-process execution)."""
-    return os.environ.get("MARSRAG_BROKER", "").strip() or None
 
 
 #: The names a loopback server answers to (others may be a DNS-rebinding page); MARSRAG_ALLOWED_HOSTS adds more.
@@ -65,7 +62,7 @@ class WebSettings:
     token: str | None = field(default_factory=lambda: _env_token())
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     run_threads: int = 2
-    broker: str | None = field(default_factory=lambda: _env_broker())
+    broker: str | None = field(default_factory=configured_broker)
     allowed_hosts: tuple[str, ...] = field(default_factory=_env_hosts)
 
     @property
