@@ -26,11 +26,11 @@ from sqlalchemy.exc import OperationalError
 
 from bench._samples import CONTENT
 from marsrag.chain.planner import plan_transition
-from marsrag.contract import LOOP_CONTRACT_VERSION
+from marsrag.contract import LOOP_CONTRACT_VERSION, ContractIssue
 from marsrag.events.model import LoopEvent
-from marsrag.runtime.state import (
+from marsrag.runtime.summary import summarize
+from marsrag.state import (
     AttemptRecord,
-    Issue,
     LoopFields,
     Retrieval,
     Routing,
@@ -40,7 +40,6 @@ from marsrag.runtime.state import (
     Validation,
     utcnow,
 )
-from marsrag.runtime.summary import summarize
 from marsrag.store import _rows, open_store
 from marsrag.store.schema import attempts, events, runs, task_states, transitions
 from marsrag.store.sql import SqlRunStore
@@ -195,18 +194,18 @@ def _task(
     if prior:
         planned = plan_transition(prior[-1])
         fields.hook, hook_source = planned.hook, planned.mode
-    errors: list[Issue] = []
+    errors: list[ContractIssue] = []
     status = "valid"
     if partial:
         fields.reinforce, status = None, "partial"
-        errors = [Issue(field="reinforce", code="missing", message="reinforce is missing")]
+        errors = [ContractIssue(field="reinforce", code="missing", message="reinforce is missing")]
     elif failed:
         fields.payoff, fields.loop, status = None, None, "failed"
         errors = [
-            Issue(field="payoff", code="missing", message="payoff is missing"),
-            Issue(field="loop", code="missing", message="loop is missing"),
+            ContractIssue(field="payoff", code="missing", message="payoff is missing"),
+            ContractIssue(field="loop", code="missing", message="loop is missing"),
         ]
-    first_errors = [Issue(field="grip", code="missing", message="grip is missing")]
+    first_errors = [ContractIssue(field="grip", code="missing", message="grip is missing")]
     history = [(status, errors)]
     if repaired or partial or failed:
         history.insert(0, ("failed", first_errors))

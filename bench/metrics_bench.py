@@ -50,14 +50,13 @@ from sqlalchemy import Engine, insert
 from bench._samples import CONTENT
 from bench._timing import Report, best_of_timed
 from bench._web_seed import RowBatch, postgres_schema
-from marsrag.contract import LOOP_CONTRACT_VERSION
+from marsrag.contract import LOOP_CONTRACT_VERSION, ContractIssue
 from marsrag.events.model import LoopEvent
 from marsrag.metrics.compute import compute_metrics, metrics_by
 from marsrag.metrics.window import Window, window
-from marsrag.runtime.state import (
+from marsrag.state import (
     FALLBACK_HOOK,
     AttemptRecord,
-    Issue,
     LoopFields,
     Retrieval,
     Routing,
@@ -91,9 +90,9 @@ PASSAGES = (
     {"chunk_id": 23, "source": "incidents/2025-03-14-checkout.md#Timeline", "heading": "Timeline", "score": 6.5,
      "text": "p95 rose from 180 ms to 900 ms as twelve nodes restarted."},
 )  # fmt: skip
-GRIP_MISSING = [Issue(field="grip", code="missing", message="grip is missing")]
-REINFORCE_MISSING = [Issue(field="reinforce", code="missing", message="reinforce is missing")]
-LOOP_MISSING = [Issue(field="loop", code="missing", message="loop is missing")]
+GRIP_MISSING = [ContractIssue(field="grip", code="missing", message="grip is missing")]
+REINFORCE_MISSING = [ContractIssue(field="reinforce", code="missing", message="reinforce is missing")]
+LOOP_MISSING = [ContractIssue(field="loop", code="missing", message="loop is missing")]
 
 
 @dataclass
@@ -448,7 +447,7 @@ def _task(
     )
 
 
-def _errors(status: str) -> list[Issue]:
+def _errors(status: str) -> list[ContractIssue]:
     return {"valid": [], "partial": REINFORCE_MISSING, "failed": GRIP_MISSING + LOOP_MISSING}[status]
 
 

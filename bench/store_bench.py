@@ -23,8 +23,9 @@ from pathlib import Path
 
 from bench._samples import CONTENT
 from bench._timing import Report, compare, rate
+from marsrag.contract import ContractIssue
 from marsrag.events.model import LoopEvent
-from marsrag.runtime.state import AttemptRecord, Issue, LoopFields, RunRecord, TaskState, Validation, utcnow
+from marsrag.state import AttemptRecord, LoopFields, RunRecord, TaskState, Validation, utcnow
 from marsrag.store import RunStore, open_store
 from marsrag.store._engine import SQLITE_BUSY_TIMEOUT_MS
 
@@ -42,7 +43,7 @@ STATE = TaskState(
             number=1,
             raw="HOOK: ...",
             status="failed",
-            errors=[Issue(field="grip", code="missing_field", message="grip is missing")],
+            errors=[ContractIssue(field="grip", code="missing_field", message="grip is missing")],
         ),
         AttemptRecord(number=2, raw=json.dumps(CONTENT), status="valid"),
     ],

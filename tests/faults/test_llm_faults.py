@@ -7,7 +7,7 @@ import json
 import pytest
 
 from marsrag.llm.resilient import CallPolicy
-from marsrag.runtime.state import FALLBACK_HOOK
+from marsrag.state import FALLBACK_HOOK
 from marsrag.store import RunStore
 from marsrag.tasks import ProjectConfig
 from tests.contract.samples import CONTENT

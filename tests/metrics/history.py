@@ -24,10 +24,10 @@ from typing import Any
 
 import pytest
 
+from marsrag.contract import ContractIssue
 from marsrag.events.model import LoopEvent
-from marsrag.runtime.state import (
+from marsrag.state import (
     AttemptRecord,
-    Issue,
     LoopFields,
     Routing,
     RunRecord,
@@ -90,7 +90,7 @@ def approx(expected: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def _attempt(number: int, status: str, kind: str, at: datetime) -> AttemptRecord:
-    errors = [] if status == "valid" else [Issue(field="grip", code="missing_field", message="grip is missing")]
+    errors = [] if status == "valid" else [ContractIssue(field="grip", code="missing_field", message="grip is missing")]
     return AttemptRecord(number=number, raw="raw", status=status, errors=errors, kind=kind, created_at=at)  # type: ignore[arg-type]
 
 

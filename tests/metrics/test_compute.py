@@ -76,7 +76,7 @@ def test_a_later_run_counts_as_downstream_only_for_the_run_that_routed_to_its_wo
     from datetime import UTC, datetime
 
     from marsrag.metrics.compute import compute_metrics
-    from marsrag.runtime.state import LoopFields, Routing, RunRecord, TaskState, Validation
+    from marsrag.state import LoopFields, Routing, RunRecord, TaskState, Validation
 
     t0 = datetime(2026, 11, 5, 9, 0, tzinfo=UTC)
     plan = [

@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from marsrag.contract import ContractIssue
 from marsrag.metrics import Window
 from marsrag.metrics.failures import Failure, latest_failures
-from marsrag.runtime.state import AttemptRecord, Issue, LoopFields, RunRecord, TaskState, Validation
+from marsrag.state import AttemptRecord, LoopFields, RunRecord, TaskState, Validation
 from marsrag.store import RunStore
 from marsrag.store.sql import SqlRunStore
 from tests.contract.samples import CONTENT
@@ -48,7 +49,7 @@ def add_run(
         )
     )
     for position, (task_id, final, message) in enumerate(tasks):
-        issues = [] if message is None else [Issue(field="payoff", code="empty", message=message)]
+        issues = [] if message is None else [ContractIssue(field="payoff", code="empty", message=message)]
         store.save_task(
             TaskState(
                 run_id=run_id,

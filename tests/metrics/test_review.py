@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from marsrag.contract import ContractIssue
 from marsrag.errors import InputError
 from marsrag.metrics.review import (
     Ranking,
@@ -27,7 +28,7 @@ from marsrag.metrics.review import (
     weekly_review,
 )
 from marsrag.metrics.review_service import review
-from marsrag.runtime.state import AttemptRecord, Issue, LoopFields, RunRecord, TaskState, TransitionRecord, Validation
+from marsrag.state import AttemptRecord, LoopFields, RunRecord, TaskState, TransitionRecord, Validation
 from marsrag.store import RunStore, open_store
 from marsrag.store.sql import SqlRunStore
 from tests.contract.samples import CONTENT
@@ -83,7 +84,7 @@ def write_previous_week(store: RunStore) -> None:
             updated_at=P1,
         )
     )
-    issue = Issue(field="loop", code="missing", message="loop is missing")
+    issue = ContractIssue(field="loop", code="missing", message="loop is missing")
 
     def task(task_id: str, position: int, attempts: list[tuple[str, str]]) -> TaskState:
         return TaskState(

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
+from marsrag.contract import ContractIssue
 from marsrag.errors import InputError
 from marsrag.events.model import LoopEvent
-from marsrag.runtime.state import AttemptRecord, Issue, LoopFields, RunRecord, TaskState, TransitionRecord, Validation
+from marsrag.state import AttemptRecord, LoopFields, RunRecord, TaskState, TransitionRecord, Validation
 from marsrag.store import RunStore, open_store
 from marsrag.store.sql import SqlRunStore
 from marsrag.tasks import load_config, sample_config_dir
@@ -43,7 +44,7 @@ def scripted(
                 updated_at=at,
             )
         )
-        errors = [Issue(field="grip", code="empty", message="grip is empty")] if first == "partial" else []
+        errors = [ContractIssue(field="grip", code="empty", message="grip is empty")] if first == "partial" else []
         attempts = [AttemptRecord(number=1, raw="r", status=first, errors=errors)]  # type: ignore[arg-type]
         if first == "partial":
             attempts.append(AttemptRecord(number=2, raw="r", status="partial", errors=errors, kind="repair"))

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from marsrag.runtime.state import FALLBACK_HOOK
+from marsrag.state import FALLBACK_HOOK
 from marsrag.store import open_store
 from tests._net import free_port
 from tests.contract.samples import CONTENT

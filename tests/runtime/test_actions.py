@@ -10,7 +10,7 @@ import pytest
 from marsrag.chain.planner import plan_next_action
 from marsrag.errors import ActionConflictError, RunNotFoundError, TaskNotFoundError
 from marsrag.events import capture_events
-from marsrag.runtime.state import FALLBACK_HOOK
+from marsrag.state import FALLBACK_HOOK
 from marsrag.store import RunStore
 from marsrag.tasks import ProjectConfig
 from tests.contract.samples import CONTENT

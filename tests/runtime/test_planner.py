@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from marsrag.chain import plan_transition
-from marsrag.runtime.state import FALLBACK_HOOK, AttemptRecord, Issue, LoopFields, TaskState, Validation
+from marsrag.contract import ContractIssue
+from marsrag.state import FALLBACK_HOOK, AttemptRecord, LoopFields, TaskState, Validation
 from tests.contract.samples import CONTENT
 
 LOOP = CONTENT["loop"]
@@ -15,7 +16,7 @@ def state(*attempt_errors: list[tuple[str, str]], mode: str = "hard", loop: str 
     """A prior task state whose attempts failed with the given (field, code) errors (empty list: valid)."""
     attempts = []
     for number, errors in enumerate(attempt_errors, start=1):
-        issues = [Issue(field=field, code=code, message=f"{field} {code}") for field, code in errors]
+        issues = [ContractIssue(field=field, code=code, message=f"{field} {code}") for field, code in errors]
         passing = 5 - len({field for field, _ in errors})
         status = "valid" if not errors else ("partial" if passing >= 3 else "failed")
         attempts.append(AttemptRecord(number=number, raw="...", status=status, errors=issues))  # type: ignore[arg-type]

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from marsrag.runtime.recovery import PENDING_GRACE, unfinished_runs
-from marsrag.runtime.state import RunRecord, utcnow
+from marsrag.state import RunRecord, utcnow
 from marsrag.store import open_store
 from tests._net import free_port
 from tests.contract.samples import CONTENT

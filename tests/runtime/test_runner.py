@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from marsrag.events import JsonlSink, capture_events
-from marsrag.runtime.state import FALLBACK_HOOK
+from marsrag.state import FALLBACK_HOOK
 from marsrag.store import RunStore
 from marsrag.tasks import ProjectConfig, load_config, sample_config_dir
 from tests.contract.samples import CONTENT

@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
+from marsrag.contract import ContractIssue
 from marsrag.events.model import LoopEvent
-from marsrag.runtime.state import (
+from marsrag.state import (
     AttemptRecord,
-    Issue,
     LoopFields,
     Retrieval,
     Routing,
@@ -42,7 +42,7 @@ def run(run_id: str = "run-1", **changes: Any) -> RunRecord:
 
 def attempt(number: int, *, status: str = "valid", minutes: int = 0) -> AttemptRecord:
     """An attempt with raw text and (unless valid) an error."""
-    errors = [] if status == "valid" else [Issue(field="grip", code="missing_field", message="grip is missing")]
+    errors = [] if status == "valid" else [ContractIssue(field="grip", code="missing_field", message="grip is missing")]
     return AttemptRecord(
         number=number,
         raw=f"attempt {number} raw text\nHOOK: ...",
@@ -69,7 +69,7 @@ def task(run_id: str = "run-1", task_id: str = "t1", position: int = 0, **change
         "loop_contract_version": "1.0.0",
         "loop_mode": "strict",
         "validation": Validation(
-            status="partial", errors=[Issue(field=None, code="too_long", message="answer exceeds the limit")]
+            status="partial", errors=[ContractIssue(field=None, code="too_long", message="answer exceeds the limit")]
         ),
         "loop_output": fields,
         "routing": Routing(next_agent="analyst", next_tool="log_search", next_workflow="repair"),

@@ -14,7 +14,7 @@ from sqlalchemy import text
 
 from marsrag.errors import IncompatibleRecordError, RunNotFoundError, StoreError
 from marsrag.events.model import LoopEvent
-from marsrag.runtime.state import LoopFields, Retrieval, Routing, Validation
+from marsrag.state import LoopFields, Retrieval, Routing, Validation
 from marsrag.store import RunStore, open_store
 from marsrag.store._migrate import HEAD
 from marsrag.store.schema import VERSION_TABLE, include_name, metadata
@@ -271,7 +271,7 @@ def test_read_run_is_the_run_its_tasks_and_transitions_in_one_read(store: RunSto
 
 def test_claim_task_lets_one_owner_in_until_released_or_saved(store: RunStore) -> None:
     """One claim at a time, only on the given statuses; release by its owner only; saving the task frees it."""
-    from marsrag.runtime.state import utcnow
+    from marsrag.state import utcnow
 
     store.create_run(run())
     store.save_task(task())  # status partial
@@ -305,7 +305,7 @@ def test_claim_run_lets_exactly_one_of_the_racers_in(store: RunStore) -> None:
 
 def test_an_abandoned_claim_can_be_taken_over(store: RunStore) -> None:
     """A claim older than stale_before no longer holds the task."""
-    from marsrag.runtime.state import utcnow
+    from marsrag.state import utcnow
 
     store.create_run(run())
     store.save_task(task())
@@ -315,7 +315,7 @@ def test_an_abandoned_claim_can_be_taken_over(store: RunStore) -> None:
 
 def test_racing_claims_from_threads_let_exactly_one_in(store: RunStore) -> None:
     """Eight threads claim the same task at once: exactly one succeeds."""
-    from marsrag.runtime.state import utcnow
+    from marsrag.state import utcnow
 
     store.create_run(run())
     store.save_task(task())

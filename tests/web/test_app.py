@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from marsrag.errors import InputError
-from marsrag.runtime.state import FALLBACK_HOOK
+from marsrag.state import FALLBACK_HOOK
 from tests.contract.samples import CONTENT
 from tests.web.conftest import Site, answer, csrf_of
 

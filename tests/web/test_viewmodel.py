@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from marsrag.runtime.state import FALLBACK_HOOK, AttemptRecord, Issue, LoopFields, RunRecord, TaskState, Validation
-from marsrag.runtime.state import TransitionRecord as Transition
+from marsrag.contract import ContractIssue
+from marsrag.state import FALLBACK_HOOK, AttemptRecord, LoopFields, RunRecord, TaskState, Validation
+from marsrag.state import TransitionRecord as Transition
 from marsrag.web.viewmodel import (
     NEXT_ACTION_HEADING,
     SECTION_TITLES,
@@ -27,7 +28,7 @@ def state(status: str = "valid", task_id: str = "diagnose", position: int = 0, *
     """A stored task state with the sample content; invalid statuses blank the sections named in ``failing``."""
     failing: list[str] = changes.pop("failing", [])
     fields = {name: (None if name in failing else value) for name, value in CONTENT.items()}
-    errors = [Issue(field=name, code="missing_field", message=f"{name} is missing") for name in failing]
+    errors = [ContractIssue(field=name, code="missing_field", message=f"{name} is missing") for name in failing]
     values: dict[str, Any] = {
         "run_id": "r",
         "task_id": task_id,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from marsrag.runtime.state import FALLBACK_HOOK, TaskState, TransitionMode
+from marsrag.state import FALLBACK_HOOK, TaskState, TransitionMode
 
 
 @dataclass(frozen=True)

@@ -6,14 +6,17 @@ Public interface::
 """
 
 from marsrag.contract._sections import section_labels
+from marsrag.contract.issues import ContractIssue
 from marsrag.contract.model import LoopField, LoopOutput
-from marsrag.contract.result import ContractIssue, Mode, Status, ValidationResult
+from marsrag.contract.result import Mode, Status, ValidationResult
+from marsrag.contract.rules import FIELD_LIMITS
 from marsrag.contract.schema import loop_output_json_schema
 from marsrag.contract.template import (
     EXPECTED_OUTPUT_TEMPLATE,
     FIELDS,
     SECTION_INSTRUCTIONS,
     render_expected_output,
+    render_sections,
 )
 from marsrag.contract.validate import validate_output
 from marsrag.contract.version import (
@@ -28,6 +31,7 @@ from marsrag.contract.version import (
 __all__ = [
     "EXPECTED_OUTPUT_TEMPLATE",
     "FIELDS",
+    "FIELD_LIMITS",
     "LOOP_CONTRACT_VERSION",
     "SECTION_INSTRUCTIONS",
     "ContractIssue",
@@ -43,6 +47,7 @@ __all__ = [
     "loop_output_json_schema",
     "parse_version",
     "render_expected_output",
+    "render_sections",
     "section_labels",
     "validate_output",
 ]

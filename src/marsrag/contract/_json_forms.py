@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
-from marsrag.contract.result import ContractIssue
+from marsrag.contract.issues import ContractIssue
 from marsrag.contract.rules import MAX_REPAIR_CHARS
 from marsrag.contract.template import FIELDS
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from marsrag.contract.result import ContractIssue
+from marsrag.contract.issues import ContractIssue
 from marsrag.contract.rules import text_problem
 from marsrag.contract.template import FIELDS
 

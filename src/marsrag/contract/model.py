@@ -7,8 +7,9 @@ from typing import Annotated, Any, ClassVar
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict
 from pydantic_core import PydanticCustomError
 
-from marsrag.contract.rules import MAX_FIELD_CHARS, text_problem
-from marsrag.contract.template import FIELDS, SECTION_INSTRUCTIONS
+from marsrag.contract.fields import FIELDS, SECTION_INSTRUCTIONS
+from marsrag.contract.rules import MAX_FIELD_CHARS, SOFT_SENTENCES, text_problem
+from marsrag.contract.template import render_sections
 from marsrag.contract.version import LOOP_CONTRACT_VERSION
 
 
@@ -22,8 +23,9 @@ def _checked(value: str) -> str:
 
 
 def _field(name: str) -> Any:
+    low, high = SOFT_SENTENCES
     return Field(
-        description=f"{name.upper()}: {SECTION_INSTRUCTIONS[name]} 1-4 sentences; at most "
+        description=f"{name.upper()}: {SECTION_INSTRUCTIONS[name]} {low}-{high} sentences; at most "
         f"{MAX_FIELD_CHARS} characters after trimming.",
         # The rules run in Python (see _checked); the schema states them for non-Python consumers, and
         # "pattern" says what minLength cannot: non-empty after trimming.
@@ -59,4 +61,4 @@ class LoopOutput(BaseModel):
 
     def render(self) -> str:
         """Render the answer as the canonical labelled text (which validates back to the same model)."""
-        return "\n".join(f"{name.upper()}: {getattr(self, name)}" for name in FIELDS)
+        return render_sections(self.model_dump())

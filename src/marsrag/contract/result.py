@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from marsrag.contract._json_forms import unknown_key_notes
+from marsrag.contract.issues import ContractIssue
 from marsrag.contract.model import LoopOutput
 from marsrag.contract.rules import PARTIAL_MIN_FIELDS, SOFT_SENTENCES, count_sentences
 from marsrag.contract.template import FIELDS
@@ -13,24 +14,6 @@ from marsrag.contract.template import FIELDS
 Status = Literal["valid", "partial", "failed"]
 Mode = Literal["hard", "soft", "none"]
 MODES: tuple[str, ...] = get_args(Mode)
-
-
-@dataclass(frozen=True, slots=True)
-class ContractIssue:
-    """One error or warning: the field it concerns (None for the whole input), a stable code, a message.
-
-    Error codes: ``missing``, ``empty``, ``too_long``, ``not_string``, ``placeholder``, ``template_echo``
-    (fields) and ``unparseable``, ``too_long`` (whole input). Warning codes: ``sentences``, ``unknown_key``,
-    ``duplicate_key``, ``duplicate_section``, ``repaired_json``.
-    """
-
-    field: str | None
-    code: str
-    message: str
-
-    def to_dict(self) -> dict[str, str | None]:
-        """The issue as ``{field, code, message}``."""
-        return {"field": self.field, "code": self.code, "message": self.message}
 
 
 def status_for(passing: int) -> Status:
@@ -122,8 +105,6 @@ class ValidationResult:
         """Warnings: notes from normalization plus fields outside the soft sentence target."""
         if self._warnings is None:
             if self._json_source is not None:
-                from marsrag.contract._json_forms import unknown_key_notes
-
                 self._notes = unknown_key_notes(self._json_source) + self._notes
                 self._json_source = None
             low, high = SOFT_SENTENCES

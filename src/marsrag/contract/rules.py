@@ -9,13 +9,16 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from marsrag.contract.template import FIELDS, SECTION_INSTRUCTIONS
+from marsrag.contract.fields import FIELDS, SECTION_INSTRUCTIONS
 
 #: Maximum characters per field, counted after trimming surrounding whitespace.
 MAX_FIELD_CHARS: Final = 800
 
 #: Soft target for sentences per field; outside it is a warning, never an error.
 SOFT_SENTENCES: Final = (1, 4)
+
+#: The per-field limits as the instructions to a model state them ("1-4 sentences and at most 800 characters").
+FIELD_LIMITS: Final = f"{SOFT_SENTENCES[0]}-{SOFT_SENTENCES[1]} sentences and at most {MAX_FIELD_CHARS} characters"
 
 #: A schema failure with at least this many individually passing fields is ``partial``, else ``failed``.
 PARTIAL_MIN_FIELDS: Final = 3

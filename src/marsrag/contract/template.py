@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Final, Literal
 
-#: The five Loop Contract fields, in their fixed order.
-FIELDS: Final = ("hook", "grip", "payoff", "reinforce", "loop")
+from marsrag.contract.fields import FIELDS, SECTION_INSTRUCTIONS
+from marsrag.contract.rules import FIELD_LIMITS
 
-#: What each section asks for, in the exact wording of spec section 2.
-SECTION_INSTRUCTIONS: Final[dict[str, str]] = {
-    "hook": "Open with one clear tension or stakes statement anchored to the user goal.",
-    "grip": "Provide the key insight, mechanism, or diagnosis that keeps attention.",
-    "payoff": "Deliver specific value, recommendation, or resolution.",
-    "reinforce": "Strengthen confidence with evidence, constraints, or practical framing.",
-    "loop": "End with the best next question or action that naturally advances the flow.",
-}
+__all__ = [
+    "EXPECTED_OUTPUT_TEMPLATE",
+    "FIELDS",
+    "SECTION_INSTRUCTIONS",
+    "TemplateFormat",
+    "render_expected_output",
+    "render_sections",
+]
 
 #: The canonical template: five numbered lines, in this exact order and wording.
 EXPECTED_OUTPUT_TEMPLATE: Final = "\n".join(
@@ -23,7 +24,7 @@ EXPECTED_OUTPUT_TEMPLATE: Final = "\n".join(
 
 _JSON_HINT: Final = (
     "Answer with one JSON object with exactly these string keys, in this order: "
-    "hook, grip, payoff, reinforce, loop. Each value is 1-4 sentences and at most 800 characters."
+    f"{', '.join(FIELDS)}. Each value is {FIELD_LIMITS}."
 )
 _LABELS_HINT: Final = "Answer with the five labelled sections above, in this order, each on its own line."
 
@@ -51,3 +52,8 @@ def render_expected_output(format: TemplateFormat = "plain", *, extra: str | Non
     if extra and extra.strip():
         parts.append(extra.strip())
     return "\n\n".join(parts)
+
+
+def render_sections(values: Mapping[str, str | None]) -> str:
+    """The sections that have a value as canonical labelled lines (``HOOK: ...``), in contract order."""
+    return "\n".join(f"{name.upper()}: {value}" for name in FIELDS if (value := values.get(name)))

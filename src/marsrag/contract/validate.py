@@ -24,8 +24,9 @@ from marsrag.contract._json_forms import (
     unwrap,
 )
 from marsrag.contract._sections import find_sections
+from marsrag.contract.issues import ContractIssue
 from marsrag.contract.model import LoopOutput
-from marsrag.contract.result import MODES, ContractIssue, Mode, ValidationResult, status_for
+from marsrag.contract.result import MODES, Mode, ValidationResult, status_for
 from marsrag.contract.rules import MAX_INPUT_BYTES, MAX_INPUT_CHARS, text_problem
 from marsrag.contract.template import FIELDS
 

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from marsrag.runtime.state import utcnow
+from marsrag.state import utcnow
 
 EventName = Literal[
     "loop.contract.validated",

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from marsrag.contract import FIELDS, Mode, ValidationResult, validate_output
+from marsrag.contract import FIELD_LIMITS, FIELDS, Mode, ValidationResult, validate_output
 from marsrag.faults import failpoint
 
 #: How many attempts a contract task gets: its first answer and one repair.
@@ -48,8 +48,8 @@ def repair_instructions(result: ValidationResult) -> str:
     keep = f" Keep the sections that passed ({', '.join(kept)}) as they were." if kept else ""
     return (
         f"the answer does not satisfy the Loop Contract ({result.status}): {problems}.{keep} Return all five "
-        f"sections {', '.join(name.upper() for name in FIELDS)}, each non-empty, 1-4 sentences and at most 800 "
-        "characters, as one JSON object with those keys in lower case."
+        f"sections {', '.join(name.upper() for name in FIELDS)}, each non-empty, {FIELD_LIMITS}, as one JSON "
+        "object with those keys in lower case."
     )
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from marsrag.llm._local import LocalLLM
-from marsrag.runtime.routing import tokens
+from marsrag.tokens import tokens
 
 _HOOK = re.compile(r'open your HOOK with it: "(?P<hook>.+?)"\s*$', re.MULTILINE)
 _GOAL = re.compile(r'The user\'s goal: "(?P<goal>.+?)"\s*$', re.MULTILINE)

@@ -10,7 +10,7 @@ from marsrag.queue.jobs import raise_error
 
 if TYPE_CHECKING:
     from marsrag.runtime.actions import Action
-    from marsrag.runtime.state import TaskState
+    from marsrag.state import TaskState
 
 
 __all__ = ["CeleryRunExecutor", "QueueUnavailableError"]
@@ -53,7 +53,7 @@ class CeleryRunExecutor:
         """
         from celery.exceptions import TimeoutError as CeleryTimeout
 
-        from marsrag.runtime.state import TaskState
+        from marsrag.state import TaskState
 
         try:
             pending = self.app.send_task(

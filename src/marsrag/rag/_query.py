@@ -1,41 +1,27 @@
 """Free text to full-text queries that cannot fail: words only, each quoted, OR-ed together.
 
 A task's query is prose (its hook and the run's goal), not search syntax, and FTS5 rejects much of prose
-(``"``, ``*``, ``NEAR(``, a bare ``AND``). So only letters and digits survive, stopwords go (they would match
-nearly every chunk and slow the query down without changing the ranking much), and each word is quoted, so
-no input can become an operator. Any word may match (OR): the ranking, not the filter, rewards matching many.
+(``"``, ``*``, ``NEAR(``, a bare ``AND``). So only the words of :mod:`marsrag.tokens` survive, stopwords go
+(they would match nearly every chunk and slow the query down without changing the ranking much), and each
+word is quoted, so no input can become an operator. Any word may match (OR): the ranking, not the filter,
+rewards matching many.
 """
 
 from __future__ import annotations
 
-import re
+from marsrag.tokens import words
 
 #: Words kept from one query at most: a 10 KB query still makes a bounded search.
 MAX_TERMS = 32
 #: Longer "words" are noise (hashes, base64) and would never match an indexed token anyway.
 MAX_TERM_CHARS = 40
 
-# Letters and digits in any script; '_' and punctuation split words, as both backends' tokenizers do.
-_WORD = re.compile(r"[^\W_]+")
-
-STOPWORDS = frozenset(
-    """
-    a about above after again against all am an and any are as at be because been before being below between
-    both but by can could did do does doing down during each few for from further had has have having he her
-    here hers herself him himself his how i if in into is it its itself just me more most my myself no nor not
-    now of off on once only or other our ours ourselves out over own same she should so some such than that the
-    their theirs them themselves then there these they this those through to too under until up very was we
-    were what when where which while who whom why will with would you your yours yourself yourselves
-    """.split()
-)
-
 
 def terms(query: str) -> list[str]:
     """The words of ``query`` worth searching for: lower-cased, deduplicated, in order, at most MAX_TERMS."""
     found: dict[str, None] = {}
-    for match in _WORD.finditer(query):
-        word = match.group().casefold()
-        if word in STOPWORDS or len(word) > MAX_TERM_CHARS or (len(word) == 1 and not word.isdigit()):
+    for word in words(query):
+        if len(word) > MAX_TERM_CHARS or (len(word) == 1 and not word.isdigit()):
             continue
         found.setdefault(word)
         if len(found) == MAX_TERMS:

@@ -15,17 +15,17 @@ from contextlib import contextmanager
 from typing import Any, Literal
 
 from marsrag.chain.planner import plan_transition
-from marsrag.contract import FIELDS, validate_output
+from marsrag.contract import FIELDS, ContractIssue, validate_output
 from marsrag.errors import ActionConflictError, TaskNotFoundError
 from marsrag.events.model import LoopEvent
 from marsrag.events.sinks import dispatch
 from marsrag.runtime.briefing import briefing, without_placeholders
 from marsrag.runtime.liveness import STALE_AFTER, is_stale, owner_id
 from marsrag.runtime.runner import WorkflowRunner
-from marsrag.runtime.state import (
+from marsrag.runtime.summary import summarize
+from marsrag.state import (
     AttemptKind,
     AttemptRecord,
-    Issue,
     LoopFields,
     RunRecord,
     TaskState,
@@ -33,7 +33,6 @@ from marsrag.runtime.state import (
     Validation,
     utcnow,
 )
-from marsrag.runtime.summary import summarize
 
 Action = Literal["repair", "regenerate"]
 #: The statuses an operator action applies to (valid tasks need none; skipped tasks have no contract).
@@ -226,7 +225,9 @@ def _record_failure(
         number=len(state.attempts) + 1,
         raw="",
         status="failed",
-        errors=[Issue(field=None, code="action_failed", message=f"the {kind.replace('_', ' ')} failed: {reason}")],
+        errors=[
+            ContractIssue(field=None, code="action_failed", message=f"the {kind.replace('_', ' ')} failed: {reason}")
+        ],
         kind=kind,
     )
     updated = state.model_copy(update={"attempts": [*state.attempts, attempt]})
@@ -326,8 +327,8 @@ def _mode(run: RunRecord) -> Any:
     return run.loop_mode if run.loop_mode in ("hard", "soft") else "hard"
 
 
-def _issues(errors: Any) -> list[Issue]:
-    return [Issue(field=issue.field, code=issue.code, message=issue.message) for issue in errors]
+def _issues(errors: Any) -> list[ContractIssue]:
+    return [ContractIssue(field=issue.field, code=issue.code, message=issue.message) for issue in errors]
 
 
 __all__ = ["FIXABLE", "Action", "apply_action", "regenerate_sections", "repair_task"]

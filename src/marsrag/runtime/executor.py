@@ -20,7 +20,7 @@ from marsrag.errors import ActionConflictError
 if TYPE_CHECKING:
     from marsrag.runtime.actions import Action
     from marsrag.runtime.runner import WorkflowRunner
-    from marsrag.runtime.state import TaskState
+    from marsrag.state import TaskState
 
 log = logging.getLogger(__name__)
 

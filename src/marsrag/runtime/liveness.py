@@ -6,7 +6,7 @@ import os
 import socket
 from datetime import datetime, timedelta
 
-from marsrag.runtime.state import RunRecord, utcnow
+from marsrag.state import RunRecord, utcnow
 
 #: A running run whose owner is on another host is stale when it has not committed for this long.
 STALE_AFTER = timedelta(minutes=10)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from marsrag.runtime.liveness import is_stale
-from marsrag.runtime.state import utcnow
+from marsrag.state import utcnow
 from marsrag.store.base import RunStore
 
 #: A pending run younger than this is left to the process that just queued it.

@@ -8,23 +8,16 @@ candidate's text (role and goal; tool description; workflow description), weight
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from marsrag.runtime.state import Routing
+from marsrag.state import Routing
 from marsrag.tasks.config import ProjectConfig
+from marsrag.tokens import tokens
 
 CandidateKind = Literal["agent", "tool", "workflow"]
-
-_WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset(
-    "a an and are as at be by can do does for from how i if in into is it its me my of on or our should so "
-    "that the their then there these this to us was we what when where which who why will with would you "
-    "your next step per".split()
-)
 
 
 @dataclass(frozen=True)
@@ -40,28 +33,6 @@ class Router(Protocol):
     """Chooses the next agent, tool and workflow for a loop."""
 
     def route(self, loop: str, candidates: Sequence[Candidate]) -> Routing: ...
-
-
-def _stem(word: str) -> str:
-    # A light suffix stripper, enough for "changes"/"change", "planned"/"plan", "diagnosed"/"diagnose".
-    if len(word) > 5 and word.endswith("ies"):
-        word = word[:-3] + "y"
-    elif len(word) > 4 and word.endswith("s") and not word.endswith("ss"):
-        word = word[:-1]
-    for suffix in ("ing", "ed"):
-        if len(word) > len(suffix) + 3 and word.endswith(suffix):
-            word = word[: -len(suffix)]
-            break
-    if len(word) > 4 and word.endswith("e"):
-        word = word[:-1]
-    if len(word) > 4 and word[-1] == word[-2] and word[-1] not in "aeiouls":
-        word = word[:-1]
-    return word
-
-
-def tokens(text: str) -> list[str]:
-    """Lower-cased, stemmed content words."""
-    return [_stem(word) for word in _WORD.findall(text.lower()) if word not in _STOP and len(word) > 2]
 
 
 class LexicalRouter:

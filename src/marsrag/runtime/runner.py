@@ -15,7 +15,7 @@ from functools import partial
 from typing import Any
 
 from marsrag.chain.planner import PlannedTransition, plan_next_action, plan_transition
-from marsrag.contract import LOOP_CONTRACT_VERSION
+from marsrag.contract import LOOP_CONTRACT_VERSION, ContractIssue
 from marsrag.errors import ActionConflictError, InputError, StoreError
 from marsrag.events.model import LoopEvent
 from marsrag.events.sinks import EventSink, dispatch
@@ -26,10 +26,10 @@ from marsrag.runtime.briefing import briefing, without_placeholders
 from marsrag.runtime.liveness import is_stale, owner_id
 from marsrag.runtime.retrieval import NoRetriever, Retriever, retrieval_query
 from marsrag.runtime.routing import LexicalRouter, Router, project_candidates
-from marsrag.runtime.state import (
+from marsrag.runtime.summary import summarize
+from marsrag.state import (
     AttemptRecord,
     HookSource,
-    Issue,
     LoopFields,
     Retrieval,
     Routing,
@@ -39,7 +39,6 @@ from marsrag.runtime.state import (
     TransitionRecord,
     Validation,
 )
-from marsrag.runtime.summary import summarize
 from marsrag.store.base import RunStore
 from marsrag.tasks.config import AUTO_AGENT, ProjectConfig
 
@@ -378,5 +377,5 @@ class _Execution:
         return events
 
 
-def _issues(attempt: Any) -> list[Issue]:
-    return [Issue(field=issue.field, code=issue.code, message=issue.message) for issue in attempt.result.errors]
+def _issues(attempt: Any) -> list[ContractIssue]:
+    return [ContractIssue(field=issue.field, code=issue.code, message=issue.message) for issue in attempt.result.errors]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from marsrag.runtime.state import TaskState
+from marsrag.state import TaskState
 
 
 def summarize(states: Sequence[TaskState]) -> str:

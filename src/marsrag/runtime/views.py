@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from marsrag.runtime.liveness import is_stale
-from marsrag.runtime.state import RunRecord
+from marsrag.state import RunRecord
 from marsrag.store.base import RunStore
 
 

@@ -12,11 +12,10 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from marsrag.contract import LOOP_CONTRACT_VERSION, parse_version
+from marsrag.contract import LOOP_CONTRACT_VERSION, ContractIssue, parse_version
 from marsrag.errors import ContractVersionError, IncompatibleRecordError, StoreError
 from marsrag.events.model import LoopEvent
-from marsrag.runtime.state import (
-    Issue,
+from marsrag.state import (
     LoopFields,
     Retrieval,
     Routing,
@@ -65,8 +64,8 @@ def check_major(version: str, what: str) -> None:
         )
 
 
-def _issues(errors: Iterable[Issue]) -> list[dict[str, Any]]:
-    return [issue.model_dump(mode="json") for issue in errors]
+def _issues(errors: Iterable[ContractIssue]) -> list[dict[str, Any]]:
+    return [issue.to_dict() for issue in errors]
 
 
 def run_row(run: RunRecord) -> dict[str, Any]:

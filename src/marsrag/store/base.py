@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from marsrag.events.model import LoopEvent
-from marsrag.runtime.state import RunRecord, RunStatus, TaskState, TransitionRecord
+from marsrag.state import RunRecord, RunStatus, TaskState, TransitionRecord
 
 
 class RunStore(ABC):

@@ -17,7 +17,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from marsrag.errors import RunNotFoundError, StoreError
 from marsrag.events.model import LoopEvent
-from marsrag.runtime.state import RunRecord, RunStatus, TaskState, TransitionRecord, utcnow
+from marsrag.state import RunRecord, RunStatus, TaskState, TransitionRecord, utcnow
 from marsrag.store import _engine, _rows
 from marsrag.store._migrate import ensure_schema
 from marsrag.store.base import RunStore

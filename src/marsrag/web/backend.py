@@ -17,8 +17,8 @@ from marsrag.runtime.executor import RunExecutor, open_executor
 from marsrag.runtime.recovery import unfinished_runs
 from marsrag.runtime.runner import WorkflowRunner
 from marsrag.runtime.service import open_runner
-from marsrag.runtime.state import RunRecord, TaskState
 from marsrag.runtime.views import run_document, run_summary_row
+from marsrag.state import RunRecord, TaskState
 from marsrag.store.base import RunStore
 from marsrag.tasks.config import ProjectConfig
 from marsrag.web.settings import WebSettings

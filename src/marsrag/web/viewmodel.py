@@ -15,7 +15,7 @@ from typing import Any, Literal
 from marsrag.chain.planner import plan_next_action
 from marsrag.contract import FIELDS
 from marsrag.runtime.liveness import is_stale
-from marsrag.runtime.state import FALLBACK_HOOK, AttemptRecord, RunRecord, TaskState, TransitionRecord
+from marsrag.state import FALLBACK_HOOK, AttemptRecord, RunRecord, TaskState, TransitionRecord
 
 #: Card titles, in the contract's fixed order.
 SECTION_TITLES: tuple[str, ...] = tuple(name.title() for name in FIELDS)

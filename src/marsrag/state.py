@@ -1,7 +1,9 @@
-"""Typed runtime state: one record per task in the shape of spec section 4, plus runs and transitions.
+"""The records every layer shares: runs, task states (spec section 4), attempts, transitions.
 
-Structured fields are stored separately from rendered prose; every record carries the contract version it
-was made under, so a reader can tell an incompatible record from a broken one.
+They sit below the planner (``chain``), the events and the store, which all read and write them, and above
+only the contract, whose issue and status types they reuse. Structured fields are stored separately from
+rendered prose; every record carries the contract version it was made under, so a reader can tell an
+incompatible record from a broken one.
 """
 
 from __future__ import annotations
@@ -9,11 +11,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from marsrag.contract import FIELDS, LOOP_CONTRACT_VERSION
+from marsrag.contract import LOOP_CONTRACT_VERSION, ContractIssue, Status, render_sections
 
-ValidationStatus = Literal["valid", "partial", "failed", "skipped"]
+#: A task's status: the contract's verdict, or ``skipped`` for a task that ran without the contract.
+ValidationStatus = Literal[Status, "skipped"]
 TransitionMode = Literal["direct", "repair", "fallback"]
 HookSource = Literal["goal", "direct", "repair", "fallback"]
 RunStatus = Literal["pending", "running", "completed", "failed"]
@@ -29,21 +32,11 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-class Issue(BaseModel):
-    """A validation error as stored: ``{field, code, message}``."""
-
-    model_config = ConfigDict(frozen=True)
-
-    field: str | None
-    code: str
-    message: str
-
-
 class Validation(BaseModel):
     """``validation`` of spec section 4: the status and errors of the task's final attempt."""
 
     status: ValidationStatus
-    errors: list[Issue] = Field(default_factory=list)
+    errors: list[ContractIssue] = Field(default_factory=list)
 
 
 class LoopFields(BaseModel):
@@ -57,7 +50,7 @@ class LoopFields(BaseModel):
 
     def render(self) -> str:
         """The fields as labelled prose (what the rendered-text column holds)."""
-        return "\n".join(f"{name.upper()}: {getattr(self, name)}" for name in FIELDS if getattr(self, name))
+        return render_sections(self.model_dump())
 
 
 class Routing(BaseModel):
@@ -78,7 +71,7 @@ class AttemptRecord(BaseModel):
     number: int
     raw: str
     status: ValidationStatus
-    errors: list[Issue] = Field(default_factory=list)
+    errors: list[ContractIssue] = Field(default_factory=list)
     kind: AttemptKind = "answer"
     created_at: datetime = Field(default_factory=utcnow)
 

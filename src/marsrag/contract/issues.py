@@ -1,0 +1,23 @@
+"""``ContractIssue``: one error or warning about an output, the one issue type of validation and stored state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class ContractIssue:
+    """One error or warning: the field it concerns (None for the whole input), a stable code, a message.
+
+    Error codes: ``missing``, ``empty``, ``too_long``, ``not_string``, ``placeholder``, ``template_echo``
+    (fields) and ``unparseable``, ``too_long`` (whole input). Warning codes: ``sentences``, ``unknown_key``,
+    ``duplicate_key``, ``duplicate_section``, ``repaired_json``.
+    """
+
+    field: str | None
+    code: str
+    message: str
+
+    def to_dict(self) -> dict[str, str | None]:
+        """The issue as ``{field, code, message}``."""
+        return {"field": self.field, "code": self.code, "message": self.message}
