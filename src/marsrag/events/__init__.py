@@ -2,15 +2,17 @@
 
 from marsrag.events.model import EVENT_NAMES, LoopEvent
 from marsrag.events.otel import OtelSink, otel_sink_from_env
-from marsrag.events.sinks import EventSink, JsonlSink, capture_events, dispatch
+from marsrag.events.sinks import EventCapture, EventSink, JsonlSink, capture_events, dispatch, installed
 
 __all__ = [
     "EVENT_NAMES",
+    "EventCapture",
     "EventSink",
     "JsonlSink",
     "LoopEvent",
     "OtelSink",
     "capture_events",
     "dispatch",
+    "installed",
     "otel_sink_from_env",
 ]

@@ -36,16 +36,15 @@ class JsonlSink:
                 handle.write(lines)
 
 
-_captures: list[list[LoopEvent]] = []
+#: Sinks every dispatch also gives its events to, after the dispatcher's own (see :func:`installed`).
+_installed: list[EventSink] = []
 
 
 def dispatch(events: Sequence[LoopEvent], sinks: Iterable[EventSink]) -> None:
-    """Give stored events to every sink in order; a sink's exception is logged and skipped."""
+    """Give stored events to every sink in order, then to the installed ones; a sink's exception is logged."""
     if not events:
         return
-    for capture in _captures:
-        capture.extend(events)
-    for sink in sinks:
+    for sink in (*sinks, *_installed):
         try:
             sink(events)
         except Exception:  # noqa: BLE001 - observability must never fail a run
@@ -53,11 +52,32 @@ def dispatch(events: Sequence[LoopEvent], sinks: Iterable[EventSink]) -> None:
 
 
 @contextmanager
-def capture_events() -> Iterator[list[LoopEvent]]:
-    """Collect every event dispatched inside the block (the test double for sinks)."""
-    captured: list[LoopEvent] = []
-    _captures.append(captured)
+def installed(sink: EventSink) -> Iterator[EventSink]:
+    """Give ``sink`` every event dispatched in this process, by any runner, until the block ends."""
+    _installed.append(sink)
     try:
-        yield captured
+        yield sink
     finally:
-        _captures.remove(captured)
+        _installed.remove(sink)
+
+
+class EventCapture(list[LoopEvent]):
+    """A sink that keeps the events it is given, in order (a list of them)."""
+
+    def __call__(self, events: Sequence[LoopEvent]) -> None:
+        self.extend(events)
+
+
+@contextmanager
+def capture_events() -> Iterator[EventCapture]:
+    """Collect every event dispatched inside the block: an :class:`EventCapture` installed as a sink.
+
+    The test double for sinks, in the manner of structlog's ``capture_logs``::
+
+        with capture_events() as events:
+            runner.run("Checkout is slow")
+        assert [event.name for event in events][0] == "loop.contract.validated"
+    """
+    with installed(EventCapture()) as capture:
+        assert isinstance(capture, EventCapture)
+        yield capture

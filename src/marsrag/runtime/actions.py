@@ -14,23 +14,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
-from marsrag.chain.planner import plan_transition
-from marsrag.contract import FIELDS, ContractIssue, validate_output
+from marsrag.contract import FIELD_LIMITS, FIELDS, render_sections, validate_output
 from marsrag.errors import ActionConflictError, TaskNotFoundError
-from marsrag.events.model import LoopEvent
-from marsrag.events.sinks import dispatch
 from marsrag.runtime.briefing import briefing, without_placeholders
+from marsrag.runtime.commit import failed_attempt, settle
 from marsrag.runtime.liveness import STALE_AFTER, is_stale, owner_id
 from marsrag.runtime.runner import WorkflowRunner
 from marsrag.runtime.summary import summarize
 from marsrag.state import (
     AttemptKind,
     AttemptRecord,
-    LoopFields,
     RunRecord,
     TaskState,
-    TransitionRecord,
-    Validation,
+    ValidationStatus,
     utcnow,
 )
 
@@ -74,7 +70,7 @@ def _repair(runner: WorkflowRunner, run: RunRecord, state: TaskState) -> TaskSta
             number=len(state.attempts) + offset + 1,
             raw=attempt.raw,
             status=attempt.result.status,
-            errors=_issues(attempt.result.errors),
+            errors=list(attempt.result.errors),
             kind="operator_repair",
         )
         for offset, attempt in enumerate(item.guardrail.attempts)
@@ -100,7 +96,7 @@ def _regenerate(runner: WorkflowRunner, run: RunRecord, state: TaskState) -> Tas
     failing = _failing(state)
     crew = _crew(runner, run, state, machine_first=True)
     item = crew.tasks[0]
-    kept = "\n".join(f"{name.upper()}: {getattr(state.loop_output, name)}" for name in FIELDS if name not in failing)
+    kept = render_sections({name: getattr(state.loop_output, name) for name in FIELDS if name not in failing})
     problems = "; ".join(issue.message for issue in state.validation.errors if issue.field in failing)
     labels = ", ".join(name.upper() for name in failing)
     _describe(
@@ -111,8 +107,8 @@ def _regenerate(runner: WorkflowRunner, run: RunRecord, state: TaskState) -> Tas
         f"({problems or 'missing or invalid'}).\nThese sections passed and stay as they are:\n{kept or '(none)'}",
     )
     item.task.expected_output = (
-        f"Only the sections {labels}, each on its own line as `LABEL: text`: non-empty, 1-4 sentences and at "
-        "most 800 characters, consistent with the sections that passed."
+        f"Only the sections {labels}, each on its own line as `LABEL: text`: non-empty, {FIELD_LIMITS}, "
+        "consistent with the sections that passed."
     )
     error = _kickoff(crew, run)
     output: Any = getattr(item.task, "output", None)
@@ -129,7 +125,7 @@ def _regenerate(runner: WorkflowRunner, run: RunRecord, state: TaskState) -> Tas
         number=len(state.attempts) + 1,
         raw=raw,
         status=result.status,
-        errors=_issues(result.errors),
+        errors=list(result.errors),
         kind="regenerate",
     )
     return _commit(runner, run, state, dict(result.loop_output), result.status, [attempt])
@@ -221,20 +217,9 @@ def _record_failure(
     runner: WorkflowRunner, run: RunRecord, state: TaskState, kind: AttemptKind, reason: str
 ) -> TaskState:
     """Append a failed attempt naming the reason; the task's output and verdict stay as they were."""
-    attempt = AttemptRecord(
-        number=len(state.attempts) + 1,
-        raw="",
-        status="failed",
-        errors=[
-            ContractIssue(field=None, code="action_failed", message=f"the {kind.replace('_', ' ')} failed: {reason}")
-        ],
-        kind=kind,
-    )
+    attempt = failed_attempt(state, kind, reason)
     updated = state.model_copy(update={"attempts": [*state.attempts, attempt]})
-    events = [_event(run, updated, attempt)]
-    runner.store.save_task(updated, events)
-    dispatch(events, runner.sinks)
-    return updated
+    return runner.commits.commit(run, updated, [attempt]).state
 
 
 def _commit(
@@ -242,79 +227,16 @@ def _commit(
     run: RunRecord,
     state: TaskState,
     values: dict[str, str | None],
-    status: Any,
+    status: ValidationStatus,
     new_attempts: list[AttemptRecord],
 ) -> TaskState:
     """Store the task's new output with its attempts, events and (when its loop changed) a re-planned transition."""
-    fields = LoopFields(**values)
-    if state.hook_source != "goal":
-        fields.hook = state.loop_output.hook  # a chained task's hook is the derived one, whatever it answered
-    routing = runner.router.route(fields.loop, runner.candidates) if fields.loop else state.routing
-    updated = state.model_copy(
-        update={
-            "validation": Validation(status=status, errors=new_attempts[-1].errors),
-            "loop_output": fields,
-            "routing": routing,
-            "attempts": [*state.attempts, *new_attempts],
-            "rendered": fields.render(),
-        }
-    )
-    events = [_event(run, updated, attempt) for attempt in new_attempts]
-    transition, transition_events = _replan(runner, run, state, updated)
-    runner.store.save_task(updated, events, transition=transition, transition_events=transition_events)
-    dispatch([*events, *transition_events], runner.sinks)
+    attempts = [*state.attempts, *new_attempts]
+    updated = settle(state, attempts, values, status, router=runner.router, candidates=runner.candidates)
+    runner.commits.commit(run, updated, new_attempts, replan=True)
     tasks = [updated if task.task_id == updated.task_id else task for task in runner.store.get_tasks(run.run_id)]
     runner.store.set_run_status(run.run_id, run.status, summary=summarize(tasks))
     return updated
-
-
-def _replan(
-    runner: WorkflowRunner, run: RunRecord, before: TaskState, after: TaskState
-) -> tuple[TransitionRecord | None, list[LoopEvent]]:
-    """The transition out of the task re-planned from its new output, when it differs from the current one."""
-    current = next(
-        (
-            t
-            for t in reversed(runner.store.get_transitions(run.run_id))
-            if t.transition_source_task_id == before.task_id and not t.superseded
-        ),
-        None,
-    )
-    if current is None:
-        return None, []
-    planned = plan_transition(after, current.transition_target_task_id)
-    if (planned.hook, planned.mode) == (current.hook, current.transition_mode):
-        return None, []
-    transition = TransitionRecord(
-        run_id=run.run_id,
-        transition_source_task_id=before.task_id,
-        transition_target_task_id=current.transition_target_task_id,
-        transition_mode=planned.mode,
-        transition_reason=f"{planned.reason} (re-planned after an operator action)",
-        hook=planned.hook,
-    )
-    common: dict[str, Any] = {
-        "run_id": run.run_id,
-        "task_id": current.transition_target_task_id,
-        "loop_contract_version": after.loop_contract_version,
-        "loop_mode": run.loop_mode,
-        "transition_mode": planned.mode,
-    }
-    events = [LoopEvent(name="loop.transition.planned", **common)]
-    if planned.mode == "fallback":
-        events.append(LoopEvent(name="loop.transition.fallback_used", **common))
-    return transition, events
-
-
-def _event(run: RunRecord, state: TaskState, attempt: AttemptRecord) -> LoopEvent:
-    return LoopEvent(
-        name="loop.contract.validated" if attempt.status == "valid" else "loop.contract.failed",
-        run_id=run.run_id,
-        task_id=state.task_id,
-        loop_contract_version=state.loop_contract_version,
-        loop_mode=run.loop_mode,
-        validation_status=attempt.status,
-    )
 
 
 def _failing(state: TaskState) -> list[str]:
@@ -325,10 +247,6 @@ def _failing(state: TaskState) -> list[str]:
 
 def _mode(run: RunRecord) -> Any:
     return run.loop_mode if run.loop_mode in ("hard", "soft") else "hard"
-
-
-def _issues(errors: Any) -> list[ContractIssue]:
-    return [ContractIssue(field=issue.field, code=issue.code, message=issue.message) for issue in errors]
 
 
 __all__ = ["FIXABLE", "Action", "apply_action", "regenerate_sections", "repair_task"]

@@ -14,15 +14,15 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
-from marsrag.chain.planner import PlannedTransition, plan_next_action, plan_transition
-from marsrag.contract import LOOP_CONTRACT_VERSION, ContractIssue
+from marsrag.chain.planner import plan_next_action
+from marsrag.contract import LOOP_CONTRACT_VERSION
 from marsrag.errors import ActionConflictError, InputError, StoreError
 from marsrag.events.model import LoopEvent
-from marsrag.events.sinks import EventSink, dispatch
-from marsrag.faults import failpoint
+from marsrag.events.sinks import EventSink
 from marsrag.integrations.crewai import TaskOutput
 from marsrag.integrations.crewai_builders import BuiltCrew, BuiltTask, build_crew
 from marsrag.runtime.briefing import briefing, without_placeholders
+from marsrag.runtime.commit import TaskCommitter, settle
 from marsrag.runtime.liveness import is_stale, owner_id
 from marsrag.runtime.retrieval import NoRetriever, Retriever, retrieval_query
 from marsrag.runtime.routing import LexicalRouter, Router, project_candidates
@@ -32,7 +32,6 @@ from marsrag.state import (
     HookSource,
     LoopFields,
     Retrieval,
-    Routing,
     RunRecord,
     RunStatus,
     TaskState,
@@ -68,6 +67,7 @@ class WorkflowRunner:
         self.router: Router = router or LexicalRouter()
         self.retrieval_limit = retrieval_limit
         self.candidates = project_candidates(project)
+        self.commits = TaskCommitter(store, self.sinks)
 
     def start(self, goal: str, *, workflow: str | None = None, session_id: str | None = None) -> RunRecord:
         """Record a new pending run (the workflow is checked now, so a bad name writes nothing).
@@ -160,8 +160,7 @@ class WorkflowRunner:
             validation_status=last.validation.status,
             transition_mode=action.mode,
         )
-        self.store.add_events([event])
-        dispatch([event], self.sinks)
+        self.commits.record([event])
         return self.start(action.hook, workflow=chosen, session_id=prior.session_id)
 
     def _execute(self, run: RunRecord, stored: list[TaskState]) -> RunRecord:
@@ -253,43 +252,16 @@ class _Execution:
     # -- after a task (CrewAI calls this before the next task starts) ----------------------------------------
 
     def _task_done(self, index: int, output: Any) -> None:
-        item = self.built.tasks[index]
-        state = self._state(index, item, output)
-        events = self._attempt_events(state) if item.has_contract else []
-        handoff = self._plan(state, index + 1) if index + 1 < len(self.built.tasks) else None
-        failpoint("task.before_commit", item.config.name)
-        # The task's state and the transition planned from it commit together: no crash can separate them.
-        self.runner.store.save_task(
-            state,
-            events,
-            transition=handoff[0] if handoff else None,
-            transition_events=handoff[1] if handoff else (),
-        )
-        failpoint("task.after_commit", item.config.name)
-        dispatch(events + (handoff[1] if handoff else []), self.runner.sinks)
+        state = self._state(index, self.built.tasks[index], output)
+        target = self.built.tasks[index + 1].config.name if index + 1 < len(self.built.tasks) else None
+        committed = self.runner.commits.commit(self.run, state, state.attempts, target=target)
         self.states.append(state)
-        if handoff is not None:
-            self._hand_to(state, index + 1, handoff[0])
-
-    def _plan(self, prior: TaskState, index: int) -> tuple[TransitionRecord, list[LoopEvent]]:
-        """The transition from ``prior`` to task ``index``, with its events (pure: nothing stored)."""
-        target = self.built.tasks[index].config.name
-        planned = plan_transition(prior, target)
-        transition = TransitionRecord(
-            run_id=self.run.run_id,
-            transition_source_task_id=prior.task_id,
-            transition_target_task_id=target,
-            transition_mode=planned.mode,
-            transition_reason=planned.reason,
-            hook=planned.hook,
-        )
-        return transition, self._transition_events(target, planned)
+        if committed.transition is not None:
+            self._hand_to(state, index + 1, committed.transition)
 
     def _hand_over(self, prior: TaskState, index: int, *, first: bool = False) -> None:
         """Plan, store and apply a missing transition (a run stopped between a state and its transition)."""
-        transition, events = self._plan(prior, index)
-        self.runner.store.save_transition(transition, events)
-        dispatch(events, self.runner.sinks)
+        transition = self.runner.commits.commit_transition(self.run, prior, self.built.tasks[index].config.name)
         self._hand_to(prior, index, transition, first=first)
 
     def _hand_to(self, prior: TaskState, index: int, transition: TransitionRecord, *, first: bool = False) -> None:
@@ -307,75 +279,39 @@ class _Execution:
         hook, source = self.hooks[index]
         agent = next((name for name, agent in self.built.agents.items() if agent is item.task.agent), None)
         raw = output.raw if isinstance(getattr(output, "raw", None), str) else str(output)
-        common: dict[str, Any] = {
-            "run_id": self.run.run_id,
-            "task_id": item.config.name,
-            "position": index,
-            "agent": agent,
-            "loop_mode": self.built.loop_mode if item.config.narrative else "none",
-            "hook_source": source,
-            "retrieval": self.retrievals.get(index),
-        }
+        base = TaskState(
+            run_id=self.run.run_id,
+            task_id=item.config.name,
+            position=index,
+            agent=agent,
+            loop_mode=self.built.loop_mode if item.config.narrative else "none",
+            hook_source=source,
+            retrieval=self.retrievals.get(index),
+            loop_contract_version=LOOP_CONTRACT_VERSION,
+            validation=Validation(status="skipped"),
+            # The stored hook of a chained task is the derived one (spec section 3): settle keeps it.
+            loop_output=LoopFields(hook=hook),
+        )
         if item.guardrail is None or not item.guardrail.attempts:
-            return TaskState(
-                **common,
-                loop_contract_version=LOOP_CONTRACT_VERSION,
-                validation=Validation(status="skipped"),
-                loop_output=LoopFields(),
-                attempts=[AttemptRecord(number=1, raw=raw, status="skipped")],
-                rendered=raw,
-            )
+            attempts = [AttemptRecord(number=1, raw=raw, status="skipped")]
+            return base.model_copy(update={"loop_output": LoopFields(), "attempts": attempts, "rendered": raw})
         attempts = [
             AttemptRecord(
                 number=attempt.number,
                 raw=attempt.raw,
                 status=attempt.result.status,
-                errors=_issues(attempt),
+                errors=list(attempt.result.errors),
                 kind="repair" if attempt.is_repair else "answer",
             )
             for attempt in item.guardrail.attempts
         ]
         final = item.guardrail.attempts[-1].result
-        fields = LoopFields(**dict(final.loop_output))
-        if hook is not None:
-            fields.hook = hook  # the stored hook of a chained task is the derived one (spec section 3)
-        routing = self.runner.router.route(fields.loop, self.runner.candidates) if fields.loop else Routing()
-        return TaskState(
-            **common,
-            loop_contract_version=item.task.loop_contract_version or LOOP_CONTRACT_VERSION,
-            validation=Validation(status=final.status, errors=attempts[-1].errors),
-            loop_output=fields,
-            routing=routing,
-            attempts=attempts,
-            rendered=fields.render(),
+        base.loop_contract_version = item.task.loop_contract_version or LOOP_CONTRACT_VERSION
+        return settle(
+            base,
+            attempts,
+            final.loop_output,
+            final.status,
+            router=self.runner.router,
+            candidates=self.runner.candidates,
         )
-
-    def _event(self, name: str, task_id: str, **fields: Any) -> LoopEvent:
-        return LoopEvent(
-            name=name,  # type: ignore[arg-type]
-            run_id=self.run.run_id,
-            task_id=task_id,
-            loop_contract_version=LOOP_CONTRACT_VERSION,
-            loop_mode=self.built.loop_mode,
-            **fields,
-        )
-
-    def _attempt_events(self, state: TaskState) -> list[LoopEvent]:
-        return [
-            self._event(
-                "loop.contract.validated" if attempt.status == "valid" else "loop.contract.failed",
-                state.task_id,
-                validation_status=attempt.status,
-            )
-            for attempt in state.attempts
-        ]
-
-    def _transition_events(self, target: str, planned: PlannedTransition) -> list[LoopEvent]:
-        events = [self._event("loop.transition.planned", target, transition_mode=planned.mode)]
-        if planned.mode == "fallback":
-            events.append(self._event("loop.transition.fallback_used", target, transition_mode=planned.mode))
-        return events
-
-
-def _issues(attempt: Any) -> list[ContractIssue]:
-    return [ContractIssue(field=issue.field, code=issue.code, message=issue.message) for issue in attempt.result.errors]
