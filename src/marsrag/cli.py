@@ -192,9 +192,9 @@ def ingest(
 
     Example: marsrag ingest docs/ runbooks/restart.md
     """
-    from marsrag.rag.service import ingest_paths
+    from marsrag.compose import ingest as ingest_into
 
-    report = ingest_paths(list(paths), db=_settings(db=db).db, progress=format is FormatChoice.text)
+    report = ingest_into(_settings(db=db), list(paths), progress=format is FormatChoice.text)
     for skipped in report.skipped:
         _error_line("warning", f"skipped {skipped.path}: {skipped.reason}")
     if format is FormatChoice.json:

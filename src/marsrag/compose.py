@@ -10,8 +10,8 @@ Importing this module stays cheap: CrewAI and SQLAlchemy load when a runner or k
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from marsrag.errors import InputError
@@ -21,6 +21,8 @@ from marsrag.llm.select import resolve_llm
 from marsrag.queue.app import QueueSettings
 from marsrag.queue.executor import CeleryRunExecutor
 from marsrag.queue.worker import run_worker
+from marsrag.rag.report import IngestReport
+from marsrag.rag.service import ingest_paths, knowledge_base
 from marsrag.runtime.executor import RunExecutor, ThreadRunExecutor
 from marsrag.runtime.views import run_document, run_summary_row
 from marsrag.settings import Settings
@@ -29,14 +31,19 @@ from marsrag.store.base import RunStore
 from marsrag.tasks.loader import load_config
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from marsrag.rag.knowledge import KnowledgeBase
     from marsrag.runtime.actions import Action
     from marsrag.runtime.runner import WorkflowRunner
 
 __all__ = [
     "act_on_task",
     "follow_run",
+    "ingest",
     "list_runs",
     "open_executor",
+    "open_knowledge_base",
     "open_llm",
     "open_runner",
     "open_sinks",
@@ -64,6 +71,25 @@ def open_store(settings: Settings) -> RunStore:
         StoreError: a bad URL or an unreachable database.
     """
     return open_store_at(settings.db)
+
+
+def open_knowledge_base(settings: Settings) -> AbstractContextManager[KnowledgeBase]:
+    """The knowledge base in the settings' store database (a context manager: it closes).
+
+    Raises:
+        StoreError: a bad URL, or a database that cannot be reached or migrated.
+    """
+    return knowledge_base(settings.db)
+
+
+def ingest(settings: Settings, paths: Iterable[str | Path], *, progress: bool = True) -> IngestReport:
+    """Ingest files and folders into the settings' knowledge base (see :func:`marsrag.rag.service.ingest_paths`).
+
+    Raises:
+        InputError: a path does not exist.
+        StoreError: a bad URL, or the database cannot be reached, migrated or written.
+    """
+    return ingest_paths(paths, db=settings.db, progress=progress)
 
 
 @contextmanager
