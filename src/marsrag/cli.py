@@ -13,12 +13,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stdout
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from marsrag._version import __version__
 from marsrag.errors import InputError, MarsRAGError
+from marsrag.settings import Settings, resolve_settings
+
+if TYPE_CHECKING:
+    from marsrag.events.sinks import EventSink
 
 app = typer.Typer(
     name="marsrag",
@@ -45,8 +49,10 @@ class FormatChoice(StrEnum):
     json = "json"
 
 
-# Options several commands share, spelled once.
-DbOption = Annotated[str | None, typer.Option(help="Store URL; default MARSRAG_DB, else a file in the data dir.")]
+# Options several commands share, spelled once; a command hands them to _settings, resolved once there.
+DbOption = Annotated[
+    str | None, typer.Option(help="Store URL; default MARSRAG_DB, the settings file, else a file in the data dir.")
+]
 ConfigOption = Annotated[Path | None, typer.Option(help="Config folder; default ./config or the shipped sample.")]
 LlmOption = Annotated[str | None, typer.Option(help="composer (default), replay:FILE or a CrewAI model.")]
 BaseUrlOption = Annotated[
@@ -56,6 +62,27 @@ BrokerOption = Annotated[
     str | None,
     typer.Option(help="Job queue (redis://host:6379/0) run by `marsrag worker`; default MARSRAG_BROKER, else none."),
 ]
+
+
+def _settings(
+    *,
+    config: Path | None = None,
+    llm: str | None = None,
+    db: str | None = None,
+    base_url: str | None = None,
+    broker: str | None = None,
+) -> Settings:
+    """The settings of this command: its flags, else the environment, else the settings file, else defaults."""
+    return resolve_settings(config=config, llm=llm, db=db, base_url=base_url, broker=broker)
+
+
+def _progress(format: FormatChoice) -> list[EventSink]:
+    """The event sinks a command adds for people watching: the progress lines, in text format only."""
+    if format is not FormatChoice.text:
+        return []
+    from marsrag.render_text import ProgressSink  # lazy: Rich
+
+    return [ProgressSink()]
 
 
 def _version_callback(value: bool) -> None:
@@ -165,9 +192,9 @@ def ingest(
 
     Example: marsrag ingest docs/ runbooks/restart.md
     """
-    from marsrag.rag.service import ingest_paths
+    from marsrag.compose import ingest as ingest_into
 
-    report = ingest_paths(list(paths), db=db, progress=format is FormatChoice.text)
+    report = ingest_into(_settings(db=db), list(paths), progress=format is FormatChoice.text)
     for skipped in report.skipped:
         _error_line("warning", f"skipped {skipped.path}: {skipped.reason}")
     if format is FormatChoice.json:
@@ -193,20 +220,12 @@ def run(
 
     Example: marsrag run "Checkout conversion fell 8% on Android" --llm replay:answers.jsonl --format json
     """
-    from marsrag.runtime.service import run_goal
+    from marsrag.compose import run_goal
 
+    settings = _settings(config=config, llm=llm, db=db, base_url=base_url)
     with _stdout_kept_for(format):
-        document = run_goal(
-            goal,
-            workflow=workflow,
-            config=config,
-            llm=llm,
-            db=db,
-            session=session,
-            base_url=base_url,
-            progress=format is FormatChoice.text,
-        )
-    _print_run(document, format, db)
+        document = run_goal(settings, goal, workflow=workflow, session=session, sinks=_progress(format))
+    _print_run(document, format, settings.db)
     raise typer.Exit(0 if document["status"] == "completed" else 1)
 
 
@@ -216,6 +235,7 @@ def resume(
     config: ConfigOption = None,
     llm: LlmOption = None,
     db: DbOption = None,
+    base_url: BaseUrlOption = None,
     format: Annotated[FormatChoice, typer.Option(help="text, or json (the runs show document).")] = FormatChoice.text,
 ) -> None:
     """Finish a run that stopped (a crash, a killed process) without redoing its committed tasks.
@@ -224,11 +244,12 @@ def resume(
 
     Example: marsrag resume 3f2a9c... --llm openai/gpt-4o-mini
     """
-    from marsrag.runtime.service import resume_run
+    from marsrag.compose import resume_run
 
+    settings = _settings(config=config, llm=llm, db=db, base_url=base_url)
     with _stdout_kept_for(format):
-        document = resume_run(run_id, config=config, llm=llm, db=db, progress=format is FormatChoice.text)
-    _print_run(document, format, db)
+        document = resume_run(settings, run_id, sinks=_progress(format))
+    _print_run(document, format, settings.db)
     raise typer.Exit(0 if document["status"] == "completed" else 1)
 
 
@@ -248,19 +269,12 @@ def follow(
 
     Example: marsrag follow 3f2a9c... --format json
     """
-    from marsrag.runtime.service import follow_run
+    from marsrag.compose import follow_run
 
+    settings = _settings(config=config, llm=llm, db=db, base_url=base_url)
     with _stdout_kept_for(format):
-        document = follow_run(
-            run_id,
-            workflow=workflow,
-            config=config,
-            llm=llm,
-            db=db,
-            base_url=base_url,
-            progress=format is FormatChoice.text,
-        )
-    _print_run(document, format, db)
+        document = follow_run(settings, run_id, workflow=workflow, sinks=_progress(format))
+    _print_run(document, format, settings.db)
     raise typer.Exit(0 if document["status"] == "completed" else 1)
 
 
@@ -288,16 +302,8 @@ def serve(
     from marsrag.web.server import serve as run_server
     from marsrag.web.settings import WebSettings
 
-    settings = WebSettings(
-        db=db,
-        config=str(config) if config is not None else None,
-        llm=llm,
-        base_url=base_url,
-        host=host,
-        run_threads=run_threads,
-        broker=broker or None,
-    )
-    run_server(settings, port=port)
+    settings = _settings(config=config, llm=llm, db=db, base_url=base_url, broker=broker)
+    run_server(WebSettings(settings, host=host, run_threads=run_threads), port=port)
 
 
 @app.command()
@@ -317,20 +323,10 @@ def worker(
 
     Example: marsrag worker --broker redis://127.0.0.1:6379/0 --db postgresql+psycopg://db/marsrag
     """
-    from marsrag.queue.worker import run_worker
-    from marsrag.runtime.executor import configured_broker
+    from marsrag.compose import run_worker_process
 
-    chosen = configured_broker(broker)
-    if not chosen:
-        raise InputError("no broker: give --broker redis://host:6379/0 or set MARSRAG_BROKER")
-    run_worker(
-        broker=chosen,
-        config=config,
-        llm=llm,
-        db=db,
-        base_url=base_url,
-        concurrency=concurrency,
-    )
+    settings = _settings(config=config, llm=llm, db=db, base_url=base_url, broker=broker)
+    run_worker_process(settings, concurrency=concurrency)
 
 
 @app.command()
@@ -352,7 +348,7 @@ def metrics(
     from marsrag.metrics.service import metrics_document
     from marsrag.metrics.window import window as parse_window
 
-    document = metrics_document(db=db, since=since, until=until, workflow=workflow)
+    document = metrics_document(db=_settings(db=db).db, since=since, until=until, workflow=workflow)
     if format is FormatChoice.json:
         sys.stdout.write(json.dumps(document) + "\n")
         return
@@ -375,7 +371,7 @@ def review(
     """
     from marsrag.metrics.review_service import review as weekly
 
-    text = weekly(db=db, week=week, out=out)
+    text = weekly(db=_settings(db=db).db, week=week, out=out)
     if out is None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     else:
@@ -401,9 +397,10 @@ def tune(
     """
     from marsrag.metrics.service import tune as tune_modes
 
+    settings = _settings(config=config, db=db)
     result = tune_modes(
-        db=db,
-        config=str(config) if config is not None else None,
+        db=settings.db,
+        config=str(settings.config) if settings.config is not None else None,
         since=since,
         until=until,
         min_executions=min_executions,
@@ -431,9 +428,9 @@ def runs_list(
 
     Example: marsrag runs list --format json
     """
-    from marsrag.runtime.service import list_runs
+    from marsrag.compose import list_runs
 
-    rows = list_runs(db=db, limit=limit)
+    rows = list_runs(_settings(db=db), limit=limit)
     if format is FormatChoice.json:
         sys.stdout.write(json.dumps(rows, ensure_ascii=False) + "\n")
         return
@@ -452,9 +449,10 @@ def runs_show(
 
     Example: marsrag runs show 3f2a9c... --format json
     """
-    from marsrag.runtime.service import show_run
+    from marsrag.compose import show_run
 
-    _print_run(show_run(run_id, db=db), format)
+    settings = _settings(db=db)
+    _print_run(show_run(settings, run_id), format, settings.db)
 
 
 @contextmanager
@@ -470,13 +468,12 @@ def _stdout_kept_for(format: FormatChoice) -> Iterator[None]:
         yield
 
 
-def _act(action: str, run_id: str, task_id: str, **options: Any) -> None:
-    from marsrag.runtime.service import act_on_task
+def _act(action: str, run_id: str, task_id: str, settings: Settings, format: FormatChoice) -> None:
+    from marsrag.compose import act_on_task
 
-    fmt = options.pop("format")
-    with _stdout_kept_for(fmt):
-        document = act_on_task(action, run_id, task_id, **options)
-    _print_run(document, fmt, options.get("db"))
+    with _stdout_kept_for(format):
+        document = act_on_task(settings, action, run_id, task_id)
+    _print_run(document, format, settings.db)
     status = next(t["validation"]["status"] for t in document["tasks"] if t["task_id"] == task_id)
     raise typer.Exit(0 if status == "valid" else 1)
 
@@ -497,7 +494,7 @@ def runs_repair(
 
     Example: marsrag runs repair 3f2a9c... diagnose
     """
-    _act("repair", run_id, task_id, config=config, llm=llm, db=db, base_url=base_url, format=format)
+    _act("repair", run_id, task_id, _settings(config=config, llm=llm, db=db, base_url=base_url), format)
 
 
 @runs_app.command("regenerate")
@@ -514,7 +511,7 @@ def runs_regenerate(
 
     Example: marsrag runs regenerate 3f2a9c... diagnose --format json
     """
-    _act("regenerate", run_id, task_id, config=config, llm=llm, db=db, base_url=base_url, format=format)
+    _act("regenerate", run_id, task_id, _settings(config=config, llm=llm, db=db, base_url=base_url), format)
 
 
 def _print_run(document: dict[str, Any], format: FormatChoice, db: str | None = None) -> None:

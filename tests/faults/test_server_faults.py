@@ -24,10 +24,13 @@ RUN_BOUND = 180.0
 @pytest.fixture
 def app(tmp_path: Path) -> Any:
     """The real app over a fresh SQLite file (two run threads); tests give its runner a fault LLM."""
+    from marsrag.settings import resolve_settings
     from marsrag.web.app import create_app
     from marsrag.web.settings import WebSettings
 
-    return create_app(WebSettings(db=f"sqlite:///{tmp_path / 'site.db'}", llm="composer", run_threads=2))
+    return create_app(
+        WebSettings(resolve_settings(db=f"sqlite:///{tmp_path / 'site.db'}", llm="composer"), run_threads=2)
+    )
 
 
 @pytest.fixture

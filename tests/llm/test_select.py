@@ -15,9 +15,11 @@ def test_default_is_the_offline_composer(monkeypatch: pytest.MonkeyPatch, tmp_pa
     """Nothing configured: the composer."""
     from marsrag.llm.composer import OfflineComposer
     from marsrag.llm.select import resolve_llm
+    from marsrag.settings import resolve_settings
 
     monkeypatch.delenv("MARSRAG_LLM", raising=False)
     monkeypatch.setenv("MARSRAG_CONFIG", str(tmp_path / "missing.toml"))
+    assert isinstance(resolve_llm(resolve_settings().llm), OfflineComposer)
     assert isinstance(resolve_llm(None), OfflineComposer)
 
 
@@ -25,6 +27,7 @@ def test_settings_file_then_environment_then_flag(monkeypatch: pytest.MonkeyPatc
     """The settings file is read when neither the flag nor the environment says otherwise."""
     from marsrag.llm.replay import ReplayLLM
     from marsrag.llm.select import resolve_llm
+    from marsrag.settings import resolve_settings
 
     script = tmp_path / "s.jsonl"
     script.write_text('{"output": "from file"}\n')
@@ -32,11 +35,11 @@ def test_settings_file_then_environment_then_flag(monkeypatch: pytest.MonkeyPatc
     settings.write_text(f'llm = "replay:{script}"\n')
     monkeypatch.setenv("MARSRAG_CONFIG", str(settings))
     monkeypatch.delenv("MARSRAG_LLM", raising=False)
-    chosen = resolve_llm(None)
+    chosen = resolve_llm(resolve_settings().llm)
     assert isinstance(chosen, ReplayLLM) and chosen.outputs == ["from file"]
     monkeypatch.setenv("MARSRAG_LLM", "composer")
-    assert not isinstance(resolve_llm(None), ReplayLLM)
-    assert isinstance(resolve_llm(f"replay:{script}"), ReplayLLM)
+    assert not isinstance(resolve_llm(resolve_settings().llm), ReplayLLM)
+    assert isinstance(resolve_llm(resolve_settings(llm=f"replay:{script}").llm), ReplayLLM)
 
 
 def test_crewai_model_with_base_url(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -50,10 +53,11 @@ def test_crewai_model_with_base_url(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_broken_settings_file_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """A settings file that is not TOML is named in the error."""
     from marsrag.llm.select import resolve_llm
+    from marsrag.settings import resolve_settings
 
     bad = tmp_path / "config.toml"
     bad.write_text("llm = [unclosed\n")
     monkeypatch.setenv("MARSRAG_CONFIG", str(bad))
     monkeypatch.delenv("MARSRAG_LLM", raising=False)
     with pytest.raises(InputError, match="config.toml: not a readable TOML"):
-        resolve_llm(None)
+        resolve_llm(resolve_settings().llm)

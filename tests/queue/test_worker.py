@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from marsrag.compose import open_runner
 from marsrag.errors import ActionConflictError, RunNotFoundError
 from marsrag.queue.executor import CeleryRunExecutor
 from marsrag.runtime.runner import WorkflowRunner
-from marsrag.runtime.service import open_runner
+from marsrag.settings import resolve_settings
 from tests.contract.samples import CONTENT
 from tests.queue.conftest import REDIS_URL, Process, replay_script, wait_for
 
@@ -36,7 +37,7 @@ def db(tmp_path: Path) -> str:
 @pytest.fixture
 def runner(db: str) -> Iterator[WorkflowRunner]:
     """The test's own runner on the shared store: it records runs; the workers execute them."""
-    with open_runner(None, "composer", db, None) as opened:
+    with open_runner(resolve_settings(llm="composer", db=db)) as opened:
         yield opened
 
 
@@ -125,7 +126,7 @@ def test_an_unreachable_broker_is_a_503_and_the_run_stays_stored(tmp_path: Path,
     from marsrag.web.app import create_app
     from marsrag.web.settings import WebSettings
 
-    settings = WebSettings(db=db, llm="composer", broker="redis://127.0.0.1:1/0")
+    settings = WebSettings(resolve_settings(db=db, llm="composer", broker="redis://127.0.0.1:1/0"))
     with TestClient(create_app(settings)) as client:
         response = client.post("/api/runs", json={"goal": "Checkout latency breached its SLO"})
         assert response.status_code == 503, response.text

@@ -67,7 +67,8 @@ def hostile_config(target: Path) -> Path:
 
 def build_world(directory: Path) -> World:
     """Write the hostile runs: a failed, a partial and a valid task in the hostile workflow; a machine task."""
-    from marsrag.runtime.service import run_goal
+    from marsrag.compose import run_goal
+    from marsrag.settings import resolve_settings
 
     config = hostile_config(directory / "config")
     db = f"sqlite:///{directory}/hostile.db"
@@ -87,7 +88,8 @@ def build_world(directory: Path) -> World:
     for number, (workflow, goal, session, outputs) in enumerate(plans):
         replay = directory / f"replay-{number}.jsonl"
         replay.write_text("".join(json.dumps({"output": o}) + "\n" for o in outputs), encoding="utf-8")
-        document = run_goal(goal, workflow=workflow, config=str(config), llm=f"replay:{replay}", db=db, session=session)
+        settings = resolve_settings(config=config, llm=f"replay:{replay}", db=db)
+        document = run_goal(settings, goal, workflow=workflow, session=session)
         runs.append(str(document["run_id"]))
         statuses.append([task["validation"]["status"] for task in document["tasks"]])
     # The pages must hold a failed, a partial and valid tasks (else the failures table and cards are not tested).

@@ -52,12 +52,15 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
 @pytest.fixture(scope="module")
 def client(world: World, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     """The real app over the hostile store and config."""
+    from marsrag.settings import resolve_settings
     from marsrag.web.app import create_app
     from marsrag.web.settings import WebSettings
 
     replay = tmp_path_factory.mktemp("replay") / "none.jsonl"
     replay.write_text("", encoding="utf-8")
-    app = create_app(WebSettings(db=world.db, config=world.config, llm=f"replay:{replay}", run_threads=1))
+    app = create_app(
+        WebSettings(resolve_settings(db=world.db, config=world.config, llm=f"replay:{replay}"), run_threads=1)
+    )
     with TestClient(app) as opened:
         yield opened
 

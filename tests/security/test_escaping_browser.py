@@ -50,12 +50,15 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
 @pytest.fixture(scope="module")
 def base_url(world: World, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The real app over the hostile store, served by uvicorn on loopback."""
+    from marsrag.settings import resolve_settings
     from marsrag.web.app import create_app
     from marsrag.web.settings import WebSettings
 
     replay = tmp_path_factory.mktemp("replay") / "none.jsonl"
     replay.write_text("", encoding="utf-8")
-    app = create_app(WebSettings(db=world.db, config=world.config, llm=f"replay:{replay}", run_threads=1))
+    app = create_app(
+        WebSettings(resolve_settings(db=world.db, config=world.config, llm=f"replay:{replay}"), run_threads=1)
+    )
     with live_server(app) as url:
         yield url
 

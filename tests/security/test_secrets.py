@@ -244,6 +244,7 @@ def test_logging_in_process_holds_no_secret(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
     """Every log record (all loggers, DEBUG) and all output of the app and a run, including a failing request."""
+    from marsrag.settings import resolve_settings
     from marsrag.web.app import create_app
     from marsrag.web.settings import WebSettings
 
@@ -251,7 +252,7 @@ def test_logging_in_process_holds_no_secret(
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("MARSRAG_TOKEN", TOKEN)
     caplog.set_level(logging.DEBUG)
-    app = create_app(WebSettings(db=pg_url, llm=replay(tmp_path, [answer()] * 3), run_threads=1))
+    app = create_app(WebSettings(resolve_settings(db=pg_url, llm=replay(tmp_path, [answer()] * 3)), run_threads=1))
     with TestClient(app, raise_server_exceptions=False) as client:
         assert client.post("/api/runs", json={"goal": "g"}).status_code == 202
         assert app.state.backend.executor.wait(timeout=120)

@@ -14,6 +14,9 @@ from fastapi.testclient import TestClient
 
 from tests.contract.samples import CONTENT
 
+#: The keyword arguments of ``site_factory`` that are settings flags (the rest are the web server's own).
+SETTINGS_FLAGS = ("config", "llm", "db", "base_url", "broker")
+
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 
 
@@ -66,6 +69,7 @@ def browser() -> Iterator[Any]:
 @pytest.fixture
 def site_factory(tmp_path: Path) -> Iterator[Callable[..., Site]]:
     """Make a running app over a fresh SQLite file whose replay LLM answers ``outputs`` in order."""
+    from marsrag.settings import resolve_settings
     from marsrag.web.app import create_app
     from marsrag.web.settings import WebSettings
 
@@ -78,8 +82,9 @@ def site_factory(tmp_path: Path) -> Iterator[Callable[..., Site]]:
         replay = tmp_path / f"replay-{count}.jsonl"
         replay.write_text("".join(json.dumps({"output": text}) + "\n" for text in outputs or []), encoding="utf-8")
         db = f"sqlite:///{tmp_path}/site-{count}.db"
-        options: dict[str, Any] = {"db": db, "llm": f"replay:{replay}", "run_threads": 1, **settings}
-        app = create_app(WebSettings(**options))
+        flags: dict[str, Any] = {"db": db, "llm": f"replay:{replay}"}
+        flags.update((name, settings.pop(name)) for name in list(settings) if name in SETTINGS_FLAGS)
+        app = create_app(WebSettings(resolve_settings(**flags), **{"run_threads": 1, **settings}))
         client = stack.enter_context(TestClient(app))
         return Site(client, db)
 

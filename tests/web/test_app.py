@@ -37,7 +37,8 @@ def test_health_answers_ok(site: Site) -> None:
 
 def test_post_runs_returns_the_id_at_once_and_the_run_completes_in_the_background(site: Site) -> None:
     """202 with the run id (pending); the run finishes on the executor; the API shows the CLI's documents."""
-    from marsrag.runtime.service import list_runs, show_run
+    from marsrag.compose import list_runs, show_run
+    from marsrag.settings import resolve_settings
 
     response = site.client.post("/api/runs", json={"goal": "Checkout latency breached its SLO"})
     assert response.status_code == 202
@@ -45,13 +46,13 @@ def test_post_runs_returns_the_id_at_once_and_the_run_completes_in_the_backgroun
     assert started["status"] == "pending" and response.headers["location"] == f"/api/runs/{started['run_id']}"
     site.wait()
     document = site.client.get(f"/api/runs/{started['run_id']}").json()
-    assert document == show_run(started["run_id"], db=site.db)
+    assert document == show_run(resolve_settings(db=site.db), started["run_id"])
     assert document["status"] == "completed" and [t["task_id"] for t in document["tasks"]] == [
         "diagnose",
         "recommend",
         "plan",
     ]
-    assert site.client.get("/api/runs").json() == list_runs(db=site.db)
+    assert site.client.get("/api/runs").json() == list_runs(resolve_settings(db=site.db))
 
 
 def test_api_runs_list_pages_and_filters_by_session(site: Site) -> None:

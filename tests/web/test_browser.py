@@ -86,6 +86,7 @@ def ui(browser: Browser, tmp_path: Path, request: pytest.FixtureRequest) -> Iter
 
     Everything is closed at the end of the test: the page's context first, then the server.
     """
+    from marsrag.settings import resolve_settings
     from marsrag.web.app import create_app
     from marsrag.web.settings import WebSettings
 
@@ -99,7 +100,9 @@ def ui(browser: Browser, tmp_path: Path, request: pytest.FixtureRequest) -> Iter
             folder.mkdir()
             replay = folder / "replay.jsonl"
             replay.write_text("".join(json.dumps({"output": output}) + "\n" for output in outputs), encoding="utf-8")
-            settings = WebSettings(db=f"sqlite:///{folder / 'runs.db'}", llm=f"replay:{replay}", run_threads=1)
+            settings = WebSettings(
+                resolve_settings(db=f"sqlite:///{folder / 'runs.db'}", llm=f"replay:{replay}"), run_threads=1
+            )
             app = create_app(settings)
             base_url = stack.enter_context(live_server(app))
             context = browser.new_context(**context_options)

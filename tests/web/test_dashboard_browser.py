@@ -42,13 +42,16 @@ HOSTILE_GOAL = "<script>document.title='pwned'</script> checkout is slow"
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[str]:
     """The app over the scripted history (and one hostile failure), served on loopback; yields its base URL."""
+    from marsrag.settings import resolve_settings
     from marsrag.web import dashboard
     from marsrag.web.app import create_app
     from marsrag.web.settings import WebSettings
 
     replay = tmp_path / "replay.jsonl"
     replay.write_text("", encoding="utf-8")
-    app = create_app(WebSettings(db=f"sqlite:///{tmp_path / 'runs.db'}", llm=f"replay:{replay}", run_threads=1))
+    app = create_app(
+        WebSettings(resolve_settings(db=f"sqlite:///{tmp_path / 'runs.db'}", llm=f"replay:{replay}"), run_threads=1)
+    )
     if not any(getattr(route, "path", None) == "/api/metrics" for route in app.routes):
         app.include_router(dashboard.api_router)
     store = app.state.backend.store

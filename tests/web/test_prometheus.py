@@ -31,6 +31,7 @@ from marsrag.metrics.prometheus import (
     overall_family,
     rate_family,
 )
+from marsrag.settings import resolve_settings
 from marsrag.store import open_store
 from marsrag.store.sql import SqlRunStore
 from marsrag.web.app import create_app
@@ -165,7 +166,7 @@ def app_client() -> Iterator[Callable[..., TestClient]]:
     stack = ExitStack()
 
     def make(url: str, **settings: Any) -> TestClient:
-        return stack.enter_context(TestClient(create_app(WebSettings(db=url, **settings))))
+        return stack.enter_context(TestClient(create_app(WebSettings(resolve_settings(db=url), **settings))))
 
     yield make
     stack.close()
@@ -390,7 +391,7 @@ def test_every_metric_the_dashboard_queries_is_exported_by_the_live_app(history_
     """The real app on uvicorn, scraped over HTTP: each ``marsrag_*`` name in the dashboard is an exported sample,
     and every exported family is on the dashboard."""
     referenced = {name for expr in expressions(dashboard()) for name in METRIC_NAME.findall(expr)}
-    with live_server(create_app(WebSettings(db=history_db))) as base_url:
+    with live_server(create_app(WebSettings(resolve_settings(db=history_db)))) as base_url:
         with urllib.request.urlopen(f"{base_url}/metrics", timeout=30) as response:
             assert response.status == 200 and response.headers["Content-Type"] == CONTENT_TYPE_LATEST
             scrape = parse(response.read().decode("utf-8"))

@@ -2,39 +2,19 @@
 
 from __future__ import annotations
 
-import os
-import tomllib
-from pathlib import Path
 from typing import Any
 
 from marsrag.errors import InputError
 from marsrag.llm.resilient import CallPolicy, make_resilient, tune_native_client
-from marsrag.paths import data_dir
+from marsrag.settings import COMPOSER
+
+__all__ = ["COMPOSER", "REPLAY_PREFIX", "resolve_llm"]
 
 REPLAY_PREFIX = "replay:"
-#: The embedded default: the offline composer (deterministic, grounded in retrieved passages; not an LLM).
-COMPOSER = "composer"
-
-
-def settings_file() -> Path:
-    """The user settings file: ``$MARSRAG_CONFIG`` or ``<data dir>/config.toml`` (keys ``llm``, ``base_url``)."""
-    explicit = os.environ.get("MARSRAG_CONFIG")
-    return Path(explicit) if explicit else data_dir() / "config.toml"
-
-
-def _settings() -> dict[str, Any]:
-    path = settings_file()
-    if not path.is_file():
-        return {}
-    try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
-    except (OSError, tomllib.TOMLDecodeError) as error:
-        raise InputError(f"{path}: not a readable TOML settings file: {error}") from None
 
 
 def resolve_llm(spec: str | None, *, base_url: str | None = None) -> Any:
-    """The LLM object for a spec (``--llm``, else ``MARSRAG_LLM``, else the settings file, else the composer).
+    """The LLM object for a resolved spec (:attr:`marsrag.settings.Settings.llm`; None means the composer).
 
     ``composer`` (the default) is the offline composer; ``replay:FILE`` is the replay LLM over a JSON Lines
     script; anything else is handed to CrewAI as a model string (``openai/gpt-4o-mini``, ``ollama/llama3.1``),
@@ -52,9 +32,6 @@ def resolve_llm(spec: str | None, *, base_url: str | None = None) -> Any:
 
 
 def _choose(spec: str | None, base_url: str | None, policy: CallPolicy) -> Any:
-    settings = {} if spec and base_url else _settings()
-    spec = spec or os.environ.get("MARSRAG_LLM") or settings.get("llm")
-    base_url = base_url or os.environ.get("MARSRAG_BASE_URL") or settings.get("base_url")
     if not spec or spec == COMPOSER:
         from marsrag.llm.composer import OfflineComposer
 

@@ -8,28 +8,14 @@ tasks. The claim on the run (a compare-and-set in the store) keeps two workers f
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
 from marsrag.errors import InputError
+from marsrag.queue.jobs import ACT_JOB, RUN_JOB, register
+from marsrag.settings import Settings
 
-#: Job names, the contract between the processes that send jobs and the workers that execute them.
-RUN_JOB = "marsrag.run"
-ACT_JOB = "marsrag.act"
-
-
-def _seconds(name: str, default: float) -> float:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise InputError(f"{name}={raw!r}: not a number of seconds") from None
-    if value <= 0:
-        raise InputError(f"{name}={raw!r}: must be more than 0 seconds")
-    return value
+__all__ = ["ACT_JOB", "RUN_JOB", "QueueSettings", "celery_app"]
 
 
 @dataclass(frozen=True)
@@ -52,27 +38,28 @@ class QueueSettings:
     action_timeout: float = 300.0
 
     @classmethod
-    def from_env(cls, broker: str) -> QueueSettings:
-        """Settings for ``broker`` with the rest from the environment.
+    def from_settings(cls, settings: Settings) -> QueueSettings:
+        """The queue settings of the resolved ``settings`` (their broker, queue name and timeouts).
 
         Raises:
-            InputError: a setting is not usable.
+            InputError: no broker, or a broker that is not Redis.
         """
+        broker = settings.broker
+        if not broker:
+            raise InputError("no broker: give --broker redis://host:6379/0 or set MARSRAG_BROKER")
         if not broker.startswith(("redis://", "rediss://", "redis+socket://")):
             raise InputError(f"broker {broker!r}: MarsRAG's queue runs on Redis; give a redis:// URL")
         return cls(
             broker=broker,
-            queue=os.environ.get("MARSRAG_QUEUE", "").strip() or "marsrag",
-            redeliver_after=_seconds("MARSRAG_REDELIVER_AFTER", 3600.0),
-            action_timeout=_seconds("MARSRAG_ACTION_TIMEOUT", 300.0),
+            queue=settings.queue,
+            redeliver_after=settings.redeliver_after,
+            action_timeout=settings.action_timeout,
         )
 
 
 def celery_app(settings: QueueSettings) -> Any:
     """A Celery app on ``settings``, with MarsRAG's jobs registered."""
-    from celery import Celery
-
-    from marsrag.queue import jobs
+    from celery import Celery  # lazy: Celery
 
     app = Celery("marsrag", broker=settings.broker, backend=settings.broker)
     # Sweep for abandoned messages often enough that redelivery takes about redeliver_after, not 100 s more.
@@ -104,5 +91,5 @@ def celery_app(settings: QueueSettings) -> Any:
         worker_hijack_root_logger=False,
         worker_send_task_events=False,
     )
-    jobs.register(app)
+    register(app)
     return app

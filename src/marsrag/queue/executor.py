@@ -7,10 +7,11 @@ from typing import TYPE_CHECKING, Any
 from marsrag.errors import QueueUnavailableError
 from marsrag.queue.app import ACT_JOB, RUN_JOB, QueueSettings, celery_app
 from marsrag.queue.jobs import raise_error
+from marsrag.settings import resolve_settings
+from marsrag.state import TaskState
 
 if TYPE_CHECKING:
     from marsrag.runtime.actions import Action
-    from marsrag.state import TaskState
 
 
 __all__ = ["CeleryRunExecutor", "QueueUnavailableError"]
@@ -25,12 +26,12 @@ class CeleryRunExecutor:
 
     @classmethod
     def from_url(cls, broker: str) -> CeleryRunExecutor:
-        """The executor on ``broker``, with the other queue settings from the environment.
+        """The executor on ``broker``, with the other queue settings resolved as everywhere (the environment).
 
         Raises:
             InputError: a setting is not usable.
         """
-        return cls(QueueSettings.from_env(broker))
+        return cls(QueueSettings.from_settings(resolve_settings(broker=broker)))
 
     def submit(self, run_id: str) -> None:
         """Send the run to the queue; returns once the broker has it.
@@ -51,9 +52,7 @@ class CeleryRunExecutor:
             RunNotFoundError, TaskNotFoundError, ActionConflictError: as the worker's ``apply_action`` raised.
             QueueUnavailableError: no broker, or no worker finished the action in time.
         """
-        from celery.exceptions import TimeoutError as CeleryTimeout
-
-        from marsrag.state import TaskState
+        from celery.exceptions import TimeoutError as CeleryTimeout  # lazy: Celery
 
         try:
             pending = self.app.send_task(

@@ -16,6 +16,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: Job names, the contract between the processes that send jobs and the workers that execute them.
+RUN_JOB = "marsrag.run"
+ACT_JOB = "marsrag.act"
+
 #: Seconds before a run job that found its run executing elsewhere looks again.
 BUSY_RETRY_SECONDS = 15
 #: Looks before giving up on a run executing elsewhere (20 minutes: past the stale heartbeat).
@@ -59,7 +63,7 @@ def act_job(action: str, run_id: str, task_id: str) -> dict[str, Any]:
 
     Errors travel as data, not pickled exceptions: the server re-raises them as the same MarsRAG error.
     """
-    from marsrag.runtime.actions import apply_action
+    from marsrag.runtime.actions import apply_action  # lazy: CrewAI (the worker's runner loaded it already)
 
     if action not in ("repair", "regenerate"):
         return {"error": "InputError", "message": f"no action {action!r}: use repair or regenerate"}
@@ -81,8 +85,6 @@ def raise_error(result: dict[str, Any]) -> None:
 
 def register(app: Any) -> None:
     """Register the jobs on a Celery app."""
-    from marsrag.queue.app import ACT_JOB, RUN_JOB
-
     app.task(name=RUN_JOB, bind=True, ignore_result=True)(run_job)
     # An action is not redelivered: its operator waits for it now; a lost one is clicked again.
     app.task(name=ACT_JOB, acks_late=False)(act_job)

@@ -2,14 +2,13 @@
 
 A web request starts a run (a ``pending`` row) and returns at once; an executor runs it. An operator action
 (repair, regenerate) is executed by the same executor, and its caller waits for the task's new state. This
-process's thread pool is the embedded default; with ``MARSRAG_BROKER`` set, Celery workers execute both
-(:mod:`marsrag.queue`).
+process's thread pool is the embedded default; with a broker set, Celery workers execute both
+(:mod:`marsrag.queue`). :func:`marsrag.compose.open_executor` chooses between them.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -19,13 +18,9 @@ from marsrag.errors import ActionConflictError
 
 if TYPE_CHECKING:
     from marsrag.runtime.actions import Action
-    from marsrag.runtime.runner import WorkflowRunner
     from marsrag.state import TaskState
 
 log = logging.getLogger(__name__)
-
-#: The environment variable naming the Celery broker (``redis://host:6379/0``); unset: in-process execution.
-BROKER_ENV = "MARSRAG_BROKER"
 
 ActFunction = Callable[["Action", str, str], "TaskState"]
 
@@ -106,27 +101,3 @@ class ThreadRunExecutor:
     def shutdown(self) -> None:
         """Stop taking runs and wait for the ones executing."""
         self._pool.shutdown(wait=True)
-
-
-def configured_broker(explicit: str | None = None) -> str | None:
-    """The broker URL: ``explicit``, else ``MARSRAG_BROKER`` (stripped); None (in-process) when neither is set."""
-    return (explicit or os.environ.get(BROKER_ENV, "")).strip() or None
-
-
-def open_executor(runner: WorkflowRunner, *, broker: str | None = None, threads: int = 2) -> RunExecutor:
-    """The executor for ``runner``: Celery workers when a broker is given (or ``MARSRAG_BROKER``), else threads.
-
-    Raises:
-        InputError: the broker URL is not one Celery can use.
-    """
-    broker = configured_broker(broker)
-    if broker:
-        from marsrag.queue.executor import CeleryRunExecutor
-
-        return CeleryRunExecutor.from_url(broker)
-    from marsrag.runtime.actions import apply_action
-
-    # resume executes a pending run from its start and a stale one from its last committed task.
-    return ThreadRunExecutor(
-        runner.resume, lambda action, run_id, task_id: apply_action(runner, action, run_id, task_id), threads
-    )

@@ -5,22 +5,16 @@ Importing this package stays cheap: SQLAlchemy and Alembic load only when a stor
 
 from __future__ import annotations
 
-import os
-from urllib.parse import quote
-
-from marsrag.paths import data_dir
+from marsrag.settings import resolve_settings
 from marsrag.store.base import RunStore
 
 __all__ = ["RunStore", "default_db_url", "open_store"]
 
 
 def default_db_url() -> str:
-    """The store URL to use when none is given: ``$MARSRAG_DB``, else a SQLite file in the data directory."""
-    explicit = os.environ.get("MARSRAG_DB")
-    if explicit:
-        return explicit
-    # Quoted because SQLAlchemy unquotes the path part of a URL ('%', '?' and '#' would be misread).
-    return f"sqlite:///{quote(str(data_dir() / 'marsrag.db'), safe='/')}"
+    """The store URL to use when none is given: the resolved settings' (``$MARSRAG_DB``, the settings file, else
+    a SQLite file in the data directory)."""
+    return resolve_settings().db
 
 
 def open_store(url: str | None = None) -> RunStore:

@@ -71,7 +71,7 @@ def create_app(settings: WebSettings | None = None) -> FastAPI:
         AccessMiddleware,
         token=settings.token,
         requires_token=settings.requires_token,
-        hosts=settings.allowed_hosts,
+        hosts=settings.hosts,
     )
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 

@@ -9,14 +9,14 @@ import logging
 from contextlib import ExitStack
 from typing import Any
 
+from marsrag.compose import open_executor, open_runner
 from marsrag.errors import QueueUnavailableError
 from marsrag.events.model import LoopEvent
 from marsrag.events.sinks import dispatch
 from marsrag.runtime.actions import Action
-from marsrag.runtime.executor import RunExecutor, open_executor
+from marsrag.runtime.executor import RunExecutor
 from marsrag.runtime.recovery import unfinished_runs
 from marsrag.runtime.runner import WorkflowRunner
-from marsrag.runtime.service import open_runner
 from marsrag.runtime.views import run_document, run_summary_row
 from marsrag.state import RunRecord, TaskState
 from marsrag.store.base import RunStore
@@ -38,12 +38,8 @@ class Backend:
         self.settings = settings
         self._stack = ExitStack()
         try:
-            self.runner: WorkflowRunner = self._stack.enter_context(
-                open_runner(settings.config, settings.llm, settings.db, settings.base_url)
-            )
-            self.executor: RunExecutor = open_executor(
-                self.runner, broker=settings.broker, threads=settings.run_threads
-            )
+            self.runner: WorkflowRunner = self._stack.enter_context(open_runner(settings.settings))
+            self.executor: RunExecutor = open_executor(self.runner, settings.settings, threads=settings.run_threads)
             self.recovered = self._recover()
         except BaseException:
             self._stack.close()

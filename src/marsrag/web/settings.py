@@ -1,12 +1,11 @@
-"""Settings of the web server: what to serve (store, config, LLM) and how to guard it."""
+"""Settings of the web server: how it serves and guards what the resolved :class:`~marsrag.settings.Settings` name."""
 
 from __future__ import annotations
 
 import ipaddress
-import os
 from dataclasses import dataclass, field
 
-from marsrag.runtime.executor import configured_broker
+from marsrag.settings import Settings, resolve_settings
 
 #: Request bodies above this many bytes are refused with 413 (a goal is at most 100,000 characters).
 DEFAULT_MAX_BODY_BYTES = 512 * 1024
@@ -26,44 +25,37 @@ def is_loopback(host: str) -> bool:
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
 
-def _env_hosts() -> tuple[str, ...]:
-    """``LOOPBACK_HOSTS`` plus the comma-separated names in ``MARSRAG_ALLOWED_HOSTS``."""
-    extra = [name.strip() for name in os.environ.get("MARSRAG_ALLOWED_HOSTS", "").split(",") if name.strip()]
-    return (*LOOPBACK_HOSTS, *extra)
-
-
-def _env_token() -> str | None:
-    """``MARSRAG_TOKEN`` stripped; blank is no token (the bearer header's value is stripped: it could never match)."""
-    return os.environ.get("MARSRAG_TOKEN", "").strip() or None
-
-
 @dataclass(frozen=True)
 class WebSettings:
-    """What the server serves and how it guards it; the same defaults as ``marsrag run``.
+    """How the server serves: around the resolved :class:`Settings` (store, config, LLM, broker) of ``marsrag run``.
 
     Attributes:
-        db: store URL (None: ``MARSRAG_DB``, else a file in the data directory).
-        config: config folder (None: ``./config``, else the shipped sample).
-        llm: ``composer`` (default), ``replay:FILE`` or a CrewAI model string.
-        base_url: OpenAI-compatible server for ``llm``.
+        settings: what to serve and execute with (default: resolved from the environment and the settings file).
         host: the address the server binds to; off loopback, mutating requests need ``token``.
-        token: the bearer token (None: ``MARSRAG_TOKEN``).
+        token: the bearer token (None: the settings' ``MARSRAG_TOKEN``).
         max_body_bytes: larger request bodies get 413.
         run_threads: runs executing at once in this process (without a broker).
-        allowed_hosts: on loopback, the Host names served (None: loopback names and ``MARSRAG_ALLOWED_HOSTS``).
-        broker: the job queue (None: ``MARSRAG_BROKER``); set, runs and actions execute on ``marsrag worker``.
+        allowed_hosts: on loopback, the Host names served (None: loopback names and the settings' allowed hosts).
     """
 
-    db: str | None = None
-    config: str | None = None
-    llm: str | None = None
-    base_url: str | None = None
+    settings: Settings = field(default_factory=resolve_settings)
     host: str = "127.0.0.1"
-    token: str | None = field(default_factory=lambda: _env_token())
+    token: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     run_threads: int = 2
-    broker: str | None = field(default_factory=configured_broker)
-    allowed_hosts: tuple[str, ...] = field(default_factory=_env_hosts)
+    allowed_hosts: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        # Frozen: the defaults that come from the settings are filled in once, here.
+        if self.token is None:
+            object.__setattr__(self, "token", self.settings.token)
+        if self.allowed_hosts is None:
+            object.__setattr__(self, "allowed_hosts", (*LOOPBACK_HOSTS, *self.settings.allowed_hosts))
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        """The Host names a loopback server answers to."""
+        return self.allowed_hosts if self.allowed_hosts is not None else LOOPBACK_HOSTS
 
     @property
     def requires_token(self) -> bool:

@@ -1,0 +1,242 @@
+"""The composition root: the one place that opens MarsRAG's parts from resolved :class:`Settings`.
+
+From one ``Settings`` it opens the project config, the LLM, the store, the knowledge base, the event sinks,
+the workflow runner and the run executor (this process's threads, or the job queue's workers when a broker
+is set), and closes them in the reverse order. The CLI, ``marsrag serve`` and ``marsrag worker`` open the
+runtime here and nowhere else; the library below never reads the environment or the settings file itself.
+
+Importing this module stays cheap: CrewAI and SQLAlchemy load when a runner or knowledge base is opened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from typing import TYPE_CHECKING, Any
+
+from marsrag.errors import InputError
+from marsrag.events.otel import otel_sink_from_env
+from marsrag.events.sinks import EventSink, JsonlSink
+from marsrag.llm.select import resolve_llm
+from marsrag.queue.app import QueueSettings
+from marsrag.queue.executor import CeleryRunExecutor
+from marsrag.queue.worker import run_worker
+from marsrag.rag.report import IngestReport
+from marsrag.rag.service import ingest_paths, knowledge_base
+from marsrag.runtime.executor import RunExecutor, ThreadRunExecutor
+from marsrag.runtime.views import run_document, run_summary_row
+from marsrag.settings import Settings
+from marsrag.store import open_store as open_store_at
+from marsrag.store.base import RunStore
+from marsrag.tasks.loader import load_config
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from marsrag.rag.knowledge import KnowledgeBase
+    from marsrag.runtime.actions import Action
+    from marsrag.runtime.runner import WorkflowRunner
+
+__all__ = [
+    "act_on_task",
+    "follow_run",
+    "ingest",
+    "list_runs",
+    "open_executor",
+    "open_knowledge_base",
+    "open_llm",
+    "open_runner",
+    "open_sinks",
+    "open_store",
+    "resume_run",
+    "run_goal",
+    "run_worker_process",
+    "show_run",
+]
+
+
+def open_llm(settings: Settings) -> Any:
+    """The LLM the settings name (with the call policy every LLM gets).
+
+    Raises:
+        InputError: the replay file cannot be used, or a call-policy variable is not a usable number.
+    """
+    return resolve_llm(settings.llm, base_url=settings.base_url)
+
+
+def open_store(settings: Settings) -> RunStore:
+    """The run store at the settings' URL, created and migrated as needed (a context manager: it closes).
+
+    Raises:
+        StoreError: a bad URL or an unreachable database.
+    """
+    return open_store_at(settings.db)
+
+
+def open_knowledge_base(settings: Settings) -> AbstractContextManager[KnowledgeBase]:
+    """The knowledge base in the settings' store database (a context manager: it closes).
+
+    Raises:
+        StoreError: a bad URL, or a database that cannot be reached or migrated.
+    """
+    return knowledge_base(settings.db)
+
+
+def ingest(settings: Settings, paths: Iterable[str | Path], *, progress: bool = True) -> IngestReport:
+    """Ingest files and folders into the settings' knowledge base (see :func:`marsrag.rag.service.ingest_paths`).
+
+    Raises:
+        InputError: a path does not exist.
+        StoreError: a bad URL, or the database cannot be reached, migrated or written.
+    """
+    return ingest_paths(paths, db=settings.db, progress=progress)
+
+
+@contextmanager
+def open_sinks(settings: Settings, extra: Sequence[EventSink] = ()) -> Iterator[list[EventSink]]:
+    """The event sinks: ``events.jsonl`` in the data directory, OpenTelemetry when ``OTEL_*`` configures it, ``extra``.
+
+    On exit the OpenTelemetry sink sends its batched records, even when the body raised.
+    """
+    otel = otel_sink_from_env()
+    sinks: list[EventSink] = [JsonlSink(settings.data_dir / "events.jsonl"), *([otel] if otel else []), *extra]
+    try:
+        yield sinks
+    finally:
+        if otel is not None:
+            otel.shutdown()
+
+
+@contextmanager
+def open_runner(
+    settings: Settings, *, workflow: str | None = None, sinks: Sequence[EventSink] = ()
+) -> Iterator[WorkflowRunner]:
+    """A workflow runner on the settings' project, LLM and store, with the configured sinks and ``sinks``.
+
+    Checks come cheapest first (config, workflow name, LLM spec, database), so bad input is reported before
+    anything is opened or stored. The knowledge base lives in the run store's database: the retrieval step
+    searches it there.
+
+    Raises:
+        ConfigError, InputError, StoreError: bad config, workflow, LLM spec or database.
+    """
+    from marsrag.rag.knowledge import KnowledgeBase  # lazy: SQLAlchemy
+    from marsrag.runtime.runner import WorkflowRunner  # lazy: CrewAI
+
+    project = load_config(settings.config)
+    if workflow is not None:
+        project.workflow(workflow)
+    model = open_llm(settings)
+    with open_sinks(settings, sinks) as opened, open_store(settings) as store:
+        # Untyped as before: the knowledge base shares the SQL store's engine until the store seam offers it.
+        engine: Any = getattr(store, "engine")  # noqa: B009
+        yield WorkflowRunner(store, project, model, sinks=opened, retriever=KnowledgeBase(engine))
+
+
+def open_executor(runner: WorkflowRunner, settings: Settings, *, threads: int = 2) -> RunExecutor:
+    """The executor for ``runner``: the job queue's workers when the settings name a broker, else ``threads`` threads.
+
+    Raises:
+        InputError: the broker URL is not one the queue can use.
+    """
+    if settings.broker:
+        return CeleryRunExecutor(QueueSettings.from_settings(settings))
+    from marsrag.runtime.actions import apply_action  # lazy: CrewAI
+
+    def act(action: Action, run_id: str, task_id: str) -> Any:
+        return apply_action(runner, action, run_id, task_id)
+
+    # resume executes a pending run from its start and a stale one from its last committed task.
+    return ThreadRunExecutor(runner.resume, act, threads)
+
+
+def run_worker_process(settings: Settings, *, concurrency: int = 1) -> None:
+    """``marsrag worker``: open the runtime and execute the queue's jobs on it until stopped.
+
+    Raises:
+        InputError: no broker, or a queue setting that is not usable (checked before anything is opened).
+        ConfigError, StoreError: bad config, LLM spec or database (nothing starts).
+    """
+    if not settings.broker:
+        raise InputError("no broker: give --broker redis://host:6379/0 or set MARSRAG_BROKER")
+    queue = QueueSettings.from_settings(settings)
+    with open_runner(settings) as runner:
+        run_worker(runner, queue, concurrency=concurrency)
+
+
+def run_goal(
+    settings: Settings,
+    goal: str,
+    *,
+    workflow: str | None = None,
+    session: str | None = None,
+    sinks: Sequence[EventSink] = (),
+) -> dict[str, Any]:
+    """Run a workflow for a goal and return the run document (as ``runs show`` prints it).
+
+    Raises:
+        ConfigError, InputError, StoreError: bad config, workflow, LLM spec or database (nothing is run).
+    """
+    with open_runner(settings, workflow=workflow, sinks=sinks) as runner:
+        record = runner.run(goal, workflow=workflow, session_id=session)
+        return run_document(runner.store, record.run_id)
+
+
+def resume_run(settings: Settings, run_id: str, *, sinks: Sequence[EventSink] = ()) -> dict[str, Any]:
+    """Finish a stopped run without redoing its committed tasks; return its run document.
+
+    Raises:
+        RunNotFoundError: no such run.
+        ConfigError, InputError, StoreError: bad config, LLM spec or database.
+    """
+    with open_runner(settings, sinks=sinks) as runner:
+        runner.store.get_run(run_id)  # an unknown id is an error before anything else
+        record = runner.resume(run_id)
+        return run_document(runner.store, record.run_id)
+
+
+def follow_run(
+    settings: Settings, run_id: str, *, workflow: str | None = None, sinks: Sequence[EventSink] = ()
+) -> dict[str, Any]:
+    """Follow a run's next action: start the next run of its session with its final loop as the goal.
+
+    The workflow is ``workflow`` when given, else the one the final loop routed to when it is registered,
+    else the followed run's. Records ``loop.action.followed`` on the followed run.
+
+    Raises:
+        RunNotFoundError: no such run.
+        InputError: the run has no loop to follow.
+    """
+    with open_runner(settings, workflow=workflow, sinks=sinks) as runner:
+        record = runner.follow(run_id, workflow=workflow)
+        return run_document(runner.store, record.run_id)
+
+
+def act_on_task(settings: Settings, action: str, run_id: str, task_id: str) -> dict[str, Any]:
+    """Run an operator action (``repair`` or ``regenerate``) on a stored task; return the run document.
+
+    Raises:
+        RunNotFoundError, TaskNotFoundError: no such run or task.
+        ActionConflictError: the action does not apply to the task (valid, no contract, run still executing).
+    """
+    from marsrag.runtime.actions import apply_action  # lazy: CrewAI
+
+    with open_runner(settings) as runner:
+        apply_action(runner, "repair" if action == "repair" else "regenerate", run_id, task_id)
+        return run_document(runner.store, run_id)
+
+
+def list_runs(settings: Settings, *, limit: int | None = None) -> list[dict[str, Any]]:
+    """The ``runs list`` rows, newest first."""
+    with open_store(settings) as store:
+        return [run_summary_row(run) for run in store.list_runs(limit=limit)]
+
+
+def show_run(settings: Settings, run_id: str) -> dict[str, Any]:
+    """The run document of one run.
+
+    Raises:
+        RunNotFoundError: no such run.
+    """
+    with open_store(settings) as store:
+        return run_document(store, run_id)

@@ -1,0 +1,184 @@
+"""MarsRAG's settings, resolved once: a command-line flag, else the environment, else the settings file, else a default.
+
+The settings file is TOML, named by ``$MARSRAG_CONFIG``, else ``<data dir>/config.toml``; it may set ``llm``,
+``base_url``, ``db`` and ``broker`` (other keys are ignored). It is read only when a flag or the environment
+leaves one of those unset. ``--config`` names the *config folder* (agents, tasks, workflows), not this file.
+
+This is the only module reading the configuration variables ``MARSRAG_CONFIG``, ``MARSRAG_LLM``,
+``MARSRAG_BASE_URL``, ``MARSRAG_DB``, ``MARSRAG_BROKER``, ``MARSRAG_TOKEN``, ``MARSRAG_ALLOWED_HOSTS``,
+``MARSRAG_QUEUE``, ``MARSRAG_REDELIVER_AFTER`` and ``MARSRAG_ACTION_TIMEOUT`` (the data directory's
+``MARSRAG_HOME`` is :mod:`marsrag.paths`'; the LLM call policy's ``MARSRAG_LLM_*`` is :mod:`marsrag.llm.resilient`'s).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from marsrag.errors import InputError
+from marsrag.paths import data_dir
+
+__all__ = ["COMPOSER", "ENV", "FILE_KEYS", "Settings", "default_store_url", "resolve_settings", "settings_file"]
+
+#: The embedded default LLM: the offline composer (deterministic, grounded in retrieved passages; not an LLM).
+COMPOSER = "composer"
+
+#: The environment variable of each setting a flag, the environment and the settings file can all give.
+ENV = {"llm": "MARSRAG_LLM", "base_url": "MARSRAG_BASE_URL", "db": "MARSRAG_DB", "broker": "MARSRAG_BROKER"}
+#: The keys the settings file may set.
+FILE_KEYS = tuple(ENV)
+
+SETTINGS_FILE_ENV = "MARSRAG_CONFIG"
+TOKEN_ENV = "MARSRAG_TOKEN"
+ALLOWED_HOSTS_ENV = "MARSRAG_ALLOWED_HOSTS"
+QUEUE_ENV = "MARSRAG_QUEUE"
+REDELIVER_AFTER_ENV = "MARSRAG_REDELIVER_AFTER"
+ACTION_TIMEOUT_ENV = "MARSRAG_ACTION_TIMEOUT"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    """Everything configurable about where MarsRAG reads and writes and what it runs with.
+
+    Attributes:
+        data_dir: where MarsRAG keeps its data (``$MARSRAG_HOME``, else the XDG data directory).
+        settings_file: the TOML settings file consulted (``$MARSRAG_CONFIG``, else ``<data dir>/config.toml``).
+        config: the config folder (None: ``./config`` when present, else the shipped sample).
+        llm: ``composer`` (default), ``replay:FILE`` or a CrewAI model string.
+        base_url: the OpenAI-compatible server for ``llm`` (Ollama, vLLM...).
+        db: the store URL (default: a SQLite file in the data directory).
+        broker: the job queue's Redis URL; None: runs and actions execute in-process.
+        token: the bearer token mutating web requests need off loopback (``$MARSRAG_TOKEN``; blank is none).
+        allowed_hosts: extra Host names a loopback web server answers to (``$MARSRAG_ALLOWED_HOSTS``, commas).
+        queue: the queue's name (``$MARSRAG_QUEUE``, default ``marsrag``): servers and workers must agree.
+        redeliver_after: seconds before an unacknowledged job goes to another worker (``$MARSRAG_REDELIVER_AFTER``).
+        action_timeout: seconds a server waits for a worker's operator action (``$MARSRAG_ACTION_TIMEOUT``).
+    """
+
+    data_dir: Path
+    settings_file: Path
+    db: str
+    config: Path | None = None
+    llm: str = COMPOSER
+    base_url: str | None = None
+    broker: str | None = None
+    token: str | None = None
+    allowed_hosts: tuple[str, ...] = ()
+    queue: str = "marsrag"
+    redeliver_after: float = 3600.0
+    action_timeout: float = 300.0
+
+    @classmethod
+    def resolve(
+        cls,
+        *,
+        config: str | Path | None = None,
+        llm: str | None = None,
+        base_url: str | None = None,
+        db: str | None = None,
+        broker: str | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> Settings:
+        """The settings from these flags (None: not given), else the environment, else the settings file, else defaults.
+
+        The queue's name and timeouts are read (and checked) only when there is a broker to use them.
+
+        Raises:
+            InputError: the settings file is not readable TOML or sets a key to a non-string, or (with a broker)
+                a queue timeout is not a positive number of seconds.
+        """
+        env = os.environ if environ is None else environ
+        home = data_dir()
+        path = settings_file(env)
+        from_file = _FileValues(path)
+        flags = {"llm": llm, "base_url": base_url, "db": db, "broker": broker}
+
+        def pick(name: str) -> str | None:
+            return _text(flags[name]) or _text(env.get(ENV[name])) or from_file.get(name)
+
+        chosen_broker = pick("broker")
+        queue_options: dict[str, Any] = {}
+        if chosen_broker:
+            queue_options = {
+                "queue": _text(env.get(QUEUE_ENV)) or "marsrag",
+                "redeliver_after": _seconds(env, REDELIVER_AFTER_ENV, 3600.0),
+                "action_timeout": _seconds(env, ACTION_TIMEOUT_ENV, 300.0),
+            }
+        return cls(
+            data_dir=home,
+            settings_file=path,
+            config=Path(config) if config is not None else None,
+            llm=pick("llm") or COMPOSER,
+            base_url=pick("base_url"),
+            db=pick("db") or default_store_url(home),
+            broker=chosen_broker,
+            token=_text(env.get(TOKEN_ENV)),
+            allowed_hosts=tuple(name.strip() for name in env.get(ALLOWED_HOSTS_ENV, "").split(",") if name.strip()),
+            **queue_options,
+        )
+
+
+#: :meth:`Settings.resolve` as a function.
+resolve_settings = Settings.resolve
+
+
+def settings_file(environ: Mapping[str, str] | None = None) -> Path:
+    """The settings file: ``$MARSRAG_CONFIG``, else ``<data dir>/config.toml`` (it need not exist)."""
+    explicit = (os.environ if environ is None else environ).get(SETTINGS_FILE_ENV)
+    return Path(explicit) if explicit else data_dir() / "config.toml"
+
+
+def default_store_url(home: Path | None = None) -> str:
+    """The store URL when nothing names one: ``marsrag.db`` in the data directory."""
+    # Quoted because SQLAlchemy unquotes the path part of a URL ('%', '?' and '#' would be misread).
+    return f"sqlite:///{quote(str((home or data_dir()) / 'marsrag.db'), safe='/')}"
+
+
+class _FileValues:
+    """The settings file's values, read on first use: a file nobody needs is never opened (nor its errors raised)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._values: dict[str, Any] | None = None
+
+    def get(self, key: str) -> str | None:
+        if self._values is None:
+            self._values = self._read()
+        value = self._values.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise InputError(f"{self.path}: {key} must be a string, not {type(value).__name__}")
+        return _text(value)
+
+    def _read(self) -> dict[str, Any]:
+        if not self.path.is_file():
+            return {}
+        try:
+            with self.path.open("rb") as handle:
+                return tomllib.load(handle)
+        except (OSError, tomllib.TOMLDecodeError) as error:
+            raise InputError(f"{self.path}: not a readable TOML settings file: {error}") from None
+
+
+def _text(value: str | None) -> str | None:
+    """``value`` stripped; blank is unset."""
+    return (value or "").strip() or None
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise InputError(f"{name}={raw!r}: not a number of seconds") from None
+    if value <= 0:
+        raise InputError(f"{name}={raw!r}: must be more than 0 seconds")
+    return value

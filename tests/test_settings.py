@@ -1,0 +1,106 @@
+"""Settings resolve once: a flag, else the environment, else the settings file, else the default."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from marsrag.errors import InputError
+from marsrag.settings import COMPOSER, Settings, default_store_url, resolve_settings, settings_file
+
+#: Each setting the flag, the environment and the file can all give: its environment variable and three values.
+CASES = {
+    "llm": ("MARSRAG_LLM", "flag/model", "env/model", "file/model"),
+    "base_url": ("MARSRAG_BASE_URL", "http://flag:1/v1", "http://env:2/v1", "http://file:3/v1"),
+    "db": ("MARSRAG_DB", "sqlite:////flag.db", "sqlite:////env.db", "sqlite:////file.db"),
+    "broker": ("MARSRAG_BROKER", "redis://flag:6379/0", "redis://env:6379/0", "redis://file:6379/0"),
+}
+
+
+@pytest.fixture
+def clean(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """No setting in the environment; MARSRAG_CONFIG names a settings file (not written yet) in tmp_path."""
+    for name in ("MARSRAG_LLM", "MARSRAG_BASE_URL", "MARSRAG_DB", "MARSRAG_BROKER", "MARSRAG_TOKEN", "MARSRAG_QUEUE"):
+        monkeypatch.delenv(name, raising=False)
+    path = tmp_path / "settings.toml"
+    monkeypatch.setenv("MARSRAG_CONFIG", str(path))
+    return path
+
+
+def write_file(path: Path) -> None:
+    path.write_text("".join(f'{key} = "{values[3]}"\n' for key, values in CASES.items()), encoding="utf-8")
+
+
+@pytest.mark.parametrize("key", list(CASES))
+def test_flag_beats_environment_beats_file_beats_default(
+    key: str, clean: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each layer wins over the ones below it, for every setting the three can give."""
+    env, flag, from_env, from_file = CASES[key]
+    defaults = {"llm": COMPOSER, "base_url": None, "db": default_store_url(), "broker": None}
+    assert getattr(resolve_settings(), key) == defaults[key]
+    write_file(clean)
+    assert getattr(resolve_settings(), key) == from_file
+    monkeypatch.setenv(env, from_env)
+    assert getattr(resolve_settings(), key) == from_env
+    assert getattr(resolve_settings(**{key: flag}), key) == flag
+
+
+def test_blank_values_are_unset(clean: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A blank flag or variable falls through to the next layer (as a blank MARSRAG_BROKER always did)."""
+    write_file(clean)
+    monkeypatch.setenv("MARSRAG_BROKER", "  ")
+    chosen = resolve_settings(llm="", db=" ")
+    assert (chosen.llm, chosen.db, chosen.broker) == ("file/model", "sqlite:////file.db", "redis://file:6379/0")
+
+
+def test_settings_file_defaults_to_the_data_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Without MARSRAG_CONFIG the settings file is config.toml in the data directory; the store defaults there too."""
+    monkeypatch.delenv("MARSRAG_CONFIG", raising=False)
+    monkeypatch.delenv("MARSRAG_DB", raising=False)
+    monkeypatch.setenv("MARSRAG_HOME", str(tmp_path))
+    assert settings_file() == tmp_path / "config.toml"
+    (tmp_path / "config.toml").write_text('llm = "from/home"\n', encoding="utf-8")
+    chosen = resolve_settings()
+    assert chosen.settings_file == tmp_path / "config.toml" and chosen.llm == "from/home"
+    assert chosen.data_dir == tmp_path and chosen.db == f"sqlite:///{tmp_path}/marsrag.db"
+
+
+def test_config_folder_token_and_hosts(clean: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """--config names the config folder (not the settings file); the token and extra hosts come from the environment."""
+    monkeypatch.setenv("MARSRAG_TOKEN", " s3cret ")
+    monkeypatch.setenv("MARSRAG_ALLOWED_HOSTS", "a.example, ,b.example")
+    chosen = resolve_settings(config=str(tmp_path / "config"))
+    assert chosen.config == tmp_path / "config" and chosen.settings_file == clean
+    assert chosen.token == "s3cret" and chosen.allowed_hosts == ("a.example", "b.example")
+    assert resolve_settings().config is None
+
+
+def test_queue_settings_are_read_only_with_a_broker(clean: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a broker the queue's variables are not consulted; with one they are read and checked."""
+    monkeypatch.setenv("MARSRAG_QUEUE", "mine")
+    monkeypatch.setenv("MARSRAG_REDELIVER_AFTER", "soon")
+    assert resolve_settings().queue == "marsrag"
+    with pytest.raises(InputError, match="MARSRAG_REDELIVER_AFTER='soon': not a number of seconds"):
+        resolve_settings(broker="redis://127.0.0.1:6379/0")
+    monkeypatch.setenv("MARSRAG_REDELIVER_AFTER", "7")
+    chosen = resolve_settings(broker="redis://127.0.0.1:6379/0")
+    assert (chosen.queue, chosen.redeliver_after, chosen.action_timeout) == ("mine", 7.0, 300.0)
+
+
+def test_the_file_is_read_only_when_needed(clean: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A broken settings file is an error naming it, unless flags and environment leave nothing for it to give."""
+    clean.write_text("llm = [unclosed\n", encoding="utf-8")
+    with pytest.raises(InputError, match="settings.toml: not a readable TOML settings file"):
+        resolve_settings()
+    monkeypatch.setenv("MARSRAG_BROKER", "redis://127.0.0.1:6379/0")
+    chosen = resolve_settings(llm="composer", base_url="http://x:1/v1", db="sqlite:////x.db")
+    assert isinstance(chosen, Settings) and chosen.db == "sqlite:////x.db"
+
+
+def test_a_non_string_value_is_an_error_naming_the_key(clean: Path) -> None:
+    """``db = 5`` in the settings file is reported with the file and the key."""
+    clean.write_text("db = 5\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"settings.toml: db must be a string, not int"):
+        resolve_settings()
