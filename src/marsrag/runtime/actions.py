@@ -20,9 +20,7 @@ from marsrag.errors import ActionConflictError, TaskNotFoundError
 from marsrag.events.model import LoopEvent
 from marsrag.events.sinks import dispatch
 from marsrag.runtime.briefing import briefing, without_placeholders
-from marsrag.runtime.liveness import STALE_AFTER, is_stale, owner_id
 from marsrag.runtime.runner import WorkflowRunner
-from marsrag.runtime.summary import summarize
 from marsrag.state import (
     AttemptKind,
     AttemptRecord,
@@ -33,6 +31,8 @@ from marsrag.state import (
     Validation,
     utcnow,
 )
+from marsrag.views.liveness import STALE_AFTER, is_stale, owner_id
+from marsrag.views.summary import summarize
 
 Action = Literal["repair", "regenerate"]
 #: The statuses an operator action applies to (valid tasks need none; skipped tasks have no contract).

@@ -73,7 +73,7 @@ def run_goal(
     Raises:
         ConfigError, InputError, StoreError: bad config, workflow, LLM spec or database (nothing is run).
     """
-    from marsrag.runtime.views import run_document
+    from marsrag.views.document import run_document
 
     with open_runner(config, llm, db, base_url, workflow, progress) as runner:
         record = runner.run(goal, workflow=workflow, session_id=session)
@@ -95,7 +95,7 @@ def resume_run(
         RunNotFoundError: no such run.
         ConfigError, InputError, StoreError: bad config, LLM spec or database.
     """
-    from marsrag.runtime.views import run_document
+    from marsrag.views.document import run_document
 
     with open_runner(config, llm, db, base_url, progress=progress) as runner:
         runner.store.get_run(run_id)  # an unknown id is an error before anything else
@@ -122,7 +122,7 @@ def follow_run(
         RunNotFoundError: no such run.
         InputError: the run has no loop to follow.
     """
-    from marsrag.runtime.views import run_document
+    from marsrag.views.document import run_document
 
     with open_runner(config, llm, db, base_url, workflow, progress) as runner:
         record = runner.follow(run_id, workflow=workflow)
@@ -146,7 +146,7 @@ def act_on_task(
         ActionConflictError: the action does not apply to the task (valid, no contract, run still executing).
     """
     from marsrag.runtime.actions import apply_action
-    from marsrag.runtime.views import run_document
+    from marsrag.views.document import run_document
 
     with open_runner(config, llm, db, base_url) as runner:
         apply_action(runner, "repair" if action == "repair" else "regenerate", run_id, task_id)
@@ -155,10 +155,10 @@ def act_on_task(
 
 def list_runs(*, db: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
     """The ``runs list`` rows, newest first."""
-    from marsrag.runtime.views import run_summary_row
+    from marsrag.views.document import run_rows
 
     with _open(db) as store:
-        return [run_summary_row(run) for run in store.list_runs(limit=limit)]
+        return run_rows(store, store.list_runs(limit=limit))
 
 
 def show_run(run_id: str, *, db: str | None = None) -> dict[str, Any]:
@@ -167,7 +167,7 @@ def show_run(run_id: str, *, db: str | None = None) -> dict[str, Any]:
     Raises:
         RunNotFoundError: no such run.
     """
-    from marsrag.runtime.views import run_document
+    from marsrag.views.document import run_document
 
     with _open(db) as store:
         return run_document(store, run_id)
