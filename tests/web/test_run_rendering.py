@@ -100,6 +100,7 @@ def test_a_run_with_a_failed_task_says_so_in_its_header_in_cli_runs_list_and_ses
     shown = marsrag("runs", "show", run_id, "--db", site.db)
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.splitlines()[0].startswith(f"run {run_id}  {header}  workflow ")
+    assert f"State stored in {site.db};" in shown.stdout  # the store it read, not the default one
     listed = marsrag("runs", "list", "--db", site.db)
     assert listed.returncode == 0, listed.stderr
     lines = {line.split()[0]: line for line in listed.stdout.splitlines()[1:] if line.strip()}
@@ -111,6 +112,10 @@ def test_a_run_with_a_failed_task_says_so_in_its_header_in_cli_runs_list_and_ses
     session = site.client.get(f"/sessions/{document['session_id']}").text
     assert run_statuses(session) == [("failed", "completed", header)]
     assert run_statuses(site.client.get(f"/runs/{run_id}").text) == [("failed", "completed", header)]
+    # The dashboard's failures panel lists the task runs show reports as failed, and no other.
+    panel = site.client.get("/dashboard").text.split('id="failures"', 1)[1]
+    listed_failures = re.findall(r'data-run-id="(\w+)" data-task-id="(\w+)" data-status="(\w+)"', panel)
+    assert listed_failures == [(run_id, "diagnose", "failed")]
 
     # The JSON keeps status completed and says how the tasks ended in outcome: document, API list, CLI list.
     assert document["outcome"] == {"valid": 2, "partial": 0, "failed": 1, "skipped": 0}
