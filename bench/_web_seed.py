@@ -28,7 +28,6 @@ from bench._samples import CONTENT
 from marsrag.chain.planner import plan_transition
 from marsrag.contract import LOOP_CONTRACT_VERSION, ContractIssue
 from marsrag.events.model import LoopEvent
-from marsrag.runtime.summary import summarize
 from marsrag.state import (
     AttemptRecord,
     LoopFields,
@@ -43,6 +42,7 @@ from marsrag.state import (
 from marsrag.store import _rows, open_store
 from marsrag.store.schema import attempts, events, runs, task_states, transitions
 from marsrag.store.sql import SqlRunStore
+from marsrag.views.summary import summarize
 
 POSTGRES = os.environ.get("MARSRAG_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 TASKS = (("diagnose", "analyst"), ("recommend", "advisor"), ("plan", "planner"))

@@ -518,11 +518,15 @@ def _print_run(document: dict[str, Any], format: FormatChoice, db: str | None = 
     if format is FormatChoice.json:
         sys.stdout.write(json.dumps(document, ensure_ascii=False) + "\n")
         return
+    # lazy: Rich and SQLAlchemy, kept off the fast commands (validate, schema, lint)
     from marsrag.render_text import print_run
-
-    print_run(document)
-    from marsrag.store import default_db_url
+    from marsrag.store import default_db_url, open_store
     from marsrag.store._engine import mask
+    from marsrag.views.viewmodel import read_run_view
+
+    # The text is the view model the web pages render (cards, badge, header, next action), read back stored.
+    with open_store(db) as store:
+        print_run(read_run_view(store, document["run_id"]))
 
     where = mask(db or default_db_url())  # never print a password
     typer.echo(f"\nState stored in {where}; show it again with: marsrag runs show {document['run_id']} --db '{where}'")

@@ -24,11 +24,11 @@ from marsrag.queue.worker import run_worker
 from marsrag.rag.report import IngestReport
 from marsrag.rag.service import ingest_paths, knowledge_base
 from marsrag.runtime.executor import RunExecutor, ThreadRunExecutor
-from marsrag.runtime.views import run_document, run_summary_row
 from marsrag.settings import Settings
 from marsrag.store import open_store as open_store_at
 from marsrag.store.base import RunStore
 from marsrag.tasks.loader import load_config
+from marsrag.views.document import run_document, run_rows
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -229,7 +229,7 @@ def act_on_task(settings: Settings, action: str, run_id: str, task_id: str) -> d
 def list_runs(settings: Settings, *, limit: int | None = None) -> list[dict[str, Any]]:
     """The ``runs list`` rows, newest first."""
     with open_store(settings) as store:
-        return [run_summary_row(run) for run in store.list_runs(limit=limit)]
+        return run_rows(store, store.list_runs(limit=limit))
 
 
 def show_run(settings: Settings, run_id: str) -> dict[str, Any]:

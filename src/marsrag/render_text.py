@@ -9,6 +9,8 @@ from rich.table import Table
 from rich.text import Text
 
 from marsrag.contract.template import FIELDS
+from marsrag.views.outcome import run_header
+from marsrag.views.viewmodel import RunView, TaskView
 
 _BADGE_STYLE = {"valid": "bold green", "partial": "bold yellow", "failed": "bold red"}
 _console: Console | None = None
@@ -57,14 +59,16 @@ def _print_sections(out: Console, result: dict[str, Any]) -> None:
 
 
 def print_run_rows(rows: list[dict[str, Any]]) -> None:
-    """Print the runs list as a table."""
+    """Print the runs list as a table, each run's status as its header (how its tasks ended)."""
     table = Table(box=None, padding=(0, 2))
     for column in ("run_id", "status", "workflow", "created_at", "goal"):
         table.add_column(column, overflow="fold")
     for row in rows:
+        header = run_header(row["status"], row["outcome"])
+        stale = " (stale)" if row.get("stale") else ""
         table.add_row(
             row["run_id"],
-            Text(row["status"], style=_RUN_STYLE.get(row["status"], "")),
+            Text(header.text + stale, style=_RUN_STYLE.get(header.level, "")),
             row["workflow"],
             row["created_at"][:19],
             Text(row["goal"]),
@@ -72,44 +76,63 @@ def print_run_rows(rows: list[dict[str, Any]]) -> None:
     console().print(table)
 
 
-_RUN_STYLE = {"completed": "green", "failed": "red", "running": "yellow", "pending": "dim"}
+_RUN_STYLE = {
+    "completed": "green",
+    "partial": "yellow",
+    "failed": "red",
+    "running": "yellow",
+    "pending": "dim",
+}
 
 
-def print_run(document: dict[str, Any]) -> None:
-    """Print a run: each task's badge, hook source and five sections, the transitions, summary, next action."""
+def print_run(view: RunView) -> None:
+    """Print a run's view model: its header, each task's badge, provenance and five cards, summary, next action."""
     out = console()
-    header = Text(f"run {document['run_id']}  ")
-    header.append(document["status"].upper(), style=_RUN_STYLE.get(document["status"], "bold"))
-    header.append(f"  workflow {document['workflow']} ({document['loop_mode']})")
+    header = Text(f"run {view.run_id}  ")
+    stale = " (stale: its process is gone)" if view.stale else ""
+    header.append(view.header.text + stale, style="bold " + _RUN_STYLE.get(view.header.level, ""))
+    header.append(f"  workflow {view.workflow} ({view.loop_mode})")
     out.print(header)
-    if document.get("status_reason"):
-        out.print(Text(f"reason: {document['status_reason']}", style="red"))
-    transitions = {t["transition_target_task_id"]: t for t in document["transitions"] if not t.get("superseded")}
-    for task in document["tasks"]:
-        status = task["validation"]["status"]
-        line = Text(f"\n{task['task_id']}  ")
-        line.append(f"[{status.upper()}]", style=_BADGE_STYLE.get(status, "bold"))
-        line.append(f"  hook from: {task['hook_source']}")
-        if task["task_id"] in transitions:
-            line.append(f" ({transitions[task['task_id']]['transition_reason']})", style="dim")
-        out.print(line)
-        if status == "skipped":
-            out.print(Text(task["rendered"]))
-            continue
-        result = {
-            "status": status,
-            "completes": True,
-            "errors": task["validation"]["errors"],
-            "warnings": [],
-            "loop_output": task["loop_output"],
-        }
-        _print_sections(out, result)
-    if document.get("summary"):
+    if view.status_reason:
+        out.print(Text(f"reason: {view.status_reason}", style="red"))
+    for task in view.tasks:
+        _print_task(out, task)
+    if view.summary:
         out.print(Text("\nSummary", style="bold"))
-        out.print(Text(document["summary"]))
-    last = next((t["loop_output"]["loop"] for t in reversed(document["tasks"]) if t["loop_output"].get("loop")), None)
-    if last:
-        out.print(Text("\nNext recommended question/action: ", style="bold") + Text(last))
+        out.print(Text(view.summary))
+    if view.next_action is not None:
+        out.print(Text(f"\n{view.next_action.heading}: ", style="bold") + Text(view.next_action.text))
+        if view.next_action.note:
+            out.print(Text(view.next_action.note, style="dim"))
+
+
+def _print_task(out: Console, task: TaskView) -> None:
+    line = Text(f"\n{task.task_id}  ")
+    line.append(f"[{task.badge.label.upper()}]", style=_BADGE_STYLE.get(task.badge.status, "bold"))
+    line.append(f"  hook from: {task.hook_source}")
+    if task.transition_in is not None:
+        line.append(f" ({task.transition_in.reason})", style="dim")
+    out.print(line)
+    if task.fallback_message:
+        out.print(Text(task.fallback_message, style="yellow"))
+    if not task.cards:
+        out.print(Text(task.machine_output or ""))
+        return
+    table = Table(show_header=False, box=None, padding=(0, 1), expand=False)
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(overflow="fold")
+    shown: set[str] = set()
+    for card in task.cards:
+        cell = Text(card.text if card.text is not None else "—", style="" if card.text is not None else "dim")
+        if card.problem:
+            cell.append(f"\n✗ {card.problem}", style="red")
+            shown.add(f"{card.title}: {card.problem}")
+        # Upper case marks the section labels in a terminal, as ``marsrag validate`` prints them.
+        table.add_row(card.title.upper(), cell)
+    out.print(table)
+    for problem in task.problems:
+        if problem not in shown:
+            out.print(Text(f"✗ {problem}", style="red"))
 
 
 class ProgressSink:

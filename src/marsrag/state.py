@@ -17,6 +17,8 @@ from marsrag.contract import LOOP_CONTRACT_VERSION, ContractIssue, Status, rende
 
 #: A task's status: the contract's verdict, or ``skipped`` for a task that ran without the contract.
 ValidationStatus = Literal[Status, "skipped"]
+#: Every task status, in the order outcomes are counted and shown.
+VALIDATION_STATUSES: tuple[ValidationStatus, ...] = ("valid", "partial", "failed", "skipped")
 TransitionMode = Literal["direct", "repair", "fallback"]
 HookSource = Literal["goal", "direct", "repair", "fallback"]
 RunStatus = Literal["pending", "running", "completed", "failed"]

@@ -610,3 +610,38 @@ def test_concurrent_replacements_of_one_task_leave_one_consistent_version(store:
     index = int(final.rendered.removeprefix("version "))
     assert [a.created_at for a in final.attempts] == [T0 + timedelta(minutes=index)] * (index % 3 + 1)
     assert sql(store, "SELECT count(*) FROM attempts") == [(index % 3 + 1,)]
+
+
+# Task outcomes
+
+
+def test_task_outcomes_counts_each_runs_tasks_by_status_in_one_call(store: RunStore) -> None:
+    """Per run id asked: every status counted (zero when none); unknown or task-less runs are all zero."""
+    for run_id in ("run-a", "run-b", "run-c"):
+        store.create_run(run(run_id))
+    statuses = {"run-a": ["valid", "failed", "partial", "failed"], "run-b": ["skipped", "valid"]}
+    for run_id, listed in statuses.items():
+        for position, status in enumerate(listed):
+            validation = Validation(status=status)  # type: ignore[arg-type]
+            store.save_task(task(run_id, f"t{position}", position, validation=validation))
+    zero = {"valid": 0, "partial": 0, "failed": 0, "skipped": 0}
+    assert store.task_outcomes(["run-a", "run-b", "run-c", "no-such-run"]) == {
+        "run-a": {**zero, "valid": 1, "partial": 1, "failed": 2},
+        "run-b": {**zero, "valid": 1, "skipped": 1},
+        "run-c": zero,
+        "no-such-run": zero,
+    }
+    assert store.task_outcomes(["run-b"]) == {"run-b": {**zero, "valid": 1, "skipped": 1}}
+    assert store.task_outcomes([]) == {}
+
+
+def test_task_outcomes_of_more_runs_than_one_batch_of_ids(store: RunStore) -> None:
+    """A long list of ids (the unbounded runs list) is counted whole, past any bound-parameter limit."""
+    ids = [f"run-{i:04d}" for i in range(1201)]
+    for run_id in ids[::400]:
+        store.create_run(run(run_id))
+        store.save_task(task(run_id, "t1", 0, validation=Validation(status="failed")))
+    outcomes = store.task_outcomes(ids)
+    assert len(outcomes) == len(ids)
+    assert [run_id for run_id, counts in outcomes.items() if counts["failed"] == 1] == ids[::400]
+    assert sum(sum(counts.values()) for counts in outcomes.values()) == len(ids[::400])

@@ -9,7 +9,7 @@ import pytest
 from marsrag.contract import ContractIssue
 from marsrag.state import FALLBACK_HOOK, AttemptRecord, LoopFields, RunRecord, TaskState, Validation
 from marsrag.state import TransitionRecord as Transition
-from marsrag.web.viewmodel import (
+from marsrag.views.viewmodel import (
     NEXT_ACTION_HEADING,
     SECTION_TITLES,
     next_action_card,
@@ -187,7 +187,7 @@ def test_run_view_maps_tasks_transitions_and_superseded_rows() -> None:
 
 def test_a_running_run_shows_progress_and_no_next_action_yet() -> None:
     """While a run executes its next action is not known: no card; the page is in progress."""
-    from marsrag.runtime.liveness import owner_id
+    from marsrag.views.liveness import owner_id
 
     running = RUN.model_copy(update={"status": "running", "owner": owner_id()})
     view = run_view(running, [state()], [])

@@ -18,9 +18,7 @@ from marsrag.contract import FIELD_LIMITS, FIELDS, render_sections, validate_out
 from marsrag.errors import ActionConflictError, TaskNotFoundError
 from marsrag.runtime.briefing import briefing, without_placeholders
 from marsrag.runtime.commit import failed_attempt, settle
-from marsrag.runtime.liveness import STALE_AFTER, is_stale, owner_id
 from marsrag.runtime.runner import WorkflowRunner
-from marsrag.runtime.summary import summarize
 from marsrag.state import (
     AttemptKind,
     AttemptRecord,
@@ -29,6 +27,8 @@ from marsrag.state import (
     ValidationStatus,
     utcnow,
 )
+from marsrag.views.liveness import STALE_AFTER, is_stale, owner_id
+from marsrag.views.summary import summarize
 
 Action = Literal["repair", "regenerate"]
 #: The statuses an operator action applies to (valid tasks need none; skipped tasks have no contract).

@@ -23,10 +23,8 @@ from marsrag.integrations.crewai import TaskOutput
 from marsrag.integrations.crewai_builders import BuiltCrew, BuiltTask, build_crew
 from marsrag.runtime.briefing import briefing, without_placeholders
 from marsrag.runtime.commit import TaskCommitter, settle
-from marsrag.runtime.liveness import is_stale, owner_id
 from marsrag.runtime.retrieval import NoRetriever, Retriever, retrieval_query
 from marsrag.runtime.routing import LexicalRouter, Router, project_candidates
-from marsrag.runtime.summary import summarize
 from marsrag.state import (
     AttemptRecord,
     HookSource,
@@ -40,6 +38,8 @@ from marsrag.state import (
 )
 from marsrag.store.base import RunStore
 from marsrag.tasks.config import AUTO_AGENT, ProjectConfig
+from marsrag.views.liveness import is_stale, owner_id
+from marsrag.views.summary import summarize
 
 #: Seconds between attempts to record a run's end while the store is unreachable (about 15 s in all).
 FINISH_RETRY_DELAYS = (0.5, 1.0, 2.0, 4.0, 8.0)

@@ -149,3 +149,12 @@ class RunStore(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @abstractmethod
+    def task_outcomes(self, run_ids: Sequence[str]) -> dict[str, dict[str, int]]:
+        """How the tasks of each run ended: per run id, the count of tasks in each validation status.
+
+        Every id given gets every status of :data:`~marsrag.state.VALIDATION_STATUSES` (zero when none, and
+        all zero for an unknown run or one without tasks), whatever the number of runs: one query, not one
+        per run (the runs list shows the outcome of each of its rows).
+        """

@@ -12,12 +12,12 @@ from datetime import datetime
 from itertools import groupby
 from typing import Any
 
-from sqlalchemy import Connection, Engine, bindparam, delete, insert, select, update
+from sqlalchemy import Connection, Engine, bindparam, delete, func, insert, select, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from marsrag.errors import RunNotFoundError, StoreError
 from marsrag.events.model import LoopEvent
-from marsrag.state import RunRecord, RunStatus, TaskState, TransitionRecord, utcnow
+from marsrag.state import VALIDATION_STATUSES, RunRecord, RunStatus, TaskState, TransitionRecord, utcnow
 from marsrag.store import _engine, _rows
 from marsrag.store._migrate import ensure_schema
 from marsrag.store.base import RunStore
@@ -44,6 +44,13 @@ _SUPERSEDE = (
 )
 _INSERT_RUN, _INSERT_TASK, _INSERT_ATTEMPTS = insert(runs), insert(task_states), insert(attempts)
 _INSERT_TRANSITION, _INSERT_EVENTS = insert(transitions), insert(events)
+# Task outcomes of many runs, grouped in the database; ids go in batches below SQLite's bound-parameter limit.
+_OUTCOMES = (
+    select(task_states.c.run_id, task_states.c.validation_status, func.count())
+    .where(task_states.c.run_id.in_(bindparam("run_ids", expanding=True)))
+    .group_by(task_states.c.run_id, task_states.c.validation_status)
+)
+_OUTCOME_BATCH = 500
 
 
 class SqlRunStore(RunStore):
@@ -335,3 +342,14 @@ class SqlRunStore(RunStore):
     def _insert_events(connection: Connection, loop_events: Sequence[LoopEvent]) -> None:
         if loop_events:
             connection.execute(_INSERT_EVENTS, _rows.event_rows(loop_events))
+
+    def task_outcomes(self, run_ids: Sequence[str]) -> dict[str, dict[str, int]]:
+        """How the tasks of each run ended: per run id, the count of tasks in each validation status."""
+        ids = list(dict.fromkeys(run_ids))
+        outcomes: dict[str, dict[str, int]] = {run_id: dict.fromkeys(VALIDATION_STATUSES, 0) for run_id in ids}
+        with self._read("count the task outcomes of runs") as connection:
+            for start in range(0, len(ids), _OUTCOME_BATCH):
+                batch = ids[start : start + _OUTCOME_BATCH]
+                for run_id, status, count in connection.execute(_OUTCOMES, {"run_ids": batch}):
+                    outcomes[run_id][status] = count
+        return outcomes

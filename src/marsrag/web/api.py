@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from marsrag.contract.rules import MAX_INPUT_CHARS
 from marsrag.errors import ConfigError
+from marsrag.state import RunStatus
 from marsrag.web.backend import Backend
 from marsrag.web.errors_doc import ERROR_RESPONSES
 from marsrag.web.guards import InvalidField, backend_of, require_api_writer
@@ -42,6 +43,46 @@ class Started(BaseModel):
     status: Literal["pending"] = "pending"
 
 
+class Outcome(BaseModel):
+    """How a run's tasks ended: the number of tasks in each validation status (``skipped``: no contract)."""
+
+    valid: int = Field(ge=0)
+    partial: int = Field(ge=0)
+    failed: int = Field(ge=0)
+    skipped: int = Field(ge=0)
+
+
+class RunRow(BaseModel):
+    """One run of the runs list (a `marsrag runs list --format json` row)."""
+
+    run_id: str
+    session_id: str
+    goal: str
+    workflow: str
+    status: RunStatus = Field(description="Whether the run finished; how its tasks ended is in `outcome`.")
+    created_at: str
+    stale: bool = Field(description="Left running by a process that is gone.")
+    outcome: Outcome
+
+
+class RunDocument(BaseModel):
+    """A run (the `marsrag runs show --format json` document): tasks with attempts, transitions, events."""
+
+    run_id: str
+    session_id: str
+    goal: str
+    workflow: str
+    loop_mode: str
+    status: RunStatus = Field(description="Whether the run finished; how its tasks ended is in `outcome`.")
+    status_reason: str | None
+    summary: str
+    created_at: str
+    outcome: Outcome
+    tasks: list[dict[str, Any]]
+    transitions: list[dict[str, Any]]
+    events: list[dict[str, Any]]
+
+
 BackendDep = Annotated[Backend, Depends(backend_of)]
 
 
@@ -51,7 +92,9 @@ def health() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/runs", summary="List runs, newest first (the `marsrag runs list --format json` rows)")
+@router.get(
+    "/runs", response_model=list[RunRow], summary="List runs, newest first (the `marsrag runs list --format json` rows)"
+)
 def list_runs(
     backend: BackendDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
@@ -79,7 +122,9 @@ def start_run(body: RunRequest, backend: BackendDep, response: Response) -> Star
     return Started(run_id=run.run_id, session_id=run.session_id)
 
 
-@router.get("/runs/{run_id}", summary="One run (the `marsrag runs show --format json` document)")
+@router.get(
+    "/runs/{run_id}", response_model=RunDocument, summary="One run (the `marsrag runs show --format json` document)"
+)
 def show_run(run_id: str, backend: BackendDep) -> dict[str, Any]:
     """The run document: tasks with attempts, transitions, events."""
     return backend.run_document(run_id)

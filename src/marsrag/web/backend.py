@@ -17,12 +17,12 @@ from marsrag.runtime.actions import Action
 from marsrag.runtime.executor import RunExecutor
 from marsrag.runtime.recovery import unfinished_runs
 from marsrag.runtime.runner import WorkflowRunner
-from marsrag.runtime.views import run_document, run_summary_row
 from marsrag.state import RunRecord, TaskState
 from marsrag.store.base import RunStore
 from marsrag.tasks.config import ProjectConfig
+from marsrag.views.document import run_document, run_rows
+from marsrag.views.viewmodel import RunView, run_view
 from marsrag.web.settings import WebSettings
-from marsrag.web.viewmodel import RunView, run_view
 
 log = logging.getLogger(__name__)
 
@@ -116,8 +116,7 @@ class Backend:
 
     def run_rows(self, *, limit: int, offset: int = 0, session_id: str | None = None) -> list[dict[str, Any]]:
         """``runs list`` rows, newest first."""
-        runs = self.store.list_runs(limit=limit, offset=offset, session_id=session_id)
-        return [run_summary_row(run) for run in runs]
+        return run_rows(self.store, self.store.list_runs(limit=limit, offset=offset, session_id=session_id))
 
     def run_document(self, run_id: str) -> dict[str, Any]:
         """The run as ``marsrag runs show --format json`` prints it."""

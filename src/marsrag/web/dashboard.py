@@ -30,11 +30,11 @@ from marsrag.metrics.review import (
     metric_value,
 )
 from marsrag.metrics.window import window as parse_window
+from marsrag.views.viewmodel import StatusBadge, status_badge
 from marsrag.web.backend import Backend
 from marsrag.web.errors_doc import ERROR_RESPONSES
 from marsrag.web.guards import backend_of
 from marsrag.web.render import render
-from marsrag.web.viewmodel import StatusBadge, status_badge
 
 router = APIRouter(include_in_schema=False)
 api_router = APIRouter(prefix="/api", tags=["metrics"], responses=ERROR_RESPONSES)

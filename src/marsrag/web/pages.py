@@ -16,6 +16,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from marsrag.contract.rules import MAX_INPUT_CHARS
 from marsrag.errors import ConfigError, RunNotFoundError
 from marsrag.runtime.actions import Action
+from marsrag.views.outcome import run_header
 from marsrag.web.api import SESSION_ID_PATTERN
 from marsrag.web.backend import Backend
 from marsrag.web.guards import backend_of, require_form_writer, same_origin
@@ -33,7 +34,8 @@ FormDep = Annotated[dict[str, Any], Depends(require_form_writer)]
 def runs_page(request: Request, backend: BackendDep, page: Annotated[int, Query(ge=1, le=100_000)] = 1) -> Response:
     """The runs list, newest first, a page at a time."""
     rows = backend.run_rows(limit=PAGE_SIZE + 1, offset=(page - 1) * PAGE_SIZE)
-    return render(request, "runs.html", {"rows": rows[:PAGE_SIZE], "page": page, "has_next": len(rows) > PAGE_SIZE})
+    shown = [{**row, "header": run_header(row["status"], row["outcome"])} for row in rows[:PAGE_SIZE]]
+    return render(request, "runs.html", {"rows": shown, "page": page, "has_next": len(rows) > PAGE_SIZE})
 
 
 @router.get("/ask", response_class=HTMLResponse)

@@ -1,338 +1,31 @@
-"""The UI view model mapper (spec section 8): runtime state in, section cards, badge and next action out.
+"""The UI view model mapper, kept importable here (the README documents ``marsrag.web.viewmodel``).
 
-Pure functions over stored records, with no web framework: the pages render what these return, and the
-tests check the mapping on its own. Section cards come in the contract's fixed order with their exact
-titles; the badge shows the stored ``validation.status`` in words (never by colour alone); a task that is
-not valid gets a fallback message and the operator action the spec names for its status.
+It lives in :mod:`marsrag.views.viewmodel` now, shared by the web pages and the terminal printer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
-
-from marsrag.chain.planner import plan_next_action
-from marsrag.contract import FIELDS
-from marsrag.runtime.liveness import is_stale
-from marsrag.state import FALLBACK_HOOK, AttemptRecord, RunRecord, TaskState, TransitionRecord
-
-#: Card titles, in the contract's fixed order.
-SECTION_TITLES: tuple[str, ...] = tuple(name.title() for name in FIELDS)
-NEXT_ACTION_HEADING = "Next recommended question/action"
-
-ActionKind = Literal["regenerate", "repair"]
-
-_BADGES = {
-    "valid": ("Valid", "✓", "All five sections pass the contract."),
-    "partial": ("Partial", "◐", "Some sections failed the contract; at least three passed."),
-    "failed": ("Failed", "✗", "The output failed the contract: fewer than three sections passed."),
-    "skipped": ("No contract", "–", "This step runs machine-first (loop_mode none): its output is shown as is."),
-}
-_ACTIONS: dict[str, tuple[ActionKind, str]] = {
-    "partial": ("regenerate", "Regenerate section"),
-    "failed": ("repair", "Run repair task"),
-}
-_ATTEMPT_KINDS = {
-    "answer": "answer",
-    "repair": "repair (in the run)",
-    "operator_repair": "operator repair",
-    "regenerate": "regenerated sections",
-}
-
-
-@dataclass(frozen=True)
-class SectionCard:
-    """One contract section: its title, its text (None when missing) and, when it failed, why."""
-
-    field: str
-    title: str
-    text: str | None
-    problem: str | None
-
-    @property
-    def ok(self) -> bool:
-        """Whether the section passed."""
-        return self.problem is None and self.text is not None
-
-
-@dataclass(frozen=True)
-class StatusBadge:
-    """The validation status as text: the stored status, a label, a symbol and a sentence."""
-
-    status: str
-    label: str
-    symbol: str
-    description: str
-
-
-@dataclass(frozen=True)
-class OperatorAction:
-    """The fix an operator can start for a task: ``regenerate`` (partial) or ``repair`` (failed)."""
-
-    kind: ActionKind
-    label: str
-
-
-@dataclass(frozen=True)
-class NextActionCard:
-    """The next recommended question/action and how it was obtained (``direct``, ``repair``, ``fallback``)."""
-
-    heading: str
-    text: str
-    mode: str
-    note: str | None
-    source_task_id: str
-
-
-@dataclass(frozen=True)
-class TransitionView:
-    """A handoff between tasks as a person reads it."""
-
-    source_task_id: str
-    target_task_id: str
-    mode: str
-    reason: str
-    hook: str
-    superseded: bool
-
-
-@dataclass(frozen=True)
-class AttemptView:
-    """One attempt: number, where it came from, verdict, problems and raw text."""
-
-    number: int
-    kind: str
-    status: str
-    problems: tuple[str, ...]
-    raw: str
-
-
-@dataclass(frozen=True)
-class SourceView:
-    """A passage the retrieval step returned for a task."""
-
-    source: str
-    text: str
-
-
-@dataclass(frozen=True)
-class TaskView:
-    """One task block: badge, five cards (or the machine output), provenance, and what to do if it failed."""
-
-    task_id: str
-    position: int
-    agent: str | None
-    loop_mode: str
-    loop_contract_version: str
-    badge: StatusBadge
-    cards: tuple[SectionCard, ...]
-    machine_output: str | None
-    problems: tuple[str, ...]
-    hook_source: str
-    transition_in: TransitionView | None
-    fallback_message: str | None
-    action: OperatorAction | None
-    attempts: tuple[AttemptView, ...]
-    retrieval_query: str | None
-    sources: tuple[SourceView, ...]
-
-
-@dataclass(frozen=True)
-class RunView:
-    """A run page: the run, its task blocks in order, its summary and its next-action card."""
-
-    run_id: str
-    session_id: str
-    goal: str
-    workflow: str
-    loop_mode: str
-    status: str
-    status_reason: str | None
-    summary: str
-    created_at: str
-    stale: bool
-    tasks: tuple[TaskView, ...]
-    next_action: NextActionCard | None
-    superseded: tuple[TransitionView, ...]
-
-    @property
-    def in_progress(self) -> bool:
-        """Whether the run is still executing (the page refreshes itself until it is not)."""
-        return self.status in ("pending", "running") and not self.stale
-
-    @property
-    def badge_counts(self) -> dict[str, int]:
-        """How many tasks have each status (for the runs list and the session chain)."""
-        counts: dict[str, int] = {}
-        for task in self.tasks:
-            counts[task.badge.status] = counts.get(task.badge.status, 0) + 1
-        return counts
-
-
-def status_badge(status: str) -> StatusBadge:
-    """The badge for a stored validation status."""
-    label, symbol, description = _BADGES.get(status, (status.title(), "?", f"Status {status}."))
-    return StatusBadge(status, label, symbol, description)
-
-
-def operator_action(status: str) -> OperatorAction | None:
-    """The operator action for a status: Regenerate section (partial), Run repair task (failed), else None."""
-    action = _ACTIONS.get(status)
-    return OperatorAction(*action) if action else None
-
-
-def section_cards(state: TaskState) -> tuple[SectionCard, ...]:
-    """The five cards of a task, in the fixed order, each with its text and the first problem found with it."""
-    problems: dict[str, str] = {}
-    for issue in state.validation.errors:
-        if issue.field in FIELDS and issue.field not in problems:
-            problems[issue.field] = issue.message
-    cards = []
-    for name, title in zip(FIELDS, SECTION_TITLES, strict=True):
-        text = getattr(state.loop_output, name)
-        problem = problems.get(name) or (None if text else f"{name} is missing")
-        cards.append(SectionCard(name, title, text, problem if state.validation.status != "valid" else None))
-    return tuple(cards)
-
-
-def transition_view(transition: TransitionRecord) -> TransitionView:
-    """A transition as a person reads it."""
-    return TransitionView(
-        transition.transition_source_task_id,
-        transition.transition_target_task_id,
-        transition.transition_mode,
-        transition.transition_reason,
-        transition.hook,
-        transition.superseded,
-    )
-
-
-def task_view(
-    state: TaskState,
-    *,
-    transition_in: TransitionRecord | None = None,
-    transition_out: TransitionRecord | None = None,
-    is_last: bool = False,
-) -> TaskView:
-    """Map one stored task state (and the current transitions into and out of it) to its block."""
-    status = state.validation.status
-    skipped = status == "skipped"
-    problems = tuple(_problem(issue.field, issue.message) for issue in state.validation.errors)
-    return TaskView(
-        task_id=state.task_id,
-        position=state.position,
-        agent=state.agent,
-        loop_mode=state.loop_mode,
-        loop_contract_version=state.loop_contract_version,
-        badge=status_badge(status),
-        cards=() if skipped else section_cards(state),
-        machine_output=_machine_output(state) if skipped else None,
-        problems=problems,
-        hook_source=state.hook_source,
-        transition_in=transition_view(transition_in) if transition_in else None,
-        fallback_message=_fallback_message(state, transition_out, is_last),
-        action=operator_action(status),
-        attempts=tuple(_attempt_view(attempt) for attempt in state.attempts),
-        retrieval_query=state.retrieval.query if state.retrieval else None,
-        sources=tuple(_source(item) for item in (state.retrieval.results if state.retrieval else [])),
-    )
-
-
-def next_action_card(tasks: Sequence[TaskState]) -> NextActionCard | None:
-    """The run's next-action card: the planner's handoff out of its last contract task (None without one)."""
-    planned = plan_next_action(tasks)
-    if planned is None:
-        return None
-    last, action = planned
-    note = None
-    if action.mode == "fallback":
-        note = f"The last step's loop could not be used ({action.reason}), so this is the fallback question."
-    return NextActionCard(NEXT_ACTION_HEADING, action.hook, action.mode, note, last.task_id)
-
-
-def run_view(
-    run: RunRecord, tasks: Sequence[TaskState], transitions: Sequence[TransitionRecord], *, now: Any = None
-) -> RunView:
-    """Map a run, its task states and its transitions to the run page's view model."""
-    current = [t for t in transitions if not t.superseded]
-    into = {t.transition_target_task_id: t for t in current}
-    out = {t.transition_source_task_id: t for t in current}
-    contract = [task for task in tasks if task.validation.status != "skipped"]
-    last_contract = contract[-1].task_id if contract else None
-    views = tuple(
-        task_view(
-            task,
-            transition_in=into.get(task.task_id),
-            transition_out=out.get(task.task_id),
-            is_last=task.task_id == last_contract and run.status not in ("pending", "running"),
-        )
-        for task in tasks
-    )
-    return RunView(
-        run_id=run.run_id,
-        session_id=run.session_id,
-        goal=run.goal,
-        workflow=run.workflow,
-        loop_mode=run.loop_mode,
-        status=run.status,
-        status_reason=run.status_reason,
-        summary=run.summary,
-        created_at=run.created_at.isoformat(timespec="seconds"),
-        stale=is_stale(run, now) if now is not None else is_stale(run),
-        tasks=views,
-        next_action=next_action_card(tasks) if run.status not in ("pending", "running") else None,
-        superseded=tuple(transition_view(t) for t in transitions if t.superseded),
-    )
-
-
-def _problem(field: str | None, message: str) -> str:
-    return f"{field.title()}: {message}" if field else message
-
-
-def _machine_output(state: TaskState) -> str:
-    if state.rendered:
-        return state.rendered
-    return state.attempts[-1].raw if state.attempts else ""
-
-
-def _fallback_message(state: TaskState, transition_out: TransitionRecord | None, is_last: bool) -> str | None:
-    """What failed, and what the next step did about it (spec section 5: show a fallback message)."""
-    status = state.validation.status
-    if status in ("valid", "skipped"):
-        return None
-    fields = list(dict.fromkeys(issue.field for issue in state.validation.errors if issue.field in FIELDS))
-    what = f"the {', '.join(fields)} section{'s' if len(fields) > 1 else ''}" if fields else "the output as a whole"
-    if status == "partial":
-        message = f"This step's output is partial: {what} failed the contract."
-    else:
-        message = f"This step's output failed the contract: {what} did not pass."
-    if transition_out is not None:
-        if transition_out.transition_mode == "fallback":
-            message += (
-                f" The next step ({transition_out.transition_target_task_id}) used the fallback question instead: "
-                f"“{transition_out.hook}”"
-            )
-        else:
-            message += f" Its loop passed, so the next step ({transition_out.transition_target_task_id}) used it."
-    elif is_last:
-        message += f" The run's next action falls back to: “{FALLBACK_HOOK}”"
-    return message
-
-
-def _attempt_view(attempt: AttemptRecord) -> AttemptView:
-    return AttemptView(
-        number=attempt.number,
-        kind=_ATTEMPT_KINDS.get(attempt.kind, attempt.kind),
-        status=attempt.status,
-        problems=tuple(_problem(issue.field, issue.message) for issue in attempt.errors),
-        raw=attempt.raw,
-    )
-
-
-def _source(item: dict[str, Any]) -> SourceView:
-    return SourceView(source=str(item.get("source", "?")), text=str(item.get("text", "")))
-
+from marsrag.views.viewmodel import (
+    NEXT_ACTION_HEADING,
+    SECTION_TITLES,
+    AttemptView,
+    NextActionCard,
+    OperatorAction,
+    RunView,
+    SectionCard,
+    SourceView,
+    StatusBadge,
+    TaskView,
+    TransitionView,
+    next_action_card,
+    operator_action,
+    read_run_view,
+    run_view,
+    section_cards,
+    status_badge,
+    task_view,
+    transition_view,
+)
 
 __all__ = [
     "NEXT_ACTION_HEADING",
@@ -348,6 +41,7 @@ __all__ = [
     "TransitionView",
     "next_action_card",
     "operator_action",
+    "read_run_view",
     "run_view",
     "section_cards",
     "status_badge",

@@ -1,4 +1,4 @@
-"""Who runs a run, and whether a ``running`` run has been abandoned by a dead process."""
+"""Who runs a run, and whether a ``running`` run has been abandoned by a dead process (the views show it)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,64 @@
+"""The run document: one JSON-ready view of a run, shared by ``runs show``, ``run --format json`` and the API.
+
+Both the document and the ``runs list`` rows carry the run's ``outcome`` (how many of its tasks ended valid,
+partial, failed or skipped) beside its ``status`` (whether it finished).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from marsrag.state import RunRecord
+from marsrag.store.base import RunStore
+from marsrag.views.liveness import is_stale
+from marsrag.views.outcome import task_outcome
+
+
+def run_summary_row(run: RunRecord, outcome: Mapping[str, int]) -> dict[str, Any]:
+    """One row of ``runs list``; ``stale`` marks a run left running by a process that is gone."""
+    return {
+        "run_id": run.run_id,
+        "session_id": run.session_id,
+        "goal": run.goal,
+        "workflow": run.workflow,
+        "status": run.status,
+        "created_at": run.created_at.isoformat(),
+        "stale": is_stale(run),
+        "outcome": dict(outcome),
+    }
+
+
+def run_rows(store: RunStore, runs: Sequence[RunRecord]) -> list[dict[str, Any]]:
+    """The ``runs list`` rows of ``runs``, their outcomes read in one query."""
+    outcomes = store.task_outcomes([run.run_id for run in runs])
+    return [run_summary_row(run, outcomes[run.run_id]) for run in runs]
+
+
+def run_document(store: RunStore, run_id: str) -> dict[str, Any]:
+    """A run with its task states (spec section 4 shape plus attempts), transitions, events and outcome.
+
+    Raises:
+        RunNotFoundError: no such run.
+    """
+    run, states, stored_transitions = store.read_run(run_id)
+    tasks = [task.model_dump(mode="json") for task in states]
+    transitions = [transition.model_dump(mode="json") for transition in stored_transitions]
+    return {
+        "run_id": run.run_id,
+        "session_id": run.session_id,
+        "goal": run.goal,
+        "workflow": run.workflow,
+        "loop_mode": run.loop_mode,
+        "status": run.status,
+        "status_reason": run.status_reason,
+        "summary": run.summary,
+        "created_at": run.created_at.isoformat(),
+        "outcome": task_outcome(task.validation.status for task in states),
+        "tasks": tasks,
+        "transitions": transitions,
+        "events": [event.to_dict() for event in store.get_events(run_id)],
+    }
+
+
+__all__ = ["run_document", "run_rows", "run_summary_row"]

@@ -1,0 +1,264 @@
+"""The package's layers, checked on its source: who may import whom, no cycles, no hidden edges.
+
+Every import counts, including those inside functions (only ``if TYPE_CHECKING:`` blocks are exempt), so
+an edge cannot hide in a function. docs/architecture.md draws the same layers.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+#: Top to bottom: a module may import its own layer's packages' modules and those of any layer below.
+#: Packages in one layer are independent of each other (none imports another).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("marsrag.__main__",),
+    ("marsrag.cli",),
+    ("marsrag.render_text",),
+    ("marsrag.web",),
+    ("marsrag.compose",),
+    ("marsrag.queue",),
+    ("marsrag.runtime",),
+    ("marsrag.views",),
+    ("marsrag.metrics", "marsrag.rag", "marsrag.llm"),
+    ("marsrag.integrations",),
+    ("marsrag.store",),
+    ("marsrag.chain", "marsrag.events"),
+    ("marsrag.tasks",),
+    ("marsrag.state",),
+    ("marsrag.contract",),
+    ("marsrag.inputs",),
+    ("marsrag.settings", "marsrag.errors", "marsrag.text", "marsrag.tokens", "marsrag.paths", "marsrag.faults"),
+    ("marsrag",),
+    ("marsrag._version",),
+)
+
+#: Modules whose imports inside functions are lazy on purpose: third-party parts too heavy (or optional) to
+#: load for every command. Any other import inside a function is an edge in hiding.
+LAZY_ON_PURPOSE = ("crewai", "sqlalchemy", "alembic", "celery", "kombu", "uvicorn", "fastapi", "playwright")
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One import: from module ``source`` (line ``line``) of module ``target``; ``inner`` inside a function."""
+
+    source: str
+    target: str
+    line: int
+    inner: bool
+
+
+def _modules() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for path in sorted((SRC / "marsrag").rglob("*.py")):
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _resolve(name: str) -> str | None:
+    while name:
+        if name in MODULES:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    exempt: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            exempt.update(id(child) for stmt in node.body for child in ast.walk(stmt))
+    return exempt
+
+
+def _function_nodes(tree: ast.AST) -> set[int]:
+    inside: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            inside.update(id(child) for stmt in node.body for child in ast.walk(stmt))
+    return inside
+
+
+def _imported(module: str, path: Path, node: ast.Import | ast.ImportFrom) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if node.level:
+        package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+        base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
+    else:
+        base = node.module or ""
+    return [base, *(f"{base}.{alias.name}" for alias in node.names)]
+
+
+def _all_imports() -> list[tuple[str, str, int, bool]]:
+    """Every import statement: (module, imported name, line, inside a function), TYPE_CHECKING blocks left out."""
+    found: list[tuple[str, str, int, bool]] = []
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        exempt, inside = _type_checking_nodes(tree), _function_nodes(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import | ast.ImportFrom) and id(node) not in exempt:
+                for name in _imported(module, path, node):
+                    found.append((module, name, node.lineno, id(node) in inside))
+    return found
+
+
+IMPORTS = _all_imports()
+
+
+def _edges() -> list[Edge]:
+    edges: set[Edge] = set()
+    for module, name, line, inner in IMPORTS:
+        target = _resolve(name) if name.startswith("marsrag") else None
+        # The root package is a namespace (and the version): importing through it is no edge.
+        if target is not None and target not in (module, "marsrag"):
+            edges.add(Edge(module, target, line, inner))
+    return sorted(edges, key=lambda edge: (edge.source, edge.line, edge.target))
+
+
+EDGES = _edges()
+
+
+def _package(module: str) -> str:
+    return ".".join(module.split(".")[:2])
+
+
+def _layer_of(module: str) -> int:
+    package = _package(module)
+    for index, layer in enumerate(LAYERS):
+        if package in layer:
+            return index
+    raise AssertionError(f"{module} is in no layer: add its package to LAYERS (and to docs/architecture.md)")
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one node (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.get(root, ()))))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_every_module_is_in_a_layer() -> None:
+    """Each module's package is placed in the layer table (a new package is placed on purpose)."""
+    for module in MODULES:
+        _layer_of(module)
+
+
+def test_no_module_imports_a_layer_above_it_or_a_sibling_package() -> None:
+    """Imports only point down the table; packages sharing a layer stay independent of each other."""
+    wrong = [
+        f"{edge.source}:{edge.line} imports {edge.target}"
+        for edge in EDGES
+        if _package(edge.source) != _package(edge.target) and _layer_of(edge.target) <= _layer_of(edge.source)
+    ]
+    assert wrong == []
+
+
+def test_no_two_modules_import_each_other() -> None:
+    """The module graph (imports inside functions included) has no cycle."""
+    graph: dict[str, set[str]] = defaultdict(set)
+    for edge in EDGES:
+        graph[edge.source].add(edge.target)
+    assert _cycles(graph) == []
+
+
+def test_no_two_packages_import_each_other() -> None:
+    """The graph of the ``marsrag.X`` packages has no cycle."""
+    graph: dict[str, set[str]] = defaultdict(set)
+    for edge in EDGES:
+        if _package(edge.source) != _package(edge.target):
+            graph[_package(edge.source)].add(_package(edge.target))
+    assert _cycles(graph) == []
+
+
+def test_imports_inside_functions_are_lazy_on_purpose_and_say_why() -> None:
+    """An import inside a function loads a heavy part (or a module that does), with a ``# lazy:`` reason."""
+    heavy = _heavy_modules()
+    problems = []
+    for module, name, line, inner in IMPORTS:
+        if not inner:
+            continue
+        target = _resolve(name) if name.startswith("marsrag") else None
+        lazy = name.split(".")[0] in LAZY_ON_PURPOSE or (target is not None and target in heavy)
+        if not lazy:
+            problems.append(f"{module}:{line} imports {name} inside a function: import it at the top")
+        elif not _says_why(MODULES[module], line):
+            problems.append(f"{module}:{line} imports {name} lazily without a '# lazy: reason' comment")
+    assert sorted(set(problems)) == []
+
+
+def _heavy_modules() -> set[str]:
+    """Project modules that import a lazy-on-purpose part at their top, directly or through another one."""
+    heavy = {module for module, name, _line, inner in IMPORTS if not inner and name.split(".")[0] in LAZY_ON_PURPOSE}
+    top = [edge for edge in EDGES if not edge.inner]
+    changed = True
+    while changed:
+        changed = False
+        for edge in top:
+            if edge.target in heavy and edge.source not in heavy:
+                heavy.add(edge.source)
+                changed = True
+    return heavy
+
+
+def _says_why(path: Path, line: int) -> bool:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    here = lines[line - 1]
+    above = lines[line - 2].strip() if line >= 2 else ""
+    return "# lazy:" in here or above.startswith("# lazy:")
+
+
+@pytest.mark.parametrize("package", ["marsrag.contract", "marsrag.tasks"])
+def test_the_fast_commands_load_nothing_heavy(package: str) -> None:
+    """What ``validate``, ``schema`` and ``lint`` import at the top never pulls in CrewAI or SQLAlchemy."""
+    assert not {module for module in _heavy_modules() if _package(module) == package}
