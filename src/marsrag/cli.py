@@ -521,7 +521,7 @@ def _print_run(document: dict[str, Any], format: FormatChoice, db: str | None = 
     # lazy: Rich and SQLAlchemy, kept off the fast commands (validate, schema, lint)
     from marsrag.render_text import print_run
     from marsrag.store import default_db_url, open_store
-    from marsrag.store._engine import mask
+    from marsrag.store.urls import mask
     from marsrag.views.viewmodel import read_run_view
 
     # The text is the view model the web pages render (cards, badge, header, next action), read back stored.

@@ -21,6 +21,7 @@ from marsrag.llm.select import resolve_llm
 from marsrag.queue.app import QueueSettings
 from marsrag.queue.executor import CeleryRunExecutor
 from marsrag.queue.worker import run_worker
+from marsrag.rag.knowledge import KnowledgeBase
 from marsrag.rag.report import IngestReport
 from marsrag.rag.service import ingest_paths, knowledge_base
 from marsrag.runtime.executor import RunExecutor, ThreadRunExecutor
@@ -33,7 +34,6 @@ from marsrag.views.document import run_document, run_rows
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from marsrag.rag.knowledge import KnowledgeBase
     from marsrag.runtime.actions import Action
     from marsrag.runtime.runner import WorkflowRunner
 
@@ -120,7 +120,6 @@ def open_runner(
     Raises:
         ConfigError, InputError, StoreError: bad config, workflow, LLM spec or database.
     """
-    from marsrag.rag.knowledge import KnowledgeBase  # lazy: SQLAlchemy
     from marsrag.runtime.runner import WorkflowRunner  # lazy: CrewAI
 
     project = load_config(settings.config)
@@ -128,9 +127,7 @@ def open_runner(
         project.workflow(workflow)
     model = open_llm(settings)
     with open_sinks(settings, sinks) as opened, open_store(settings) as store:
-        # Untyped as before: the knowledge base shares the SQL store's engine until the store seam offers it.
-        engine: Any = getattr(store, "engine")  # noqa: B009
-        yield WorkflowRunner(store, project, model, sinks=opened, retriever=KnowledgeBase(engine))
+        yield WorkflowRunner(store, project, model, sinks=opened, retriever=KnowledgeBase(store))
 
 
 def open_executor(runner: WorkflowRunner, settings: Settings, *, threads: int = 2) -> RunExecutor:

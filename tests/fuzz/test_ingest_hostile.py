@@ -17,7 +17,7 @@ import pytest
 
 from marsrag.rag import ingest_paths, knowledge_base
 from marsrag.rag.knowledge import MAX_FILE_BYTES
-from tests.rag.conftest import write
+from tests.rag.conftest import sql_engine, write
 
 SECRET = "The vault combination is kumquat."
 
@@ -50,7 +50,7 @@ def searched(db: str, query: str) -> list[str]:
 
 
 def documents(db: str) -> list[str]:
-    with knowledge_base(db) as kb, kb.engine.connect() as connection:
+    with knowledge_base(db) as kb, sql_engine(kb) as engine, engine.connect() as connection:
         return sorted(row[0] for row in connection.exec_driver_sql("SELECT path FROM documents"))
 
 

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from datetime import date, timedelta
-from typing import Any
 
 from marsrag.metrics import Window
 from marsrag.store import RunStore
-from marsrag.store.sql import SqlRunStore
 from tests.metrics.history import (
     D1,
     D2,
@@ -21,17 +19,12 @@ from tests.metrics.history import (
 )
 
 
-def engine_of(store: RunStore) -> Any:
-    assert isinstance(store, SqlRunStore)
-    return store.engine
-
-
 def test_all_history(store: RunStore) -> None:
     """Every metric over all history equals the hand-computed value, numerator and denominator."""
     from marsrag.metrics.compute import compute_metrics
 
     write_history(store)
-    assert compute_metrics(engine_of(store)).to_dict() == approx(EXPECTED_ALL)
+    assert compute_metrics(store).to_dict() == approx(EXPECTED_ALL)
 
 
 def test_by_workflow_and_null_denominators(store: RunStore) -> None:
@@ -39,10 +32,9 @@ def test_by_workflow_and_null_denominators(store: RunStore) -> None:
     from marsrag.metrics.compute import compute_metrics, metrics_by
 
     write_history(store)
-    engine = engine_of(store)
-    assert compute_metrics(engine, workflow="support").to_dict() == approx(EXPECTED_SUPPORT)
-    assert compute_metrics(engine, workflow="review").to_dict() == approx(EXPECTED_REVIEW)
-    grouped = metrics_by(engine, by=("workflow",))
+    assert compute_metrics(store, workflow="support").to_dict() == approx(EXPECTED_SUPPORT)
+    assert compute_metrics(store, workflow="review").to_dict() == approx(EXPECTED_REVIEW)
+    grouped = metrics_by(store, by=("workflow",))
     assert {key: value.to_dict() for key, value in grouped.items()} == {
         ("support",): approx(EXPECTED_SUPPORT),
         ("review",): approx(EXPECTED_REVIEW),
@@ -54,21 +46,20 @@ def test_time_windows_and_days(store: RunStore) -> None:
     from marsrag.metrics.compute import compute_metrics, metrics_by
 
     write_history(store)
-    engine = engine_of(store)
     day2 = Window(since=D2 - timedelta(hours=9), until=D2 + timedelta(hours=15))
-    assert compute_metrics(engine, day2).to_dict() == approx(EXPECTED_D2)
-    by_day = metrics_by(engine, by=("day",))
+    assert compute_metrics(store, day2).to_dict() == approx(EXPECTED_D2)
+    by_day = metrics_by(store, by=("day",))
     assert set(by_day) == {(date(2026, 11, 2),), (date(2026, 11, 3),)}
     assert by_day[(date(2026, 11, 3),)].to_dict() == approx(EXPECTED_D2)
-    assert compute_metrics(engine, Window(since=D2 + timedelta(days=5))).to_dict() == EMPTY
-    assert compute_metrics(engine, Window(until=D1)).to_dict() == EMPTY
+    assert compute_metrics(store, Window(since=D2 + timedelta(days=5))).to_dict() == EMPTY
+    assert compute_metrics(store, Window(until=D1)).to_dict() == EMPTY
 
 
 def test_an_empty_store_has_null_rates(store: RunStore) -> None:
     """No runs: every rate null, session depth without sessions."""
     from marsrag.metrics.compute import compute_metrics
 
-    assert compute_metrics(engine_of(store)).to_dict() == EMPTY
+    assert compute_metrics(store).to_dict() == EMPTY
 
 
 def test_a_later_run_counts_as_downstream_only_for_the_run_that_routed_to_its_workflow(store: RunStore) -> None:
@@ -110,7 +101,7 @@ def test_a_later_run_counts_as_downstream_only_for_the_run_that_routed_to_its_wo
                 created_at=at,
             )
         )
-    assert compute_metrics(engine_of(store)).downstream_action_rate.to_dict() == {
+    assert compute_metrics(store).downstream_action_rate.to_dict() == {
         "value": 0.0,
         "numerator": 0,
         "denominator": 3,

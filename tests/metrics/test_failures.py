@@ -3,21 +3,14 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from marsrag.contract import ContractIssue
 from marsrag.metrics import Window
 from marsrag.metrics.failures import Failure, latest_failures
 from marsrag.state import AttemptRecord, LoopFields, RunRecord, TaskState, Validation
 from marsrag.store import RunStore
-from marsrag.store.sql import SqlRunStore
 from tests.contract.samples import CONTENT
 from tests.metrics.history import D1, D2, write_history
-
-
-def engine_of(store: RunStore) -> Any:
-    assert isinstance(store, SqlRunStore)
-    return store.engine
 
 
 def add_run(
@@ -77,7 +70,7 @@ def test_the_history_has_one_failure_with_its_attempt_error(store: RunStore) -> 
     Its stored validation has no error list, so the message is the latest attempt's first error.
     """
     write_history(store)
-    (failure,) = latest_failures(engine_of(store))
+    (failure,) = latest_failures(store)
     assert failure == Failure(
         run_id="r1",
         task_id="t2",
@@ -99,34 +92,32 @@ def test_newest_first_with_the_stored_error_and_a_limit(store: RunStore) -> None
     write_history(store)
     add_run(store, "x1", D2 + timedelta(days=1), [("t1", "failed", "payoff is empty"), ("t2", "valid", None)])
     add_run(store, "x2", D2 + timedelta(days=2), [("t1", "partial", "payoff too long"), ("t2", "failed", "no json")])
-    engine = engine_of(store)
-    failures = latest_failures(engine)
+    failures = latest_failures(store)
     assert keys(failures) == [("x2", "t2"), ("x2", "t1"), ("x1", "t1"), ("r1", "t2")]
     assert [f.message for f in failures] == ["no json", "payoff too long", "payoff is empty", "grip is missing"]
     assert [f.status for f in failures] == ["failed", "partial", "failed", "partial"]
-    assert keys(latest_failures(engine, limit=2)) == [("x2", "t2"), ("x2", "t1")]
-    assert latest_failures(engine, limit=0) == []
+    assert keys(latest_failures(store, limit=2)) == [("x2", "t2"), ("x2", "t1")]
+    assert latest_failures(store, limit=0) == []
 
 
 def test_window_and_workflow_filters_are_the_metrics_ones(store: RunStore) -> None:
     """Runs created in the window (until exclusive), of the workflow."""
     write_history(store)
     add_run(store, "x1", D2 + timedelta(days=1), [("t1", "failed", "payoff is empty")], workflow="triage")
-    engine = engine_of(store)
     day1 = Window(since=D1 - timedelta(hours=9), until=D1 + timedelta(hours=15))
-    assert keys(latest_failures(engine, window=day1)) == [("r1", "t2")]
-    assert keys(latest_failures(engine, window=Window(since=D2))) == [("x1", "t1")]
-    assert keys(latest_failures(engine, window=Window(until=D1))) == []
-    assert keys(latest_failures(engine, workflow="triage")) == [("x1", "t1")]
-    assert keys(latest_failures(engine, workflow="support")) == [("r1", "t2")]
-    assert keys(latest_failures(engine, workflow="review")) == []
+    assert keys(latest_failures(store, window=day1)) == [("r1", "t2")]
+    assert keys(latest_failures(store, window=Window(since=D2))) == [("x1", "t1")]
+    assert keys(latest_failures(store, window=Window(until=D1))) == []
+    assert keys(latest_failures(store, workflow="triage")) == [("x1", "t1")]
+    assert keys(latest_failures(store, workflow="support")) == [("r1", "t2")]
+    assert keys(latest_failures(store, workflow="review")) == []
 
 
 def test_goals_are_returned_as_stored_and_links_are_encoded(store: RunStore) -> None:
     """The goal is data (escaping is the page's job); ids with URL specials are percent-encoded in the link."""
     goal = "<script>alert('x')</script> & more"
     add_run(store, "run 1#?", datetime(2026, 11, 5, tzinfo=UTC), [("task/1", "failed", None)], goal=goal)
-    (failure,) = latest_failures(engine_of(store))
+    (failure,) = latest_failures(store)
     assert failure.goal == goal
     assert failure.link == "/runs/run%201%23%3F#task-task%2F1"
     assert failure.message is None  # neither the validation nor the attempt recorded an error

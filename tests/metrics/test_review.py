@@ -30,7 +30,6 @@ from marsrag.metrics.review import (
 from marsrag.metrics.review_service import review
 from marsrag.state import AttemptRecord, LoopFields, RunRecord, TaskState, TransitionRecord, Validation
 from marsrag.store import RunStore, open_store
-from marsrag.store.sql import SqlRunStore
 from tests.contract.samples import CONTENT
 from tests.metrics.history import D1, D2, EXPECTED_ALL, EXPECTED_REVIEW, approx, write_history
 from tests.metrics.test_failures import add_run
@@ -63,11 +62,6 @@ CHANGE_TEXT = {
     "repair_rate": "-7.1 pp",
     "fallback_rate": "+25.0 pp",
 }
-
-
-def engine_of(store: RunStore) -> Any:
-    assert isinstance(store, SqlRunStore)
-    return store.engine
 
 
 def write_previous_week(store: RunStore) -> None:
@@ -128,8 +122,7 @@ def test_metrics_change_and_daily_series(store: RunStore) -> None:
 
     write_history(store)
     write_previous_week(store)
-    engine = engine_of(store)
-    result = weekly_review(engine, "2026-W45")
+    result = weekly_review(store, "2026-W45")
     assert (result.week, result.previous_week) == ("2026-W45", "2026-W44")
     assert result.window.since == datetime(2026, 11, 2, tzinfo=UTC)
     assert result.window.until == datetime(2026, 11, 9, tzinfo=UTC)
@@ -143,7 +136,7 @@ def test_metrics_change_and_daily_series(store: RunStore) -> None:
     support, review_flow = result.daily["support"], result.daily["review"]
     assert [day is not None for day in support] == [True, True, False, False, False, False, False]
     for index, day in enumerate((D1, D2)):
-        expected = compute_metrics(engine, day_window(day.date(), day.date()), "support").to_dict()
+        expected = compute_metrics(store, day_window(day.date(), day.date()), "support").to_dict()
         assert support[index] is not None and support[index].to_dict() == expected  # type: ignore[union-attr]
     assert review_flow[0] is None and review_flow[1] is not None
     assert review_flow[1].to_dict() == approx(EXPECTED_REVIEW)
@@ -157,10 +150,10 @@ def test_metrics_change_and_daily_series(store: RunStore) -> None:
 def test_a_week_with_no_data_before_has_null_changes(store: RunStore) -> None:
     """Without p1 the week before has no data: every change is None (n/a), never a fake 0."""
     write_history(store)
-    result = weekly_review(engine_of(store), "2026-W45")
+    result = weekly_review(store, "2026-W45")
     assert {name: result.change(name) for name in METRICS} == dict.fromkeys(METRICS)
     assert "| n/a |" in render_markdown(result)
-    empty = weekly_review(engine_of(store), "2026-W40")
+    empty = weekly_review(store, "2026-W40")
     assert empty.daily == {} and empty.failures == () and empty.repairs_by_workflow == ()
     assert "No runs this week." in render_markdown(empty) and "<svg" not in render_html(empty)
 
@@ -175,14 +168,14 @@ def test_rankings_of_repairs_and_fallbacks(store: RunStore) -> None:
     write_history(store)
     write_previous_week(store)  # W44's repair must not count in W45
     add_run(store, "x1", D2 + timedelta(days=1), [("t1", "valid", None)], workflow="triage")
-    result = weekly_review(engine_of(store), "2026-W45")
+    result = weekly_review(store, "2026-W45")
     assert result.repairs_by_workflow == (Ranking("support", None, 3, 7),)
     assert result.repairs_by_task == (Ranking("support", "t1", 2, 4), Ranking("support", "t2", 1, 3))
     assert result.fallbacks_by_workflow == (Ranking("support", None, 1, 4),)
     assert result.fallbacks_by_task == (Ranking("support", "t1", 1, 4),)
     assert result.repairs_by_task[0].name == "support / t1" and result.repairs_by_task[0].rate == 0.5
 
-    before = weekly_review(engine_of(store), "2026-W44")
+    before = weekly_review(store, "2026-W44")
     assert before.repairs_by_task == (Ranking("support", "t2", 1, 1),)
     assert before.fallbacks_by_workflow == ()
 
@@ -191,7 +184,7 @@ def test_markdown_report(store: RunStore) -> None:
     """Markdown: the six metrics with this week, the week before and the change; rankings; failures linked."""
     write_history(store)
     write_previous_week(store)
-    text = render_markdown(weekly_review(engine_of(store), "2026-W45"))
+    text = render_markdown(weekly_review(store, "2026-W45"))
     assert text.startswith("# Loop review 2026-W45\n")
     for name in METRICS:
         (row,) = [line for line in text.splitlines() if line.startswith(f"| {name} |")]
@@ -209,7 +202,7 @@ def test_html_report_is_standalone_with_charts_and_escapes(store: RunStore) -> N
     """HTML: no script, inline SVG per metric, the figures and changes, and a hostile goal as text."""
     write_history(store)
     write_previous_week(store)
-    page = render_html(weekly_review(engine_of(store), "2026-W45"))
+    page = render_html(weekly_review(store, "2026-W45"))
     assert page.startswith("<!doctype html>") and "<style>" in page
     assert "<script" not in page.lower() and 'style="' not in page
     assert page.count("<svg") == len(METRICS)
@@ -220,7 +213,7 @@ def test_html_report_is_standalone_with_charts_and_escapes(store: RunStore) -> N
 
     hostile = "<script>alert('x')</script> | *bold*"
     add_run(store, "x1", D2 + timedelta(days=1), [("t1", "failed", "<b>payoff</b> is empty")], goal=hostile)
-    result = weekly_review(engine_of(store), "2026-W45")
+    result = weekly_review(store, "2026-W45")
     page = render_html(result)
     assert "<script" not in page.lower() and "<b>" not in page
     assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page
@@ -252,7 +245,7 @@ def test_weeks_and_the_default_week() -> None:
 def test_the_default_week_on_a_store(store: RunStore) -> None:
     """Without --week, the review is of the last complete week before ``now``."""
     write_history(store)
-    result = weekly_review(engine_of(store), now=datetime(2026, 11, 11, tzinfo=UTC))
+    result = weekly_review(store, now=datetime(2026, 11, 11, tzinfo=UTC))
     assert result.week == "2026-W45" and result.current.to_dict() == approx(EXPECTED_ALL)
 
 

@@ -18,7 +18,6 @@ from marsrag.errors import InputError
 from marsrag.events.model import LoopEvent
 from marsrag.state import AttemptRecord, LoopFields, RunRecord, TaskState, TransitionRecord, Validation
 from marsrag.store import RunStore, open_store
-from marsrag.store.sql import SqlRunStore
 from marsrag.tasks import load_config, sample_config_dir
 from tests.contract.samples import CONTENT
 
@@ -102,8 +101,7 @@ def set_mode(config_dir: Path, workflow: str, mode: str) -> None:
 def recommend_for(store: RunStore, config_dir: Path) -> dict[str, Any]:
     from marsrag.metrics.tune import recommend
 
-    assert isinstance(store, SqlRunStore)
-    return {r.workflow: r for r in recommend(store.engine, load_config(config_dir))}
+    return {r.workflow: r for r in recommend(store, load_config(config_dir))}
 
 
 def test_fallbacks_after_partial_tasks_move_a_user_facing_workflow_from_hard_to_soft(

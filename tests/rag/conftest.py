@@ -3,14 +3,30 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from sqlalchemy import Engine
 
 from marsrag.rag import KnowledgeBase
+from marsrag.store import open_store
+from marsrag.store.sql import SqlRunStore
 from tests.store.conftest import db_url, postgres_admin, postgres_url
 
-__all__ = ["db_url", "postgres_admin", "postgres_url", "write"]
+__all__ = ["db_url", "postgres_admin", "postgres_url", "sql_engine", "write"]
+
+
+@contextmanager
+def sql_engine(kb: KnowledgeBase) -> Iterator[Engine]:
+    """The SQL store's own engine on the knowledge base's database, to look at its tables from outside.
+
+    Through a store of its own (its connection setup: SQLite's enforced foreign keys), not the knowledge base,
+    which exposes no engine: these checks are of the SQL backend's tables.
+    """
+    with open_store(kb.url) as store:
+        assert isinstance(store, SqlRunStore)  # the SQL backend is the one whose tables are checked
+        yield store.engine
 
 
 @pytest.fixture

@@ -16,8 +16,7 @@ from marsrag.errors import InputError
 from marsrag.rag import KnowledgeBase
 from marsrag.runtime.retrieval import Retriever, retrieval_query
 from marsrag.store import open_store
-from marsrag.store.sql import SqlRunStore
-from tests.rag.conftest import write
+from tests.rag.conftest import sql_engine, write
 from tests.store.records import run
 
 PREWARM = """# Runbook: pre-warming caches
@@ -64,7 +63,7 @@ STEPS = "docs/runbooks/prewarm.md#Runbook: pre-warming caches > Steps"
 
 def sql(kb: KnowledgeBase, statement: str, **params: Any) -> list[Any]:
     """Rows of a read-only query on the knowledge base's database."""
-    with kb.engine.connect() as connection:
+    with sql_engine(kb) as engine, engine.connect() as connection:
         return list(connection.execute(text(statement), params).all())
 
 
@@ -140,7 +139,7 @@ def test_deleting_a_document_takes_its_chunks_out_of_search(kb: KnowledgeBase, d
     """The cascade from documents removes the chunks and their full-text entries."""
     kb.ingest([docs])
     assert kb.search("idempotency")
-    with kb.engine.begin() as connection:
+    with sql_engine(kb) as engine, engine.begin() as connection:
         connection.execute(text("DELETE FROM documents WHERE path = 'docs/architecture/payments.markdown'"))
     assert kb.search("idempotency") == []
     assert chunk_ids(kb, "docs/architecture/payments.markdown") == []
@@ -292,11 +291,10 @@ def test_weird_queries_never_raise(kb: KnowledgeBase, docs: Path) -> None:
 
 
 def test_the_knowledge_base_shares_the_run_store_database(db_url: str, docs: Path) -> None:
-    """Built on an open store's engine, it ingests next to the store's runs without disturbing them."""
+    """Built on an open store, it ingests next to the store's runs without disturbing them."""
     with open_store(db_url) as store:
-        assert isinstance(store, SqlRunStore)
         store.create_run(run())
-        kb = KnowledgeBase(store.engine)
+        kb = KnowledgeBase(store)
         assert kb.ingest([docs]).added == 3
         assert kb.search("idempotency")[0]["source"].startswith("docs/architecture/payments.markdown")
         assert [r.run_id for r in store.list_runs()] == ["run-1"]

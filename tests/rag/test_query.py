@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from marsrag.rag._query import MAX_TERMS, fts5_query, terms, tsquery
+from marsrag.rag._query import MAX_TERMS, terms
+from marsrag.store._knowledge_sql import fts5_query, tsquery
 
 
 def test_words_are_lowercased_deduplicated_and_stopwords_dropped() -> None:

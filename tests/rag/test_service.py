@@ -12,7 +12,7 @@ import pytest
 from marsrag.rag import ingest_paths, knowledge_base
 from marsrag.rag.chunking import MAX_CHARS
 from tests.conftest import REPO
-from tests.rag.conftest import write
+from tests.rag.conftest import sql_engine, write
 
 EXAMPLES = REPO / "examples" / "knowledge_base"
 
@@ -88,7 +88,7 @@ def test_the_example_knowledge_base_ingests_cleanly(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/marsrag.db"
     report = ingest_paths([EXAMPLES], db=url, progress=False)
     assert report.skipped == [] and report.added > 0 and report.chunks_written >= report.added
-    with knowledge_base(url) as kb, kb.engine.connect() as connection:
+    with knowledge_base(url) as kb, sql_engine(kb) as engine, engine.connect() as connection:
         rows = connection.exec_driver_sql("SELECT document_path, length(text) FROM chunks").all()
     assert all(path.startswith("knowledge_base/") and size <= MAX_CHARS for path, size in rows)
 

@@ -168,7 +168,7 @@ def test_api_metrics_equals_the_cli_and_the_library(
     api = response.json()
     assert api == marsrag_json("--db", history.db, *cli)
     library = compute_metrics(
-        history.backend.store.engine, window(query.get("since"), query.get("until")), query.get("workflow")
+        history.backend.store, window(query.get("since"), query.get("until")), query.get("workflow")
     )
     assert api == library.to_dict()
     assert api == approx(expected)
@@ -191,7 +191,7 @@ def test_the_daily_series_is_the_cli_per_day(history: Site) -> None:
     assert [v is None for v in daily["workflows"]["review"]] == [True, True, False, True]
     assert daily["workflows"]["review"][2] == approx(EXPECTED_REVIEW)
     one = history.client.get("/api/metrics/daily", params={"end": "2026-11-03", "days": 1, "workflow": "support"})
-    day = compute_metrics(history.backend.store.engine, window("2026-11-03", "2026-11-03"), "support").to_dict()
+    day = compute_metrics(history.backend.store, window("2026-11-03", "2026-11-03"), "support").to_dict()
     assert one.json()["workflows"] == {"support": [day]}
 
 

@@ -32,8 +32,7 @@ from marsrag.metrics.prometheus import (
     rate_family,
 )
 from marsrag.settings import resolve_settings
-from marsrag.store import open_store
-from marsrag.store.sql import SqlRunStore
+from marsrag.store import RunStore, open_store
 from marsrag.web.app import create_app
 from marsrag.web.settings import WebSettings
 from tests.metrics.history import EXPECTED_ALL, EXPECTED_REVIEW, EXPECTED_SUPPORT, write_history
@@ -187,9 +186,8 @@ def test_gauges_are_the_hand_computed_history_and_the_library(
     """Every gauge per workflow equals EXPECTED_SUPPORT/EXPECTED_REVIEW and ``metrics_by``; null rates are absent."""
     scrape = scrape_of(app_client(history_db))
     with open_store(history_db) as opened:
-        assert isinstance(opened, SqlRunStore)
-        library = metrics_by(opened.engine, by=("workflow",))
-        overall = compute_metrics(opened.engine)
+        library = metrics_by(opened, by=("workflow",))
+        overall = compute_metrics(opened)
     assert set(scrape.by_workflow("marsrag_sessions")) == {key[0] for key in library} == set(EXPECTED)
     for workflow, expected in EXPECTED.items():
         same(figures_of(scrape, workflow), expected)
@@ -226,8 +224,7 @@ def test_a_real_run_scrapes_as_its_stored_events_and_metrics(site_factory: Calla
     assert stored["loop.contract.validated"] >= 6 and stored["loop.contract.failed"] == 1
     assert exported_events(scrape) == {name: stored.get(name, 0) for name in EVENT_NAMES}
     with open_store(site.db) as opened:
-        assert isinstance(opened, SqlRunStore)
-        library = metrics_by(opened.engine, by=("workflow",))
+        library = metrics_by(opened, by=("workflow",))
     assert list(library) == [("support_answer",)]
     same(figures_of(scrape, "support_answer"), as_figures(library[("support_answer",)]))
     assert scrape.by_workflow("marsrag_repair_rate_numerator") == {"support_answer": 1}
@@ -304,27 +301,25 @@ def test_an_unreadable_database_fails_the_scrape_with_503(
     response = client.get("/metrics")
     assert response.status_code == 503 and "# TYPE" not in response.text
     with open_store(history_db) as opened, pytest.raises(StoreError, match="cannot read the loop metrics"):
-        assert isinstance(opened, SqlRunStore)
-        list(LoopMetricsCollector(opened.engine).collect())
+        list(LoopMetricsCollector(opened).collect())
 
 
 # -- the collector on each backend --------------------------------------------------------------------------
 
 
 @pytest.fixture(params=BACKENDS)
-def history_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlRunStore]:
+def history_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RunStore]:
     """The scripted history in a fresh SQLite file, then in a fresh PostgreSQL schema (``postgres_url``)."""
     url = f"sqlite:///{tmp_path / 'store.db'}" if request.param == "sqlite" else request.getfixturevalue("postgres_url")
     with open_store(url) as opened:
-        assert isinstance(opened, SqlRunStore)
         write_history(opened)
         yield opened
 
 
-def test_the_collector_gives_the_same_figures_on_each_backend(history_store: SqlRunStore) -> None:
+def test_the_collector_gives_the_same_figures_on_each_backend(history_store: RunStore) -> None:
     """SQLite and PostgreSQL: the collector's samples over the history are the hand-computed figures."""
     store = history_store
-    collector = LoopMetricsCollector(store.engine)
+    collector = LoopMetricsCollector(store)
     assert [family.name for family in collector.describe()] == family_names()  # registering queries nothing
     scrape = Scrape({}, {}, {})
     for family in collector.collect():
@@ -335,7 +330,7 @@ def test_the_collector_gives_the_same_figures_on_each_backend(history_store: Sql
     same(overall_figures_of(scrape), EXPECTED_ALL)
     assert (
         exported_events(scrape)
-        == event_counts(store.engine)
+        == event_counts(store)
         == {name: int(name == "loop.action.followed") for name in EVENT_NAMES}
     )
 

@@ -1,329 +1,52 @@
-"""The loop metrics as SQL aggregations: four grouped queries, one per family, on SQLite and PostgreSQL.
+"""The loop metrics from the store's counts: the six figures per group of runs, or over all of them.
 
-One function computes everything (:func:`metrics_by`); the overall figures are the same queries with no
-grouping. Each query aggregates in the database; Python only adds up the handful of rows that come back.
-
-Speed (``bench/metrics_bench.py``: 1,000,000 events of about 150,000 runs take about 0.6 s over all history on
-either backend, on two cores) rests on three things:
-
-- Every query reads the narrow covering indexes of migration 0004, never the wide rows (the Loop Contract
-  text, retrieval results and raw answers that make up most of the store).
-- ``runs`` is joined only when a window, a workflow or a grouping needs its columns: every task state and
-  transition belongs to a run (foreign keys), so all history is counted without that join.
-- Per completed run the runs query needs four yes/no facts (it offers a next action; it was followed; an
-  operator acted on it; a later run of its session ran a workflow it routed to). They are folded into one small
-  code per run and counted per code (at most four rows per group). How the facts are found depends on the
-  backend: SQLite only has nested loops, so each fact is an index probe (correlated EXISTS) made in ``run_id``
-  order over the runs' covering index, cheap and cache-friendly; PostgreSQL would run each correlated EXISTS as
-  a subplan per row, so there each fact is a set of run ids (one index pass each) that it hash-joins once.
+The store aggregates (:meth:`marsrag.store.RunStore.loop_counts`: four grouped queries, one per family, per
+backend where the plans differ); this module turns its numerators, denominators and depth histograms into
+:class:`LoopMetrics`. One function computes everything (:func:`metrics_by`); the overall figures are the same
+counts with no grouping.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
-from datetime import date, datetime
-from typing import Any, Literal
-
-from sqlalchemy import Date, Engine, Exists, and_, case, cast, func, literal_column, or_, select
-from sqlalchemy.sql import ColumnElement, FromClause, Select
+from typing import Any
 
 from marsrag.metrics.definitions import Depth, LoopMetrics, Rate
 from marsrag.metrics.window import Window
-from marsrag.store._rows import to_db
-from marsrag.store.schema import attempts, events, runs, task_states, transitions
+from marsrag.store import GroupKey, LoopCounts, RunStore
 
-GroupKey = Literal["workflow", "day"]
-
-#: Attempt kinds that are an operator action after the run.
-OPERATOR_KINDS = ("operator_repair", "regenerate")
-FOLLOWED_EVENT = "loop.action.followed"
-
-# The bits of a completed run's code in the runs query: offers a next action; was followed; acted on otherwise
-# (an operator repair or regenerate, or a later run in a routed workflow; only looked at when not followed).
-_OFFERS, _FOLLOWED, _ACTED = 1, 2, 4
+__all__ = ["GroupKey", "compute_metrics", "metrics_by", "session_depth"]
 
 
-def compute_metrics(engine: Engine, window: Window | None = None, workflow: str | None = None) -> LoopMetrics:
+def compute_metrics(store: RunStore, window: Window | None = None, workflow: str | None = None) -> LoopMetrics:
     """The six metrics over ``window`` (default: all history), for one workflow or all."""
-    return metrics_by(engine, window, workflow, by=()).get((), _empty())
+    return metrics_by(store, window, workflow, by=()).get((), _metrics(LoopCounts()))
 
 
 def metrics_by(
-    engine: Engine, window: Window | None = None, workflow: str | None = None, *, by: Sequence[GroupKey] = ()
+    store: RunStore, window: Window | None = None, workflow: str | None = None, *, by: Sequence[GroupKey] = ()
 ) -> dict[tuple[Any, ...], LoopMetrics]:
     """The six metrics per group (``workflow``, ``day`` of the run's creation in UTC, or both), in the window.
 
     Keys are tuples in the order of ``by`` (days as :class:`datetime.date`); a group with no runs is absent.
     """
     window = window or Window()
-    dialect = engine.dialect.name
-    counts: dict[tuple[Any, ...], dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    depths: dict[tuple[Any, ...], dict[int, int]] = defaultdict(dict)
-    with engine.connect() as connection:
-        if dialect == "postgresql":
-            # These aggregations take a fraction of a second; compiling them (JIT, on by default when a plan
-            # looks expensive) costs tens of milliseconds each and gains nothing. For this transaction only.
-            connection.exec_driver_sql("SET LOCAL jit = off")
-        for query in (_task_query, _transition_query):
-            statement = query(by, dialect, window, workflow)
-            for row in connection.execute(statement).mappings():
-                key = _key(row, by)
-                for name, value in row.items():
-                    if name not in by:
-                        counts[key][name] += int(value or 0)
-        for row in connection.execute(_run_query(by, dialect, window, workflow)).mappings():
-            _add_runs(counts[_key(row, by)], int(row["code"]), int(row["runs"]))
-        for row in connection.execute(_depth_query(by, dialect, window, workflow)).mappings():
-            depths[_key(row, by)][int(row["depth"])] = int(row["sessions"])
-    keys = set(counts) | set(depths)
-    return {key: _metrics(counts.get(key, {}), depths.get(key, {})) for key in keys}
+    grouped = store.loop_counts(since=window.since, until=window.until, workflow=workflow, by=by)
+    return {key: _metrics(counts) for key, counts in grouped.items()}
 
 
-def _add_runs(count: dict[str, int], code: int, number: int) -> None:
-    """Add ``number`` completed runs that share ``code`` (bits ``_OFFERS``, ``_FOLLOWED``, ``_ACTED``)."""
-    count["completed"] += number
-    if code & _OFFERS:
-        count["offering"] += number
-        if code & _FOLLOWED:
-            count["followed"] += number
-    if code & (_FOLLOWED | _ACTED):
-        count["downstream"] += number
-
-
-def session_depth(engine: Engine, window: Window | None = None, workflow: str | None = None) -> Depth:
+def session_depth(store: RunStore, window: Window | None = None, workflow: str | None = None) -> Depth:
     """Runs per session over the window (all workflows pooled: a session spanning two counts once)."""
-    histogram: dict[int, int] = {}
-    with engine.connect() as connection:
-        for row in connection.execute(_depth_query((), engine.dialect.name, window or Window(), workflow)).mappings():
-            histogram[int(row["depth"])] = int(row["sessions"])
-    return Depth.from_histogram(histogram)
+    window = window or Window()
+    return Depth.from_histogram(store.session_depths(since=window.since, until=window.until, workflow=workflow))
 
 
-def _metrics(count: dict[str, int], depth: dict[int, int]) -> LoopMetrics:
-    get = count.get
+def _metrics(count: LoopCounts) -> LoopMetrics:
     return LoopMetrics(
-        loop_schema_pass_rate=Rate(get("first_valid", 0), get("executions", 0)),
-        loop_follow_rate=Rate(get("followed", 0), get("offering", 0)),
-        downstream_action_rate=Rate(get("downstream", 0), get("completed", 0)),
-        session_depth=Depth.from_histogram(depth),
-        repair_rate=Rate(get("repaired", 0), get("executions", 0)),
-        fallback_rate=Rate(get("fallbacks", 0), get("transitions", 0)),
+        loop_schema_pass_rate=Rate(count.first_valid, count.executions),
+        loop_follow_rate=Rate(count.followed, count.offering),
+        downstream_action_rate=Rate(count.downstream, count.completed),
+        session_depth=Depth.from_histogram(count.depths),
+        repair_rate=Rate(count.repaired, count.executions),
+        fallback_rate=Rate(count.fallbacks, count.transitions),
     )
-
-
-def _empty() -> LoopMetrics:
-    return _metrics({}, {})
-
-
-# -- grouping and filters ------------------------------------------------------------------------------------
-
-
-def day_of(column: Any, dialect: str) -> ColumnElement[Any]:
-    """The UTC calendar day of a stored timestamp, per backend (SQLite stores UTC without an offset)."""
-    if dialect == "postgresql":
-        return cast(func.timezone("UTC", column), Date)
-    return func.date(column)
-
-
-def _groups(by: Sequence[GroupKey], dialect: str) -> list[ColumnElement[Any]]:
-    columns: list[ColumnElement[Any]] = []
-    for key in by:
-        column = runs.c.workflow if key == "workflow" else day_of(runs.c.created_at, dialect)
-        columns.append(column.label(key))
-    return columns
-
-
-def run_filters(window: Window, workflow: str | None) -> list[ColumnElement[bool]]:
-    """Conditions on ``runs``: created in ``window`` (since inclusive, until exclusive), of ``workflow`` if given."""
-    conditions: list[ColumnElement[bool]] = []
-    if window.since is not None:
-        conditions.append(runs.c.created_at >= to_db(window.since))
-    if window.until is not None:
-        conditions.append(runs.c.created_at < to_db(window.until))
-    if workflow is not None:
-        conditions.append(runs.c.workflow == workflow)
-    return conditions
-
-
-def _needs_runs(by: Sequence[GroupKey], window: Window, workflow: str | None) -> bool:
-    """Whether a query over task states or transitions must join ``runs`` (for a filter or a group)."""
-    return bool(by) or window.since is not None or window.until is not None or workflow is not None
-
-
-def _grouped(statement: Select[Any], groups: list[ColumnElement[Any]]) -> Select[Any]:
-    return statement.group_by(*groups) if groups else statement
-
-
-def _key(row: Any, by: Sequence[GroupKey]) -> tuple[Any, ...]:
-    return tuple(_day(row[key]) if key == "day" else row[key] for key in by)
-
-
-def _day(value: Any) -> date:
-    if isinstance(value, datetime):
-        return value.date()
-    if isinstance(value, date):
-        return value
-    return date.fromisoformat(str(value))
-
-
-def _count_if(condition: ColumnElement[bool]) -> ColumnElement[Any]:
-    return func.coalesce(func.sum(case((condition, 1), else_=0)), 0)
-
-
-# -- the queries -------------------------------------------------------------------------------------------------
-
-
-def _task_query(by: Sequence[GroupKey], dialect: str, window: Window, workflow: str | None) -> Select[Any]:
-    """Narrative task executions, those whose first attempt was valid, and those that ran a repair.
-
-    Attempts 1 and 2 are looked up as one-value ranges (``number BETWEEN 1 AND 1``), not with ``=``: an equality
-    on every primary key column is a unique match, which SQLite without statistics (no ANALYZE) prefers and then
-    reads each attempt's wide row for its status; over a range it takes the covering index (3x faster). Attempt 2
-    is joined whatever its kind and counted when it is the in-run repair, so both lookups use that index.
-    """
-    groups = _groups(by, dialect)
-    first = attempts.alias("first_attempt")
-    repair = attempts.alias("repair_attempt")
-    source: FromClause = task_states
-    if _needs_runs(by, window, workflow):
-        source = source.join(runs, runs.c.run_id == task_states.c.run_id)
-    statement = (
-        select(
-            *groups,
-            func.count().label("executions"),
-            _count_if(first.c.status == "valid").label("first_valid"),
-            _count_if(repair.c.kind == "repair").label("repaired"),
-        )
-        .select_from(
-            source.outerjoin(
-                first,
-                and_(
-                    first.c.run_id == task_states.c.run_id,
-                    first.c.task_id == task_states.c.task_id,
-                    first.c.number.between(1, 1),
-                ),
-            ).outerjoin(
-                repair,
-                and_(
-                    repair.c.run_id == task_states.c.run_id,
-                    repair.c.task_id == task_states.c.task_id,
-                    repair.c.number.between(2, 2),
-                ),
-            )
-        )
-        .where(task_states.c.validation_status != "skipped", *run_filters(window, workflow))
-    )
-    return _grouped(statement, groups)
-
-
-def _transition_query(by: Sequence[GroupKey], dialect: str, window: Window, workflow: str | None) -> Select[Any]:
-    """Current transitions and the fallback ones among them."""
-    groups = _groups(by, dialect)
-    source: FromClause = transitions
-    if _needs_runs(by, window, workflow):
-        source = source.join(runs, runs.c.run_id == transitions.c.run_id)
-    statement = (
-        select(
-            *groups,
-            func.count().label("transitions"),
-            _count_if(transitions.c.mode == "fallback").label("fallbacks"),
-        )
-        .select_from(source)
-        .where(transitions.c.superseded.is_(False), *run_filters(window, workflow))
-    )
-    return _grouped(statement, groups)
-
-
-def _run_query(by: Sequence[GroupKey], dialect: str, window: Window, workflow: str | None) -> Select[Any]:
-    """Completed runs per group and code (``_OFFERS | _FOLLOWED | _ACTED``): (group, code, runs)."""
-    groups = _groups(by, dialect)
-    source, offers, followed, acted = _joined_facts() if dialect == "postgresql" else _probed_facts()
-    code = case((offers, _OFFERS), else_=0) + case((followed, _FOLLOWED), (acted, _ACTED), else_=0)
-    per_run = (
-        select(*groups, code.label("code"))
-        .select_from(source)
-        .where(runs.c.status == "completed", *run_filters(window, workflow))
-        .subquery("per_run")
-    )
-    keys = [per_run.c[key] for key in by]
-    return select(*keys, per_run.c.code, func.count().label("runs")).group_by(*keys, per_run.c.code)
-
-
-Facts = tuple[FromClause, ColumnElement[bool], ColumnElement[bool], ColumnElement[bool]]
-
-
-def _probed_facts() -> Facts:
-    """The facts about a run as correlated EXISTS probes into covering indexes (SQLite)."""
-    offers = _exists(task_states.c.run_id == runs.c.run_id, task_states.c.validation_status != "skipped")
-    followed = _exists(events.c.name == FOLLOWED_EVENT, events.c.run_id == runs.c.run_id)
-    operator = _exists(attempts.c.run_id == runs.c.run_id, attempts.c.kind.in_(OPERATOR_KINDS))
-    # The run's own routed workflows first (rare), then a later run of the session in one of them.
-    routing, later = task_states.alias("routing"), runs.alias("later")
-    later_run = _exists(
-        later.c.session_id == runs.c.session_id,
-        later.c.workflow == routing.c.routing_next_workflow,
-        later.c.created_at > runs.c.created_at,
-    ).correlate(runs, routing)
-    routed = _exists(routing.c.run_id == runs.c.run_id, routing.c.routing_next_workflow.is_not(None), later_run)
-    return runs, offers, followed, or_(operator, routed)
-
-
-def _exists(*conditions: ColumnElement[bool]) -> Exists:
-    """``EXISTS (SELECT 1 ...)``: SQLite then reads a covering index alone (``SELECT *`` would not say so)."""
-    return select(literal_column("1")).where(*conditions).exists()
-
-
-def _joined_facts() -> Facts:
-    """The facts about a run as sets of run ids, each made in one pass and outer-joined to ``runs`` (PostgreSQL)."""
-    offering = (
-        select(task_states.c.run_id)
-        .where(task_states.c.validation_status != "skipped")
-        .group_by(task_states.c.run_id)
-        .subquery("offering_runs")
-    )
-    followed = (
-        select(events.c.run_id)
-        .where(events.c.name == FOLLOWED_EVENT)
-        .group_by(events.c.run_id)
-        .subquery("followed_runs")
-    )
-    operator = (
-        select(attempts.c.run_id)
-        .where(attempts.c.kind.in_(OPERATOR_KINDS))
-        .group_by(attempts.c.run_id)
-        .subquery("operator_runs")
-    )
-    routing, source_run, later = task_states.alias("routing"), runs.alias("source_run"), runs.alias("later")
-    routed = (
-        select(routing.c.run_id)
-        .select_from(
-            routing.join(source_run, source_run.c.run_id == routing.c.run_id).join(
-                later,
-                and_(
-                    later.c.session_id == source_run.c.session_id,
-                    later.c.workflow == routing.c.routing_next_workflow,
-                    later.c.created_at > source_run.c.created_at,
-                ),
-            )
-        )
-        .where(routing.c.routing_next_workflow.is_not(None))
-        .group_by(routing.c.run_id)
-        .subquery("routed_runs")
-    )
-    source: FromClause = runs
-    for found in (offering, followed, operator, routed):
-        source = source.outerjoin(found, found.c.run_id == runs.c.run_id)
-    acted = or_(operator.c.run_id.is_not(None), routed.c.run_id.is_not(None))
-    return source, offering.c.run_id.is_not(None), followed.c.run_id.is_not(None), acted
-
-
-def _depth_query(by: Sequence[GroupKey], dialect: str, window: Window, workflow: str | None) -> Select[Any]:
-    """A histogram of session depths: (group, depth, number of sessions with it)."""
-    groups = _groups(by, dialect)
-    per_session = _grouped(
-        select(*groups, runs.c.session_id, func.count().label("depth")).where(*run_filters(window, workflow)),
-        [*groups, runs.c.session_id],
-    ).subquery("per_session")
-    keys = [per_session.c[key] for key in by]
-    return select(*keys, per_session.c.depth, func.count().label("sessions")).group_by(*keys, per_session.c.depth)

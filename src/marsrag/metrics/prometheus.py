@@ -1,7 +1,7 @@
 """The loop events and metrics as Prometheus metric families, read from the database at scrape time.
 
-:class:`LoopMetricsCollector` holds no counts of its own: every ``collect()`` runs the same SQL as
-``marsrag metrics`` (:func:`marsrag.metrics.compute.metrics_by`) and one ``GROUP BY`` over the events, so
+:class:`LoopMetricsCollector` holds no counts of its own: every ``collect()`` asks the store for the same counts
+as ``marsrag metrics`` (:func:`marsrag.metrics.compute.metrics_by`) and the events per name, so
 any number of stateless server processes over one database export the same numbers, and they are the CLI's.
 
 Exported families (every gauge but the ``overall`` ones is labelled by ``workflow``, over all history):
@@ -21,19 +21,14 @@ Exported families (every gauge but the ``overall`` ones is labelled by ``workflo
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
-from sqlalchemy import Engine, func, select
-from sqlalchemy.exc import SQLAlchemyError
 
-from marsrag.errors import StoreError
 from marsrag.events.model import EVENT_NAMES
 from marsrag.metrics.compute import metrics_by, session_depth
 from marsrag.metrics.definitions import DEFINITIONS, RATE_NAMES, Depth, LoopMetrics
-from marsrag.store._engine import one_line
-from marsrag.store.schema import events
+from marsrag.store import RunStore
 
 PREFIX = "marsrag_"
 #: The counter family (the exposition adds ``_total``).
@@ -66,14 +61,14 @@ def family_names() -> list[str]:
 
 
 class LoopMetricsCollector(Collector):
-    """Events and loop metrics of the store behind ``engine``, queried anew at every ``collect()``.
+    """Events and loop metrics of ``store``, queried anew at every ``collect()``.
 
     Raises (from ``collect()``):
         StoreError: the database cannot be read (the scrape fails rather than exporting partial numbers).
     """
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+    def __init__(self, store: RunStore) -> None:
+        self.store = store
 
     def describe(self) -> Iterable[Metric]:
         """The families without samples, so registering the collector does not query the database."""
@@ -81,50 +76,35 @@ class LoopMetricsCollector(Collector):
 
     def collect(self) -> Iterable[Metric]:
         """Query the database now and return every family with its samples."""
-        with _store_errors(self.engine):
-            counts = event_counts(self.engine)
-            per_workflow = metrics_by(self.engine, by=("workflow",))
-            overall = overall_session_depth(self.engine)
+        # The store's StoreError ("cannot read the loop metrics in URL: ...") fails the scrape as a whole.
+        counts = event_counts(self.store)
+        per_workflow = metrics_by(self.store, by=("workflow",))
+        overall = overall_session_depth(self.store)
         return list(_families(counts, per_workflow, overall))
 
 
-def loop_metrics_registry(engine: Engine) -> CollectorRegistry:
+def loop_metrics_registry(store: RunStore) -> CollectorRegistry:
     """A fresh registry holding only a :class:`LoopMetricsCollector` (never the process-wide default one)."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(LoopMetricsCollector(engine))
+    registry.register(LoopMetricsCollector(store))
     return registry
 
 
-def event_counts(engine: Engine) -> dict[str, int]:
+def event_counts(store: RunStore) -> dict[str, int]:
     """Stored events per name: every name of :data:`EVENT_NAMES` (0 when none), plus any other name stored.
 
-    One ``GROUP BY name``, which the ``ix_events_name_timestamp`` index serves without touching ``runs``.
+    One ``GROUP BY name`` in the store (:meth:`marsrag.store.RunStore.event_counts`), served by an index.
     """
-    counts = dict.fromkeys(EVENT_NAMES, 0)
-    statement = select(events.c.name, func.count().label("events")).group_by(events.c.name)
-    with engine.connect() as connection:
-        for name, count in connection.execute(statement):
-            counts[str(name)] = int(count)
-    return counts
+    return dict.fromkeys(EVENT_NAMES, 0) | store.event_counts()
 
 
-def overall_session_depth(engine: Engine) -> Depth:
-    """Session depth over every workflow, all history: ``compute_metrics(engine).session_depth``.
+def overall_session_depth(store: RunStore) -> Depth:
+    """Session depth over every workflow, all history: ``compute_metrics(store).session_depth``.
 
     Only the depth query: the rates' overall figures are the sums of the per-workflow numerators and
     denominators, but a session spanning two workflows counts once here and once in each of them.
     """
-    return session_depth(engine)
-
-
-@contextmanager
-def _store_errors(engine: Engine) -> Iterator[None]:
-    try:
-        yield
-    except SQLAlchemyError as error:
-        detail = one_line(getattr(error, "orig", None) or error)
-        url = engine.url.render_as_string(hide_password=True)
-        raise StoreError(f"cannot read the loop metrics in {url}: {detail}") from error
+    return session_depth(store)
 
 
 def _families(

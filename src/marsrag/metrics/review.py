@@ -6,8 +6,9 @@ per workflow, the workflows and tasks with the most repairs and fallbacks, and a
 :func:`render_markdown` and :func:`render_html` turn that into a report; the HTML is one standalone file
 (inline SVG charts, its CSS in a ``<style>`` element, no script).
 
-Every figure comes from the same SQL as ``marsrag metrics`` (:mod:`marsrag.metrics.compute`); the rankings
-are GROUP BY queries over the same rows the repair and fallback rates count: a task execution "repaired" when
+Every figure comes from the same store counts as ``marsrag metrics`` (:mod:`marsrag.metrics.compute`); the
+rankings (:meth:`marsrag.store.RunStore.repair_rankings` and ``fallback_rankings``) are GROUP BY queries over
+the same rows the repair and fallback rates count: a task execution "repaired" when
 its attempt 2 is an in-run repair, a transition "fallback" when its current (not superseded) row is in
 fallback mode. A fallback is counted against the transition's *source* task, the one whose loop could not be
 used. :func:`daily_metrics` and :func:`metric_chart` are shared with the web dashboard.
@@ -22,16 +23,13 @@ from datetime import UTC, date, datetime, timedelta
 from html import escape
 from typing import Any
 
-from sqlalchemy import Engine, and_, case, func, select
-from sqlalchemy.sql import ColumnElement
-
 from marsrag.errors import InputError
 from marsrag.metrics.charts import Kind, Series, format_value, line_chart, sparkline
-from marsrag.metrics.compute import run_filters
+from marsrag.metrics.compute import compute_metrics, metrics_by
 from marsrag.metrics.definitions import DEFINITIONS, METRIC_NAMES, Depth, LoopMetrics
 from marsrag.metrics.failures import Failure, latest_failures
 from marsrag.metrics.window import Window
-from marsrag.store.schema import attempts, runs, task_states, transitions
+from marsrag.store import OutcomeCount, RunStore
 
 _WEEK = re.compile(r"^(\d{4})-W(\d{2})$")
 #: Rows per ranking and example failures in a review.
@@ -126,17 +124,15 @@ def days_between(first: date, last: date) -> tuple[date, ...]:
 
 
 def daily_metrics(
-    engine: Engine, days: Sequence[date], workflow: str | None = None
+    store: RunStore, days: Sequence[date], workflow: str | None = None
 ) -> dict[str, tuple[LoopMetrics | None, ...]]:
     """Per workflow with runs in these days, its metrics on each day (None: no run of it that day).
 
     One grouped query (:func:`marsrag.metrics.compute.metrics_by` by workflow and day); workflows sorted.
     """
-    from marsrag.metrics.compute import metrics_by
-
     if not days:
         return {}
-    grouped = metrics_by(engine, day_window(days[0], days[-1]), workflow, by=("workflow", "day"))
+    grouped = metrics_by(store, day_window(days[0], days[-1]), workflow, by=("workflow", "day"))
     names = sorted({key[0] for key in grouped})
     return {name: tuple(grouped.get((name, day)) for day in days) for name in names}
 
@@ -233,35 +229,35 @@ class Review:
         }
 
 
-def weekly_review(engine: Engine, week: str | None = None, now: datetime | None = None) -> Review:
+def weekly_review(store: RunStore, week: str | None = None, now: datetime | None = None) -> Review:
     """The review of ISO week ``week`` (``YYYY-Www``; default the last complete week before ``now``).
 
     Raises:
         InputError: an unreadable week.
     """
-    from marsrag.metrics.compute import compute_metrics
-
     monday = parse_week(week) if week is not None else last_complete_week(now)
     before = monday - timedelta(days=7)
     days = days_between(monday, monday + timedelta(days=6))
     this_window = day_window(monday, days[-1])
     previous_window = day_window(before, monday - timedelta(days=1))
-    repairs_workflow, repairs_task = _repair_rankings(engine, this_window)
-    fallbacks_workflow, fallbacks_task = _fallback_rankings(engine, this_window)
+    repairs = store.repair_rankings(since=this_window.since, until=this_window.until)
+    fallbacks = store.fallback_rankings(since=this_window.since, until=this_window.until)
+    repairs_workflow, repairs_task = _ranked(repairs[0]), _ranked(repairs[1])
+    fallbacks_workflow, fallbacks_task = _ranked(fallbacks[0]), _ranked(fallbacks[1])
     return Review(
         week=week_name(monday),
         previous_week=week_name(before),
         window=this_window,
         previous_window=previous_window,
-        current=compute_metrics(engine, this_window),
-        previous=compute_metrics(engine, previous_window),
+        current=compute_metrics(store, this_window),
+        previous=compute_metrics(store, previous_window),
         days=days,
-        daily=daily_metrics(engine, days),
+        daily=daily_metrics(store, days),
         repairs_by_workflow=repairs_workflow,
         repairs_by_task=repairs_task,
         fallbacks_by_workflow=fallbacks_workflow,
         fallbacks_by_task=fallbacks_task,
-        failures=tuple(latest_failures(engine, EXAMPLES, this_window)),
+        failures=tuple(latest_failures(store, EXAMPLES, this_window)),
         generated_at=now or datetime.now(UTC),
     )
 
@@ -269,57 +265,9 @@ def weekly_review(engine: Engine, week: str | None = None, now: datetime | None 
 # -- rankings -------------------------------------------------------------------------------------------------
 
 
-def _count_if(condition: ColumnElement[bool]) -> ColumnElement[Any]:
-    return func.coalesce(func.sum(case((condition, 1), else_=0)), 0)
-
-
-def _repair_rankings(engine: Engine, window: Window) -> tuple[tuple[Ranking, ...], tuple[Ranking, ...]]:
-    """Narrative task executions with an in-run repair (attempt 2 of kind repair), per workflow and per task."""
-    repair = attempts.alias("repair_attempt")
-    joined = task_states.join(runs, runs.c.run_id == task_states.c.run_id).outerjoin(
-        repair,
-        and_(
-            repair.c.run_id == task_states.c.run_id,
-            repair.c.task_id == task_states.c.task_id,
-            repair.c.number == 2,
-            repair.c.kind == "repair",
-        ),
-    )
-    conditions = [task_states.c.validation_status != "skipped", *run_filters(window, None)]
-    counted = (func.count().label("total"), _count_if(repair.c.number.is_not(None)).label("count"))
-    by_workflow = select(runs.c.workflow, *counted).select_from(joined).where(*conditions).group_by(runs.c.workflow)
-    by_task = (
-        select(runs.c.workflow, task_states.c.task_id, *counted)
-        .select_from(joined)
-        .where(*conditions)
-        .group_by(runs.c.workflow, task_states.c.task_id)
-    )
-    with engine.connect() as connection:
-        return _ranked(connection.execute(by_workflow)), _ranked(connection.execute(by_task))
-
-
-def _fallback_rankings(engine: Engine, window: Window) -> tuple[tuple[Ranking, ...], tuple[Ranking, ...]]:
-    """Current transitions in fallback mode, per workflow and per source task."""
-    joined = transitions.join(runs, runs.c.run_id == transitions.c.run_id)
-    conditions = [transitions.c.superseded.is_(False), *run_filters(window, None)]
-    counted = (func.count().label("total"), _count_if(transitions.c.mode == "fallback").label("count"))
-    by_workflow = select(runs.c.workflow, *counted).select_from(joined).where(*conditions).group_by(runs.c.workflow)
-    by_task = (
-        select(runs.c.workflow, transitions.c.source_task_id.label("task_id"), *counted)
-        .select_from(joined)
-        .where(*conditions)
-        .group_by(runs.c.workflow, transitions.c.source_task_id)
-    )
-    with engine.connect() as connection:
-        return _ranked(connection.execute(by_workflow)), _ranked(connection.execute(by_task))
-
-
-def _ranked(result: Any) -> tuple[Ranking, ...]:
+def _ranked(found: list[OutcomeCount]) -> tuple[Ranking, ...]:
     """The groups with a count above 0: most first, then the higher share, then by name; at most :data:`TOP`."""
-    rows = [
-        Ranking(str(row["workflow"]), row.get("task_id"), int(row["count"] or 0), int(row["total"] or 0))
-        for row in result.mappings()
-    ]
+    rows = [Ranking(row.workflow, row.task_id, row.count, row.total) for row in found]
     rows = [row for row in rows if row.count > 0]
     rows.sort(key=lambda r: (-r.count, -(r.rate or 0.0), r.name))
     return tuple(rows[:TOP])

@@ -6,6 +6,7 @@ from datetime import datetime
 from pathlib import Path
 
 from marsrag.errors import InputError
+from marsrag.store import open_store
 
 #: What ``--out`` may end with, and the renderer each suffix means.
 FORMATS = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown"}
@@ -24,8 +25,6 @@ def review(
         StoreError: the store cannot be opened.
     """
     from marsrag.metrics.review import parse_week, render_html, render_markdown, weekly_review
-    from marsrag.store import open_store
-    from marsrag.store.sql import SqlRunStore
 
     if week is not None:
         parse_week(week)  # a bad week is an input error before the store is opened
@@ -36,8 +35,7 @@ def review(
         if not kind:
             raise InputError(f"--out {out}: write the review to a .html or .md file")
     with open_store(db) as store:
-        assert isinstance(store, SqlRunStore)  # the review is SQL aggregations
-        report = weekly_review(store.engine, week, now)
+        report = weekly_review(store, week, now)
     text = render_html(report) if kind == "html" else render_markdown(report)
     if target is not None:
         try:

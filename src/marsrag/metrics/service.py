@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from marsrag.metrics.compute import compute_metrics
 from marsrag.metrics.definitions import LoopMetrics
 from marsrag.metrics.window import Window, window
+from marsrag.store import open_store
 
 
 def metrics(
@@ -23,13 +25,8 @@ def metrics(
 
 def metrics_in(*, db: str | None = None, window: Window | None = None, workflow: str | None = None) -> LoopMetrics:
     """:func:`metrics` with a parsed window."""
-    from marsrag.metrics.compute import compute_metrics
-    from marsrag.store import open_store
-    from marsrag.store.sql import SqlRunStore
-
     with open_store(db) as store:
-        assert isinstance(store, SqlRunStore)  # metrics are SQL aggregations
-        return compute_metrics(store.engine, window, workflow)
+        return compute_metrics(store, window, workflow)
 
 
 def metrics_document(
@@ -59,16 +56,13 @@ def tune(
     from pathlib import Path
 
     from marsrag.metrics.tune import TuneRules, recommend, write_recommendations
-    from marsrag.store import open_store
-    from marsrag.store.sql import SqlRunStore
     from marsrag.tasks.loader import default_config_dir, load_config
 
     chosen = window(since, until)
     folder = Path(config) if config is not None else default_config_dir()
     project = load_config(folder)
     with open_store(db) as store:
-        assert isinstance(store, SqlRunStore)
-        recommendations = recommend(store.engine, project, chosen, TuneRules(min_executions=min_executions))
+        recommendations = recommend(store, project, chosen, TuneRules(min_executions=min_executions))
     written = write_recommendations(folder, recommendations) if write else []
     return {
         "window": chosen.describe(),

@@ -24,12 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, and_, func, select
-
 from marsrag.errors import ConfigError, InputError
-from marsrag.metrics.compute import metrics_by, run_filters
+from marsrag.metrics.compute import metrics_by
 from marsrag.metrics.window import Window
-from marsrag.store.schema import runs, task_states, transitions
+from marsrag.store import RunStore
 from marsrag.tasks.config import ProjectConfig
 
 
@@ -76,13 +74,13 @@ class Recommendation:
 
 
 def recommend(
-    engine: Engine, project: ProjectConfig, window: Window | None = None, rules: TuneRules | None = None
+    store: RunStore, project: ProjectConfig, window: Window | None = None, rules: TuneRules | None = None
 ) -> list[Recommendation]:
     """One recommendation per workflow of ``project``, in config order, from the store's measured outcomes."""
     rules = rules or TuneRules()
     window = window or Window()
-    measured = {key[0]: value for key, value in metrics_by(engine, window, by=("workflow",)).items()}
-    extra = _outcomes(engine, window)
+    measured = {key[0]: value for key, value in metrics_by(store, window, by=("workflow",)).items()}
+    extra = store.partial_counts(since=window.since, until=window.until)
     out = []
     for workflow in project.workflows.values():
         metrics = measured.get(workflow.name)
@@ -156,40 +154,6 @@ def _decide(name: str, kind: str, mode: str, numbers: dict[str, Any], rules: Tun
 
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.0%}"
-
-
-def _outcomes(engine: Engine, window: Window) -> dict[str, dict[str, int]]:
-    """Per workflow: final partial task executions, and fallback transitions whose source task is partial."""
-    conditions = run_filters(window, None)
-    partial = (
-        select(runs.c.workflow, func.count().label("n"))
-        .select_from(task_states.join(runs, runs.c.run_id == task_states.c.run_id))
-        .where(task_states.c.validation_status == "partial", *conditions)
-        .group_by(runs.c.workflow)
-    )
-    source = task_states.alias("source")
-    after_partial = (
-        select(runs.c.workflow, func.count().label("n"))
-        .select_from(
-            transitions.join(runs, runs.c.run_id == transitions.c.run_id).join(
-                source,
-                and_(source.c.run_id == transitions.c.run_id, source.c.task_id == transitions.c.source_task_id),
-            )
-        )
-        .where(
-            transitions.c.mode == "fallback",
-            transitions.c.superseded.is_(False),
-            source.c.validation_status == "partial",
-            *conditions,
-        )
-        .group_by(runs.c.workflow)
-    )
-    out: dict[str, dict[str, int]] = {}
-    with engine.connect() as connection:
-        for name, statement in (("partial", partial), ("fallbacks_after_partial", after_partial)):
-            for workflow, count in connection.execute(statement):
-                out.setdefault(workflow, {})[name] = int(count)
-    return out
 
 
 # -- writing -------------------------------------------------------------------------------------------------------

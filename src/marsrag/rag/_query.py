@@ -1,4 +1,4 @@
-"""Free text to full-text queries that cannot fail: words only, each quoted, OR-ed together.
+"""Free text to the words of a full-text query that cannot fail (the store quotes each and ORs them together).
 
 A task's query is prose (its hook and the run's goal), not search syntax, and FTS5 rejects much of prose
 (``"``, ``*``, ``NEAR(``, a bare ``AND``). So only the words of :mod:`marsrag.tokens` survive, stopwords go
@@ -27,14 +27,3 @@ def terms(query: str) -> list[str]:
         if len(found) == MAX_TERMS:
             break
     return list(found)
-
-
-def fts5_query(words: list[str]) -> str:
-    """An FTS5 MATCH expression: each word a quoted string, OR-ed (``"cache" OR "restart"``)."""
-    # Words hold no '"' (letters and digits only), so quoting needs no escaping.
-    return " OR ".join(f'"{word}"' for word in words)
-
-
-def tsquery(words: list[str]) -> str:
-    """A PostgreSQL ``to_tsquery`` expression: each word quoted, OR-ed (``'cache' | 'restart'``)."""
-    return " | ".join(f"'{word}'" for word in words)

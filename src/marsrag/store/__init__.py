@@ -1,14 +1,33 @@
 """The run store: one interface (:class:`RunStore`), opened from a URL by :func:`open_store`.
 
+Everything above the store (runtime, metrics, retrieval, the web) uses only this package's public names: the
+interface, its read models (:mod:`marsrag.store.queries`) and :class:`KnowledgeStore`. The SQL behind them
+(``marsrag.store.sql`` and the private modules) is the store's own business.
+
 Importing this package stays cheap: SQLAlchemy and Alembic load only when a store is opened.
 """
 
 from __future__ import annotations
 
 from marsrag.settings import resolve_settings
-from marsrag.store.base import RunStore
+from marsrag.store.base import DocumentOutcome, KnowledgeStore, Rankings, RunStore
+from marsrag.store.queries import ChunkHit, ChunkText, GroupedCounts, GroupKey, LoopCounts, OutcomeCount, TaskFailure
 
-__all__ = ["RunStore", "default_db_url", "open_store"]
+__all__ = [
+    "ChunkHit",
+    "ChunkText",
+    "DocumentOutcome",
+    "GroupKey",
+    "GroupedCounts",
+    "KnowledgeStore",
+    "LoopCounts",
+    "OutcomeCount",
+    "Rankings",
+    "RunStore",
+    "TaskFailure",
+    "default_db_url",
+    "open_store",
+]
 
 
 def default_db_url() -> str:

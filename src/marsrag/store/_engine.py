@@ -9,7 +9,6 @@ Both replace lone surrogates and NULs in text parameters by U+FFFD (see :func:`_
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import time
 from pathlib import Path
@@ -21,6 +20,7 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from marsrag.errors import StoreError
+from marsrag.store.urls import mask
 from marsrag.text import has_unstorable, storable
 
 #: Execution option marking a connection that writes; on SQLite it begins with ``BEGIN IMMEDIATE``.
@@ -31,12 +31,6 @@ POSTGRES_CONNECT_TIMEOUT_S = 5
 
 
 _EXPECTED = "expected sqlite:///PATH or postgresql+psycopg://USER@HOST:PORT/DATABASE"
-_PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
-
-
-def mask(text: str) -> str:
-    """A URL string with any password replaced by ``***`` (for messages about URLs we could not parse)."""
-    return _PASSWORD.sub(r"\1***@", text)
 
 
 def parse_url(text: str) -> URL:

@@ -11,9 +11,16 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Literal
 
 from marsrag.events.model import LoopEvent
 from marsrag.state import RunRecord, RunStatus, TaskState, TransitionRecord
+from marsrag.store.queries import ChunkHit, ChunkText, GroupedCounts, GroupKey, OutcomeCount, TaskFailure
+
+#: What storing a document did: it was new, it replaced an older version, or that version was there already.
+DocumentOutcome = Literal["added", "updated", "unchanged"]
+#: Outcome counts per workflow, then per (workflow, task).
+Rankings = tuple[list[OutcomeCount], list[OutcomeCount]]
 
 
 class RunStore(ABC):
@@ -140,6 +147,74 @@ class RunStore(ABC):
     def get_events(self, run_id: str) -> list[LoopEvent]:
         """A run's events, in the order they were stored."""
 
+    # -- read models: what metrics, the dashboard, Prometheus and retrieval ask of the store -------------------
+    # Windows are runs created at or after ``since`` and before ``until`` (None: unbounded); each method is one
+    # read and raises StoreError (its message naming the URL) when the database cannot be read.
+
+    @abstractmethod
+    def loop_counts(
+        self,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        workflow: str | None = None,
+        by: Sequence[GroupKey] = (),
+    ) -> GroupedCounts:
+        """The loop metrics' numerators, denominators and session depth histogram per group of runs.
+
+        Groups are keyed by tuples in the order of ``by`` (``workflow``; ``day``, the UTC day a run was created,
+        as a :class:`datetime.date`); with no ``by`` the one key is ``()``. A group with no runs is absent.
+        """
+
+    @abstractmethod
+    def session_depths(
+        self, *, since: datetime | None = None, until: datetime | None = None, workflow: str | None = None
+    ) -> dict[int, int]:
+        """Runs per session -> sessions with that many, over the window (all workflows pooled)."""
+
+    @abstractmethod
+    def event_counts(self) -> dict[str, int]:
+        """Stored events per event name, all history (a name with no event is absent)."""
+
+    @abstractmethod
+    def task_failures(
+        self,
+        *,
+        limit: int = 20,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        workflow: str | None = None,
+    ) -> list[TaskFailure]:
+        """The ``limit`` most recent tasks whose final validation is ``failed`` or ``partial``, newest first.
+
+        The status is the task's stored one (what ``marsrag runs show`` reports); the message is the first
+        error of its validation, else of its latest attempt that recorded one.
+        """
+
+    @abstractmethod
+    def repair_rankings(self, *, since: datetime | None = None, until: datetime | None = None) -> Rankings:
+        """Narrative task executions and those with an in-run repair, per workflow and per (workflow, task)."""
+
+    @abstractmethod
+    def fallback_rankings(self, *, since: datetime | None = None, until: datetime | None = None) -> Rankings:
+        """Current transitions and those in fallback mode, per workflow and per (workflow, source task)."""
+
+    @abstractmethod
+    def partial_counts(
+        self, *, since: datetime | None = None, until: datetime | None = None
+    ) -> dict[str, dict[str, int]]:
+        """Per workflow: ``partial`` final task executions and ``fallbacks_after_partial`` transitions (absent: 0)."""
+
+    @abstractmethod
+    def workflow_names(self) -> set[str]:
+        """The workflows of the stored runs."""
+
+    @abstractmethod
+    def knowledge(self) -> KnowledgeStore:
+        """The knowledge base kept in the same database (valid until the store is closed)."""
+
+    # -- end of read models ------------------------------------------------------------------------------------
+
     @abstractmethod
     def close(self) -> None:
         """Release connections (idempotent)."""
@@ -157,4 +232,34 @@ class RunStore(ABC):
         Every id given gets every status of :data:`~marsrag.state.VALIDATION_STATUSES` (zero when none, and
         all zero for an unknown run or one without tasks), whatever the number of runs: one query, not one
         per run (the runs list shows the outcome of each of its rows).
+        """
+
+
+class KnowledgeStore(ABC):
+    """Documents and their chunks, searched by full text: the storage half of :class:`marsrag.rag.KnowledgeBase`."""
+
+    #: The URL of the database, with any password masked.
+    url: str
+
+    @abstractmethod
+    def known_hashes(self) -> dict[str, str]:
+        """Document path -> the SHA-256 of its stored content."""
+
+    @abstractmethod
+    def replace_document(self, path: str, sha256: str, size: int, pieces: Sequence[ChunkText]) -> DocumentOutcome:
+        """Store a document and its chunks in one transaction, replacing an older version's.
+
+        Nothing is written when the document is stored with this ``sha256`` already (checked under the write
+        lock, so concurrent ingests of one file write it once). A reader never sees a document half replaced.
+
+        Raises:
+            StoreError: the database fails.
+        """
+
+    @abstractmethod
+    def search_chunks(self, words: Sequence[str], limit: int) -> list[ChunkHit]:
+        """The chunks matching any of ``words`` (letters and digits only), best first, at most ``limit``.
+
+        Raises:
+            StoreError: the database fails.
         """

@@ -18,9 +18,12 @@ from sqlalchemy.exc import SQLAlchemyError
 from marsrag.errors import RunNotFoundError, StoreError
 from marsrag.events.model import LoopEvent
 from marsrag.state import VALIDATION_STATUSES, RunRecord, RunStatus, TaskState, TransitionRecord, utcnow
-from marsrag.store import _engine, _rows
+from marsrag.store import _engine, _metrics_sql, _rows
+from marsrag.store._knowledge_sql import SqlKnowledgeStore
+from marsrag.store._metrics_sql import Span
 from marsrag.store._migrate import ensure_schema
-from marsrag.store.base import RunStore
+from marsrag.store.base import KnowledgeStore, Rankings, RunStore
+from marsrag.store.queries import GroupedCounts, GroupKey, TaskFailure
 from marsrag.store.schema import attempts, events, runs, task_states, transitions
 
 # Write statements built once: building the expression each call cost more than executing it on SQLite.
@@ -66,6 +69,7 @@ class SqlRunStore(RunStore):
         self._engine = engine
         self._writer = engine.execution_options(**{_engine.WRITE_OPTION: True})
         ensure_schema(engine, self.url)
+        self._knowledge = SqlKnowledgeStore(engine)
 
     @classmethod
     def from_url(cls, url: str) -> SqlRunStore:
@@ -297,6 +301,72 @@ class SqlRunStore(RunStore):
         with self._read(f"read the events of run {run_id!r}") as connection:
             rows = connection.execute(query).mappings().all()
         return [_rows.event_from(row) for row in rows]
+
+    # -- read models (see RunStore); their SQL, per backend where plans differ, is in _metrics_sql -----------
+
+    def loop_counts(
+        self,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        workflow: str | None = None,
+        by: Sequence[GroupKey] = (),
+    ) -> GroupedCounts:
+        """The loop metrics' counts per group of runs (see RunStore)."""
+        with self._read("read the loop metrics") as connection:
+            return _metrics_sql.loop_counts(connection, Span(since, until), workflow, by)
+
+    def session_depths(
+        self, *, since: datetime | None = None, until: datetime | None = None, workflow: str | None = None
+    ) -> dict[int, int]:
+        """Runs per session -> sessions with that many, over the window (see RunStore)."""
+        with self._read("read the loop metrics") as connection:
+            return _metrics_sql.session_depths(connection, Span(since, until), workflow)
+
+    def event_counts(self) -> dict[str, int]:
+        """Stored events per event name (see RunStore)."""
+        with self._read("read the loop metrics") as connection:
+            return _metrics_sql.event_counts(connection)
+
+    def task_failures(
+        self,
+        *,
+        limit: int = 20,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        workflow: str | None = None,
+    ) -> list[TaskFailure]:
+        """The most recent failed or partial tasks, newest first (see RunStore)."""
+        with self._read("read the failed tasks") as connection:
+            return _metrics_sql.task_failures(connection, limit, Span(since, until), workflow)
+
+    def repair_rankings(self, *, since: datetime | None = None, until: datetime | None = None) -> Rankings:
+        """Executions and in-run repairs per workflow and per task (see RunStore)."""
+        with self._read("read the repairs") as connection:
+            return _metrics_sql.repair_counts(connection, Span(since, until))
+
+    def fallback_rankings(self, *, since: datetime | None = None, until: datetime | None = None) -> Rankings:
+        """Current transitions and fallbacks per workflow and per source task (see RunStore)."""
+        with self._read("read the fallbacks") as connection:
+            return _metrics_sql.fallback_counts(connection, Span(since, until))
+
+    def partial_counts(
+        self, *, since: datetime | None = None, until: datetime | None = None
+    ) -> dict[str, dict[str, int]]:
+        """Partial executions and fallbacks after them, per workflow (see RunStore)."""
+        with self._read("read the partial tasks") as connection:
+            return _metrics_sql.partial_counts(connection, Span(since, until))
+
+    def workflow_names(self) -> set[str]:
+        """The workflows of the stored runs."""
+        with self._read("list the workflows") as connection:
+            return _metrics_sql.workflow_names(connection)
+
+    def knowledge(self) -> KnowledgeStore:
+        """The knowledge base in this database (valid until the store is closed)."""
+        return self._knowledge
+
+    # -- end of read models ------------------------------------------------------------------------------------
 
     def close(self) -> None:
         """Release connections (idempotent)."""

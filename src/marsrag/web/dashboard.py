@@ -14,7 +14,6 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
-from sqlalchemy import Engine, select
 
 from marsrag.metrics.compute import compute_metrics, metrics_by
 from marsrag.metrics.definitions import DEFINITIONS, METRIC_NAMES, Depth, LoopMetrics
@@ -48,15 +47,6 @@ MAX_DAYS = 366
 FAILURES_SHOWN = 20
 
 
-def engine_of(backend: Backend) -> Engine:
-    """The SQL engine of the backend's store (metrics are SQL aggregations)."""
-    from marsrag.store.sql import SqlRunStore
-
-    store = backend.store
-    assert isinstance(store, SqlRunStore)
-    return store.engine
-
-
 def series_days(end: date | None, days: int) -> tuple[date, ...]:
     """``days`` consecutive UTC days ending with ``end`` (default today)."""
     last = end or datetime.now(UTC).date()
@@ -75,7 +65,7 @@ def metrics_json(
 ) -> dict[str, Any]:
     """Metric name -> ``{"value", "numerator", "denominator"}`` (session_depth: value, p50, max, sessions)."""
     chosen = parse_window(since, until)
-    return compute_metrics(engine_of(backend), chosen, workflow or None).to_dict()
+    return compute_metrics(backend.store, chosen, workflow or None).to_dict()
 
 
 @api_router.get("/metrics/daily", summary="The six loop metrics per workflow and UTC day (null: no runs that day)")
@@ -90,7 +80,7 @@ def daily_json(
     Each day's document is what ``marsrag metrics --since DAY --until DAY --workflow NAME --format json`` prints.
     """
     chosen = series_days(end, days)
-    daily = daily_metrics(engine_of(backend), chosen, workflow or None)
+    daily = daily_metrics(backend.store, chosen, workflow or None)
     span = day_window(chosen[0], chosen[-1])
     return {
         "since": span.since.isoformat() if span.since else None,
@@ -109,7 +99,7 @@ def failures_json(
     workflow: WorkflowQuery = None,
 ) -> list[dict[str, Any]]:
     """Failed or partial tasks with their run's goal and workflow, the first error and a link to the task."""
-    return [failure.to_dict() for failure in latest_failures(engine_of(backend), limit, workflow=workflow or None)]
+    return [failure.to_dict() for failure in latest_failures(backend.store, limit, workflow=workflow or None)]
 
 
 # -- the page ------------------------------------------------------------------------------------------------
@@ -160,15 +150,15 @@ def dashboard_page(
     days: Annotated[int, Query(ge=1, le=MAX_DAYS)] = DEFAULT_DAYS,
 ) -> Response:
     """The six metrics now (all history, per workflow), their daily charts, and the latest failures."""
-    engine = engine_of(backend)
+    store = backend.store
     chosen = workflow or None
     scopes: list[tuple[str, LoopMetrics]] = []
     if chosen is None:
-        scopes.append(("All workflows", compute_metrics(engine)))
-        per_workflow = metrics_by(engine, by=("workflow",))
+        scopes.append(("All workflows", compute_metrics(store)))
+        per_workflow = metrics_by(store, by=("workflow",))
         scopes += [(str(key[0]), per_workflow[key]) for key in sorted(per_workflow)]
     else:
-        scopes.append((chosen, compute_metrics(engine, workflow=chosen)))
+        scopes.append((chosen, compute_metrics(store, workflow=chosen)))
     rows = tuple(
         MetricRow(
             name,
@@ -178,7 +168,7 @@ def dashboard_page(
         for name in METRIC_NAMES
     )
     day_list = series_days(end, days)
-    daily = daily_metrics(engine, day_list, chosen)
+    daily = daily_metrics(store, day_list, chosen)
     charts = tuple(
         Chart(
             name,
@@ -196,11 +186,11 @@ def dashboard_page(
     )
     failures = tuple(
         FailureRow(failure, status_badge(failure.status))
-        for failure in latest_failures(engine, FAILURES_SHOWN, workflow=chosen)
+        for failure in latest_failures(store, FAILURES_SHOWN, workflow=chosen)
     )
     context = {
         "workflow": chosen,
-        "workflows": _workflow_names(engine, backend),
+        "workflows": _workflow_names(backend),
         "scopes": [name for name, _ in scopes],
         "rows": rows,
         "charts": charts,
@@ -223,10 +213,6 @@ def _cell(metrics: LoopMetrics, name: str) -> Cell:
     return Cell(metric_text(metrics, name), metric_counts(metrics, name), metric_value(metrics, name) is None)
 
 
-def _workflow_names(engine: Engine, backend: Backend) -> list[str]:
+def _workflow_names(backend: Backend) -> list[str]:
     """Workflows to filter by: those with stored runs and those of the loaded config, sorted."""
-    from marsrag.store.schema import runs
-
-    with engine.connect() as connection:
-        stored = {str(name) for name in connection.execute(select(runs.c.workflow).distinct()).scalars()}
-    return sorted(stored | set(backend.project.workflows))
+    return sorted(backend.store.workflow_names() | set(backend.project.workflows))

@@ -15,7 +15,6 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import CollectorRegistry
 
 from marsrag.metrics.prometheus import loop_metrics_registry
-from marsrag.store.sql import SqlRunStore
 from marsrag.web.backend import Backend
 
 router = APIRouter(tags=["metrics"])
@@ -24,16 +23,14 @@ _REGISTRY_LOCK = threading.Lock()
 
 
 def registry_of(app: FastAPI) -> CollectorRegistry:
-    """The app's metrics registry, made on first use (it holds no numbers: only the engine to query)."""
+    """The app's metrics registry, made on first use (it holds no numbers: only the store to query)."""
     registry: CollectorRegistry | None = getattr(app.state, "prometheus_registry", None)
     if registry is None:
         with _REGISTRY_LOCK:
             registry = getattr(app.state, "prometheus_registry", None)
             if registry is None:
                 backend: Backend = app.state.backend
-                store = backend.store
-                assert isinstance(store, SqlRunStore)  # metrics are SQL aggregations
-                registry = loop_metrics_registry(store.engine)
+                registry = loop_metrics_registry(backend.store)
                 app.state.prometheus_registry = registry
     return registry
 
