@@ -23,7 +23,7 @@ from marsrag.metrics.window import window
 from tests.metrics.history import D2, EXPECTED_ALL, EXPECTED_D2, EXPECTED_REVIEW, EXPECTED_SUPPORT, approx
 from tests.metrics.history import write_history as write_scripted_history
 from tests.metrics.test_failures import add_run
-from tests.web.conftest import Site
+from tests.web.conftest import Site, answer
 
 METRICS = tuple(EXPECTED_ALL)
 ROW = re.compile(r'<tr data-metric="(?P<name>[a-z_]+)">(?P<body>.*?)</tr>', re.S)
@@ -240,3 +240,47 @@ def test_an_empty_store_and_the_nav_link(site_factory: Callable[..., Site]) -> N
     assert page.count("<svg") == len(METRICS) and 'class="chart-series"' not in page
     assert f"to {datetime.now(UTC).date().isoformat()} (UTC)" in page  # the series ends today (UTC) by default
     assert '<a href="/dashboard">Dashboard</a>' in site.client.get("/").text
+
+
+def runs_show_failures(db: str, *run_ids: str) -> set[tuple[str, str, str]]:
+    """(run, task, status) of every task ``marsrag runs show RUN --format json`` reports failed or partial."""
+    found: set[tuple[str, str, str]] = set()
+    for run_id in run_ids:
+        proc = subprocess.run(
+            [sys.executable, "-m", "marsrag", "runs", "show", run_id, "--db", db, "--format", "json"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr
+        for task in json.loads(proc.stdout)["tasks"]:
+            if task["validation"]["status"] in ("failed", "partial"):
+                found.add((run_id, task["task_id"], task["validation"]["status"]))
+    return found
+
+
+def test_the_failures_panel_lists_what_runs_show_reports_failed_after_operator_actions(
+    site_factory: Callable[..., Site],
+) -> None:
+    """Real runs (replay LLM): a task failed on every attempt, one an operator repair made valid, one still failed
+    after a failed operator repair, one partial after a regenerate; the panel and its JSON list exactly the tasks
+    ``marsrag runs show`` reports failed or partial, with their status, newest first."""
+    failing = answer(grip=None, payoff=None, reinforce=None, loop=None)  # the hook alone fails the contract
+    regenerated_answer = answer(grip=None)  # four sections of five: partial
+    site = site_factory([failing] * 6 + [answer()] + [failing] * 2 + [regenerated_answer] + [answer()] * 6)
+    ensure_api(site.client.app)  # type: ignore[arg-type]
+    first = site.start()  # diagnose, recommend, plan: each failed on its answer and its repair
+    assert site.client.post(f"/api/runs/{first}/tasks/diagnose/repair").json()["validation"]["status"] == "valid"
+    assert site.client.post(f"/api/runs/{first}/tasks/recommend/repair").json()["validation"]["status"] == "failed"
+    regenerated = site.client.post(f"/api/runs/{first}/tasks/plan/regenerate").json()
+    assert regenerated["validation"]["status"] == "partial"
+    second = site.start("Search results went stale after the reindex")
+    expected = runs_show_failures(site.db, first, second)
+    assert (first, "diagnose") not in {(run, task) for run, task, _ in expected}
+    assert {(first, "recommend", "failed"), (first, "plan", "partial")} <= expected
+
+    listed = {(f["run_id"], f["task_id"], f["status"]) for f in site.client.get("/api/metrics/failures").json()}
+    assert listed == expected
+    section = site.client.get("/dashboard").text.split('id="failures"', 1)[1]
+    shown_items = set(re.findall(r'data-run-id="([^"]+)" data-task-id="([^"]+)" data-status="([^"]+)"', section))
+    assert shown_items == expected and "No failed or partial tasks" not in section

@@ -163,7 +163,8 @@ class RunStore(ABC):
         """The loop metrics' numerators, denominators and session depth histogram per group of runs.
 
         Groups are keyed by tuples in the order of ``by`` (``workflow``; ``day``, the UTC day a run was created,
-        as a :class:`datetime.date`); with no ``by`` the one key is ``()``. A group with no runs is absent.
+        as a :class:`datetime.date`); a group with no runs is absent. With no ``by`` there is always the one key
+        ``()`` (all zeros when no run matches).
         """
 
     @abstractmethod

@@ -1,0 +1,664 @@
+"""The RunStore conformance suite as a base class: subclass it, give it a ``store`` fixture, and pytest runs it.
+
+Every test takes a fresh, empty, open store from the subclass's ``store`` fixture and uses only the
+:class:`marsrag.store.RunStore` interface (and the :class:`marsrag.store.KnowledgeStore` it hands out), so any
+implementation can run it. Hooks let a backend add checks of its own storage without the kit knowing it:
+:meth:`RunStoreConformance.check_attempt_rows` (the SQL backends count the ``attempts`` rows).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from datetime import UTC, date, timedelta
+
+import pytest
+
+from marsrag.errors import RunNotFoundError, StoreError
+from marsrag.events.model import LoopEvent
+from marsrag.state import LoopFields, Retrieval, Routing, Validation, utcnow
+from marsrag.store.base import RunStore
+from marsrag.store.conformance.records import T0, attempt, aware_utc, event, run, task, transition
+from marsrag.store.queries import ChunkText, LoopCounts, OutcomeCount, TaskFailure
+
+__all__ = ["RunStoreConformance", "in_threads"]
+
+
+def in_threads(count: int, work: Callable[[int], None]) -> list[BaseException]:
+    """Run ``work(i)`` for i in range(count) in that many threads started together; the errors raised."""
+    barrier, errors = threading.Barrier(count), []
+
+    def body(index: int) -> None:
+        barrier.wait()
+        try:
+            work(index)
+        except BaseException as error:  # noqa: B036 - reported to the test, which fails on any
+            errors.append(error)
+
+    threads = [threading.Thread(target=body, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return errors
+
+
+class RunStoreConformance:
+    """What every :class:`RunStore` must do. Subclass it (named ``Test...``) and override :meth:`store`.
+
+    Example::
+
+        class TestMyStore(RunStoreConformance):
+            @pytest.fixture
+            def store(self, tmp_path: Path) -> Iterator[RunStore]:
+                with MyStore(tmp_path) as opened:
+                    yield opened
+    """
+
+    @pytest.fixture
+    def store(self) -> Iterator[RunStore]:
+        """A fresh, empty, open store (closed afterwards): the subclass provides it."""
+        raise NotImplementedError("override the store fixture: yield a fresh, empty, open RunStore")
+        yield  # pragma: no cover - makes this a generator fixture like the overrides
+
+    def check_attempt_rows(self, store: RunStore, expected: int) -> None:
+        """Hook: check that the backend keeps exactly ``expected`` attempts in all (nothing to check by default)."""
+
+    # Runs
+
+    def test_create_and_get_run_round_trips_every_field(self, store: RunStore) -> None:
+        """A created run reads back equal, field for field."""
+        created = run(status_reason="queued behind run-0", summary="nothing yet")
+        store.create_run(created)
+        assert store.get_run("run-1") == created
+
+    def test_creating_a_run_twice_raises_store_error(self, store: RunStore) -> None:
+        """A second run with the same id is refused, naming the run."""
+        store.create_run(run())
+        with pytest.raises(StoreError, match="run-1"):
+            store.create_run(run(goal="another"))
+        assert store.get_run("run-1").goal == run().goal
+
+    def test_list_runs_returns_newest_first(self, store: RunStore) -> None:
+        """Runs list by creation time, newest first, whatever the insertion order; limit keeps the newest."""
+        for run_id, minutes in (("b", 5), ("a", 1), ("c", 9)):
+            store.create_run(run(run_id, created_at=T0 + timedelta(minutes=minutes)))
+        assert [r.run_id for r in store.list_runs()] == ["c", "b", "a"]
+        assert [r.run_id for r in store.list_runs(limit=2)] == ["c", "b"]
+        assert store.list_runs(limit=0) == []
+
+    def test_list_runs_pages_with_an_offset(self, store: RunStore) -> None:
+        """offset skips the newest runs; with limit it gives one page; past the end it gives none."""
+        for run_id, minutes in (("b", 5), ("a", 1), ("c", 9), ("d", 12)):
+            store.create_run(run(run_id, created_at=T0 + timedelta(minutes=minutes)))
+        assert [r.run_id for r in store.list_runs(offset=1)] == ["c", "b", "a"]
+        assert [r.run_id for r in store.list_runs(limit=2, offset=1)] == ["c", "b"]
+        assert [r.run_id for r in store.list_runs(limit=2, offset=2)] == ["b", "a"]
+        assert store.list_runs(offset=4) == []
+        with pytest.raises(ValueError, match="offset"):
+            store.list_runs(offset=-1)
+
+    def test_list_runs_filters_by_session(self, store: RunStore) -> None:
+        """Only the named session's runs are listed, still newest first."""
+        store.create_run(run("a1", session_id="a", created_at=T0))
+        store.create_run(run("b1", session_id="b", created_at=T0 + timedelta(seconds=1)))
+        store.create_run(run("a2", session_id="a", created_at=T0 + timedelta(seconds=2)))
+        assert [r.run_id for r in store.list_runs(session_id="a")] == ["a2", "a1"]
+        assert [r.run_id for r in store.list_runs(session_id="b")] == ["b1"]
+        assert store.list_runs(session_id="nobody") == []
+
+    def test_list_runs_filters_by_status(self, store: RunStore) -> None:
+        """Only runs in the given statuses are listed (how a starting server finds runs left unfinished)."""
+        for run_id, minutes in (("p", 1), ("r", 2), ("c", 3)):
+            store.create_run(run(run_id, created_at=T0 + timedelta(minutes=minutes)))
+        store.set_run_status("r", "running", owner="host:1")
+        store.set_run_status("c", "completed", summary="done")
+        assert [r.run_id for r in store.list_runs(statuses=("pending", "running"))] == ["r", "p"]
+        assert [r.run_id for r in store.list_runs(statuses=("completed",))] == ["c"]
+        assert store.list_runs(statuses=()) == []
+
+    def test_list_runs_refuses_a_negative_limit(self, store: RunStore) -> None:
+        """A negative limit is a caller error, not 'no limit' (the backends disagree on its meaning)."""
+        with pytest.raises(ValueError, match="limit"):
+            store.list_runs(limit=-1)
+
+    def test_set_run_status_updates_status_reason_summary_and_updated_at(self, store: RunStore) -> None:
+        """Status, reason and summary change; updated_at moves forward; created_at stays."""
+        store.create_run(run())
+        store.set_run_status("run-1", "failed", reason="task t2 failed twice", summary="Two of three tasks valid.")
+        stored = store.get_run("run-1")
+        assert (stored.status, stored.status_reason, stored.summary) == (
+            "failed",
+            "task t2 failed twice",
+            "Two of three tasks valid.",
+        )
+        assert stored.created_at == T0
+        assert stored.updated_at > T0
+
+    def test_set_run_status_keeps_reason_and_summary_when_not_given(self, store: RunStore) -> None:
+        """Only the given fields change."""
+        store.create_run(run(status_reason="waiting", summary="half done"))
+        store.set_run_status("run-1", "completed")
+        stored = store.get_run("run-1")
+        assert (stored.status, stored.status_reason, stored.summary) == ("completed", "waiting", "half done")
+
+    def test_unknown_run_raises_run_not_found(self, store: RunStore) -> None:
+        """Reading, updating or adding state to a missing run raises RunNotFoundError naming it."""
+        with pytest.raises(RunNotFoundError, match="nope"):
+            store.get_run("nope")
+        with pytest.raises(RunNotFoundError, match="nope"):
+            store.set_run_status("nope", "completed")
+        with pytest.raises(RunNotFoundError, match="nope"):
+            store.save_task(task("nope"))
+        with pytest.raises(RunNotFoundError, match="nope"):
+            store.save_transition(transition("nope"))
+
+    def test_unknown_run_has_no_tasks_transitions_or_events(self, store: RunStore) -> None:
+        """Listing a missing run's children gives empty lists."""
+        assert store.get_tasks("nope") == []
+        assert store.get_transitions("nope") == []
+        assert store.get_events("nope") == []
+
+    # Task states
+
+    def test_save_task_round_trips_every_field(self, store: RunStore) -> None:
+        """A task state reads back equal: loop fields, rendered text, attempts, routing, retrieval, errors."""
+        store.create_run(run())
+        saved = task()
+        store.save_task(saved)
+        (loaded,) = store.get_tasks("run-1")
+        assert loaded == saved
+
+    def test_task_with_empty_fields_and_no_retrieval_round_trips(self, store: RunStore) -> None:
+        """None loop fields, no routing, no retrieval, no attempts and no agent come back as they went in."""
+        store.create_run(run())
+        bare = task(
+            agent=None,
+            loop_output=LoopFields(hook="Only a hook"),
+            routing=Routing(),
+            retrieval=None,
+            attempts=[],
+            validation=Validation(status="failed"),
+            rendered="",
+            hook_source="goal",
+        )
+        store.save_task(bare)
+        assert store.get_tasks("run-1") == [bare]
+
+    def test_retrieval_with_no_results_stays_distinct_from_no_retrieval(self, store: RunStore) -> None:
+        """A retrieval that found nothing is still a retrieval."""
+        store.create_run(run())
+        store.save_task(task(retrieval=Retrieval(query="nothing matches")))
+        (loaded,) = store.get_tasks("run-1")
+        assert loaded.retrieval == Retrieval(query="nothing matches", results=[])
+
+    def test_tasks_come_back_in_workflow_order(self, store: RunStore) -> None:
+        """get_tasks orders by position, not by insertion or id."""
+        store.create_run(run())
+        for task_id, position in (("z", 1), ("y", 2), ("x", 0)):
+            store.save_task(task(task_id=task_id, position=position))
+        assert [t.task_id for t in store.get_tasks("run-1")] == ["x", "z", "y"]
+
+    def test_attempts_come_back_in_number_order(self, store: RunStore) -> None:
+        """Attempts read back ordered by number, each with its own raw text, status and errors."""
+        store.create_run(run())
+        store.save_task(task(attempts=[attempt(2, minutes=5), attempt(1, status="failed")]))
+        (loaded,) = store.get_tasks("run-1")
+        assert loaded.attempts == [attempt(1, status="failed"), attempt(2, minutes=5)]
+
+    def test_tasks_of_other_runs_stay_apart(self, store: RunStore) -> None:
+        """Tasks with the same id in two runs are two records."""
+        store.create_run(run("r1"))
+        store.create_run(run("r2"))
+        store.save_task(task("r1", rendered="one"))
+        store.save_task(task("r2", rendered="two", attempts=[attempt(1)]))
+        assert [t.rendered for t in store.get_tasks("r1")] == ["one"]
+        assert [len(t.attempts) for t in store.get_tasks("r2")] == [1]
+
+    def test_save_task_replaces_the_task_and_its_attempts(self, store: RunStore) -> None:
+        """Saving the same (run, task) again replaces its row and all its attempts; events accumulate."""
+        store.create_run(run())
+        store.save_task(task(), [event()])
+        replacement = task(
+            loop_output=LoopFields(hook="New hook"), attempts=[attempt(1, minutes=9)], rendered="new", position=3
+        )
+        store.save_task(replacement, [event("loop.contract.failed", validation_status="failed")])
+        assert store.get_tasks("run-1") == [replacement]
+        self.check_attempt_rows(store, 1)
+        assert [e.name for e in store.get_events("run-1")] == ["loop.contract.validated", "loop.contract.failed"]
+
+    # Transitions and events
+
+    def test_transitions_come_back_in_order_with_superseded_marked(self, store: RunStore) -> None:
+        """Transitions read back in insertion order, every field intact, superseded ones included."""
+        store.create_run(run())
+        saved = [
+            transition(source="t1", target="t2", superseded=True),
+            transition(source="t1", target="t2", transition_mode="repair", transition_reason="loop repaired"),
+            transition(source="t2", target="t3", transition_mode="fallback", hook="What is the next step?"),
+        ]
+        for item in saved:
+            store.save_transition(item)
+        assert store.get_transitions("run-1") == saved
+        assert [t.superseded for t in store.get_transitions("run-1")] == [True, False, False]
+
+    def test_read_run_is_the_run_its_tasks_and_transitions_in_one_read(self, store: RunStore) -> None:
+        """read_run returns what get_run, get_tasks and get_transitions return; an unknown id raises."""
+        store.create_run(run())
+        store.save_task(task(), [event()], transition=transition())
+        store.save_task(task(task_id="t2", position=1))
+        assert store.read_run("run-1") == (
+            store.get_run("run-1"),
+            store.get_tasks("run-1"),
+            store.get_transitions("run-1"),
+        )
+        with pytest.raises(RunNotFoundError):
+            store.read_run("nope")
+
+    def test_claim_task_lets_one_owner_in_until_released_or_saved(self, store: RunStore) -> None:
+        """One claim at a time, only on the given statuses; release by its owner only; saving the task frees it."""
+        store.create_run(run())
+        store.save_task(task())  # status partial
+        later = utcnow() - timedelta(minutes=10)
+        assert not store.claim_task("run-1", "t1", "a", statuses=("failed",), stale_before=later)
+        assert store.claim_task("run-1", "t1", "a", statuses=("partial", "failed"), stale_before=later)
+        assert not store.claim_task("run-1", "t1", "b", statuses=("partial", "failed"), stale_before=later)
+        store.release_task("run-1", "t1", "b")  # not b's: stays a's
+        assert not store.claim_task("run-1", "t1", "b", statuses=("partial", "failed"), stale_before=later)
+        store.release_task("run-1", "t1", "a")
+        assert store.claim_task("run-1", "t1", "b", statuses=("partial", "failed"), stale_before=later)
+        store.save_task(task())  # the action's commit replaces the row: the claim goes with it
+        assert store.claim_task("run-1", "t1", "c", statuses=("partial", "failed"), stale_before=later)
+        assert not store.claim_task("run-1", "nope", "c", statuses=("partial",), stale_before=later)
+
+    def test_claim_run_lets_exactly_one_of_the_racers_in(self, store: RunStore) -> None:
+        """claim_run compare-and-sets (status, owner): the first caller wins, a later one with that view loses."""
+        store.create_run(run())
+        seen = store.get_run("run-1")
+        assert store.claim_run("run-1", "host:1", seen=seen)
+        assert not store.claim_run("run-1", "host:2", seen=seen)  # read the same pending run: lost the race
+        taken = store.get_run("run-1")
+        assert (taken.status, taken.owner) == ("running", "host:1")
+        # An abandoned running run is taken over from its last owner, once.
+        assert store.claim_run("run-1", "host:3", seen=taken)
+        assert not store.claim_run("run-1", "host:4", seen=taken)
+        assert store.get_run("run-1").owner == "host:3"
+        assert not store.claim_run("nope", "host:5", seen=taken)
+
+    def test_an_abandoned_claim_can_be_taken_over(self, store: RunStore) -> None:
+        """A claim older than stale_before no longer holds the task."""
+        store.create_run(run())
+        store.save_task(task())
+        assert store.claim_task(
+            "run-1", "t1", "a", statuses=("partial",), stale_before=utcnow() - timedelta(minutes=10)
+        )
+        assert store.claim_task("run-1", "t1", "b", statuses=("partial",), stale_before=utcnow() + timedelta(seconds=1))
+
+    def test_racing_claims_from_threads_let_exactly_one_in(self, store: RunStore) -> None:
+        """Eight threads claim the same task at once: exactly one succeeds."""
+        store.create_run(run())
+        store.save_task(task())
+        won: list[int] = []
+        stale = utcnow() - timedelta(minutes=10)
+
+        def claim(index: int) -> None:
+            if store.claim_task("run-1", "t1", f"owner-{index}", statuses=("partial",), stale_before=stale):
+                won.append(index)
+
+        assert in_threads(8, claim) == []
+        assert len(won) == 1
+
+    def test_a_new_transition_supersedes_the_current_one_from_its_source(self, store: RunStore) -> None:
+        """A task has one current outgoing transition: storing another marks the earlier row superseded, kept."""
+        store.create_run(run())
+        store.save_transition(transition(source="t1", target="t2", transition_mode="fallback"))
+        store.save_transition(transition(source="t2", target="t3"))
+        store.save_task(task(), transition=transition(source="t1", target="t2", transition_mode="repair"))
+        stored = store.get_transitions("run-1")
+        assert [(t.transition_source_task_id, t.transition_mode, t.superseded) for t in stored] == [
+            ("t1", "fallback", True),
+            ("t2", "direct", False),
+            ("t1", "repair", False),
+        ]
+
+    def test_storing_a_superseded_transition_leaves_the_current_one(self, store: RunStore) -> None:
+        """A row stored already superseded (history being copied) does not demote the current transition."""
+        store.create_run(run())
+        store.save_transition(transition(source="t1"))
+        store.save_transition(transition(source="t1", transition_mode="fallback", superseded=True))
+        assert [t.superseded for t in store.get_transitions("run-1")] == [False, True]
+
+    def test_attempt_kinds_round_trip(self, store: RunStore) -> None:
+        """Each attempt keeps where it came from: answer, repair, operator repair, regenerate."""
+        store.create_run(run())
+        kinds = ["answer", "repair", "operator_repair", "regenerate"]
+        attempts = [attempt(n + 1, minutes=n).model_copy(update={"kind": kind}) for n, kind in enumerate(kinds)]
+        store.save_task(task(attempts=attempts))
+        assert [a.kind for a in store.get_tasks("run-1")[0].attempts] == kinds
+
+    def test_events_come_back_in_stored_order_with_every_field(self, store: RunStore) -> None:
+        """Events from every write method read back in order, equal, and only for their run."""
+        store.create_run(run())
+        store.create_run(run("other"))
+        first = event("loop.contract.validated")
+        second = event("loop.transition.planned", task_id=None, validation_status=None)
+        third = event("loop.ui.rendered", loop_contract_version=None, loop_mode=None, transition_mode=None)
+        later = event("loop.action.followed", timestamp=T0 - timedelta(days=1))
+        store.save_task(task(), [first])
+        store.add_events([event(run_id="other")])
+        store.save_transition(transition(), [second])
+        store.add_events([third, later])
+        store.add_events([])
+        assert store.get_events("run-1") == [first, second, third, later]
+        assert [e.run_id for e in store.get_events("other")] == ["other"]
+
+    # Atomicity
+
+    def test_a_failing_event_leaves_no_task_state(self, store: RunStore) -> None:
+        """A task state, its attempts and its events are one transaction: a bad event stores none of them."""
+        store.create_run(run())
+        broken = LoopEvent.model_construct(**{**event().__dict__, "name": None})  # violates events.name NOT NULL
+        with pytest.raises(StoreError, match="t1"):
+            store.save_task(task(), [event(), broken])
+        assert store.get_tasks("run-1") == []
+        assert store.get_events("run-1") == []
+        self.check_attempt_rows(store, 0)
+
+    def test_a_failing_replacement_keeps_the_previous_task_state(self, store: RunStore) -> None:
+        """A replacement that fails midway leaves the earlier version of the task untouched."""
+        store.create_run(run())
+        store.save_task(task())
+        broken = LoopEvent.model_construct(**{**event().__dict__, "name": None})
+        with pytest.raises(StoreError):
+            store.save_task(task(rendered="replacement", attempts=[attempt(1)]), [broken])
+        assert store.get_tasks("run-1") == [task()]
+
+    def test_a_failing_event_leaves_no_transition(self, store: RunStore) -> None:
+        """A transition and its events are one transaction too."""
+        store.create_run(run())
+        broken = LoopEvent.model_construct(**{**event().__dict__, "run_id": None})
+        with pytest.raises(StoreError):
+            store.save_transition(transition(), [broken])
+        assert store.get_transitions("run-1") == []
+        assert store.get_events("run-1") == []
+
+    # Contract versions and time
+
+    def test_datetimes_come_back_timezone_aware_in_utc(self, store: RunStore) -> None:
+        """Every stored datetime reads back aware, in UTC, as the same instant (written at +02:00)."""
+        store.create_run(run())
+        store.set_run_status("run-1", "running")
+        store.save_task(task(), [event()])
+        store.save_transition(transition())
+        stored_run, (stored_task,) = store.get_run("run-1"), store.get_tasks("run-1")
+        moments = [
+            stored_run.created_at,
+            stored_run.updated_at,
+            stored_task.created_at,
+            *(a.created_at for a in stored_task.attempts),
+            store.get_transitions("run-1")[0].created_at,
+            store.get_events("run-1")[0].timestamp,
+        ]
+        assert all(aware_utc(moment) for moment in moments), moments
+        assert stored_run.created_at == T0 and stored_task.created_at == task().created_at
+
+    # Schema and migrations
+
+    # Concurrency
+
+    def test_concurrent_writes_from_threads_all_land(self, store: RunStore) -> None:
+        """Eight threads each writing a run's tasks, transitions and events through one store lose nothing."""
+        per_thread = 6
+
+        def work(index: int) -> None:
+            run_id = f"run-{index}"
+            store.create_run(run(run_id))
+            for position in range(per_thread):
+                store.save_task(task(run_id, f"t{position}", position), [event(run_id=run_id, task_id=f"t{position}")])
+                store.save_transition(transition(run_id, f"t{position}", f"t{position + 1}"))
+            store.set_run_status(run_id, "completed")
+
+        assert in_threads(8, work) == []
+        for index in range(8):
+            run_id = f"run-{index}"
+            assert store.get_run(run_id).status == "completed"
+            assert [t.task_id for t in store.get_tasks(run_id)] == [f"t{p}" for p in range(per_thread)]
+            assert len(store.get_transitions(run_id)) == per_thread
+            assert len(store.get_events(run_id)) == per_thread
+
+    def test_concurrent_replacements_of_one_task_leave_one_consistent_version(self, store: RunStore) -> None:
+        """Threads replacing the same task queue up; the task ends as exactly one writer's version."""
+        store.create_run(run())
+
+        def work(index: int) -> None:
+            attempts = [attempt(n, minutes=index) for n in range(1, index % 3 + 2)]
+            store.save_task(task(rendered=f"version {index}", attempts=attempts))
+
+        assert in_threads(8, work) == []
+        (final,) = store.get_tasks("run-1")
+        index = int(final.rendered.removeprefix("version "))
+        assert [a.created_at for a in final.attempts] == [T0 + timedelta(minutes=index)] * (index % 3 + 1)
+        self.check_attempt_rows(store, index % 3 + 1)
+
+    # Task outcomes
+
+    def test_task_outcomes_counts_each_runs_tasks_by_status_in_one_call(self, store: RunStore) -> None:
+        """Per run id asked: every status counted (zero when none); unknown or task-less runs are all zero."""
+        for run_id in ("run-a", "run-b", "run-c"):
+            store.create_run(run(run_id))
+        statuses = {"run-a": ["valid", "failed", "partial", "failed"], "run-b": ["skipped", "valid"]}
+        for run_id, listed in statuses.items():
+            for position, status in enumerate(listed):
+                validation = Validation(status=status)  # type: ignore[arg-type]
+                store.save_task(task(run_id, f"t{position}", position, validation=validation))
+        zero = {"valid": 0, "partial": 0, "failed": 0, "skipped": 0}
+        assert store.task_outcomes(["run-a", "run-b", "run-c", "no-such-run"]) == {
+            "run-a": {**zero, "valid": 1, "partial": 1, "failed": 2},
+            "run-b": {**zero, "valid": 1, "skipped": 1},
+            "run-c": zero,
+            "no-such-run": zero,
+        }
+        assert store.task_outcomes(["run-b"]) == {"run-b": {**zero, "valid": 1, "skipped": 1}}
+        assert store.task_outcomes([]) == {}
+
+    def test_task_outcomes_of_more_runs_than_one_batch_of_ids(self, store: RunStore) -> None:
+        """A long list of ids (the unbounded runs list) is counted whole, past any bound-parameter limit."""
+        ids = [f"run-{i:04d}" for i in range(1201)]
+        for run_id in ids[::400]:
+            store.create_run(run(run_id))
+            store.save_task(task(run_id, "t1", 0, validation=Validation(status="failed")))
+        outcomes = store.task_outcomes(ids)
+        assert len(outcomes) == len(ids)
+        assert [run_id for run_id, counts in outcomes.items() if counts["failed"] == 1] == ids[::400]
+        assert sum(sum(counts.values()) for counts in outcomes.values()) == len(ids[::400])
+
+    # Read models: what metrics, the dashboard, Prometheus and retrieval ask of the store
+
+    def history(self, store: RunStore) -> None:
+        """Four runs of two workflows in three sessions over three days (the figures below are by hand).
+
+        r1 (w1, s1, completed, day 0): t1 valid at once, routed to w2; t2 partial after an in-run repair. Its
+        transitions: t1->t2 direct (and an older superseded fallback), t2->t3 fallback.
+        r2 (w2, s1, completed, day 1): t1 skipped (no contract); transition t1->t2 fallback.
+        r3 (w1, s2, failed, day 1): t1 failed, its error only on its attempt.
+        r4 (w1, s3, completed, day 2): t1 valid at once; its next action was followed.
+        """
+        day = timedelta(days=1)
+        store.create_run(run("r1", session_id="s1", workflow="w1", status="completed", created_at=T0))
+        store.create_run(run("r2", session_id="s1", workflow="w2", status="completed", created_at=T0 + day))
+        r3_at = T0 + day + timedelta(hours=1)
+        store.create_run(run("r3", session_id="s2", workflow="w1", status="failed", created_at=r3_at))
+        store.create_run(run("r4", session_id="s3", workflow="w1", status="completed", created_at=T0 + 2 * day))
+        valid = Validation(status="valid")
+        store.save_task(
+            task(
+                "r1",
+                "t1",
+                0,
+                validation=valid,
+                attempts=[attempt(1)],
+                routing=Routing(next_workflow="w2"),
+                created_at=T0 + timedelta(minutes=1),
+            ),
+            [event(run_id="r1")],
+        )
+        repaired = attempt(2, status="partial", minutes=1).model_copy(update={"kind": "repair"})
+        store.save_task(
+            task("r1", "t2", 1, attempts=[attempt(1, status="failed"), repaired], routing=Routing()),
+            [event("loop.contract.failed", run_id="r1", task_id="t2", validation_status="partial")],
+        )
+        store.save_transition(transition("r1", "t1", "t2", transition_mode="fallback"))
+        store.save_transition(transition("r1", "t1", "t2"))
+        store.save_transition(transition("r1", "t2", "t3", transition_mode="fallback"))
+        skipped = task(
+            "r2",
+            "t1",
+            0,
+            validation=Validation(status="skipped"),
+            loop_output=LoopFields(),
+            attempts=[],
+            routing=Routing(),
+        )
+        store.save_task(skipped, transition=transition("r2", "t1", "t2", transition_mode="fallback"))
+        store.save_task(
+            task(
+                "r3",
+                "t1",
+                0,
+                validation=Validation(status="failed"),
+                attempts=[attempt(1, status="failed")],
+                routing=Routing(),
+                created_at=r3_at + timedelta(minutes=1),
+            )
+        )
+        store.save_task(task("r4", "t1", 0, validation=valid, attempts=[attempt(1)], routing=Routing()))
+        store.add_events([event("loop.action.followed", run_id="r4")])
+
+    def test_loop_counts_are_the_metrics_numerators_and_denominators(self, store: RunStore) -> None:
+        """All history: executions, first-attempt passes, repairs, transitions, fallbacks, runs and sessions."""
+        self.history(store)
+        assert store.loop_counts() == {
+            (): LoopCounts(
+                executions=4,
+                first_valid=2,
+                repaired=1,
+                transitions=3,
+                fallbacks=2,
+                completed=3,
+                offering=2,
+                followed=1,
+                downstream=2,  # r4 followed; r1 routed to w2, which a later run of its session ran
+                depths={1: 2, 2: 1},
+            )
+        }
+
+    def test_loop_counts_group_by_workflow_and_day_and_filter(self, store: RunStore) -> None:
+        """Per workflow (a session counts once in each), per UTC day, and within a window and a workflow."""
+        self.history(store)
+        assert store.loop_counts(by=("workflow",)) == {
+            ("w1",): LoopCounts(4, 2, 1, 2, 1, 2, 2, 1, 2, {1: 3}),
+            ("w2",): LoopCounts(0, 0, 0, 1, 1, 1, 0, 0, 0, {1: 1}),
+        }
+        by_day = store.loop_counts(by=("day",))
+        first = T0.astimezone(UTC).date()
+        assert {key: counts.executions for key, counts in by_day.items()} == {
+            (first,): 2,
+            (first + timedelta(days=1),): 1,
+            (first + timedelta(days=2),): 1,
+        }
+        assert all(isinstance(key[0], date) for key in by_day)
+        later = store.loop_counts(since=T0 + timedelta(hours=12), workflow="w1")
+        assert later == {(): LoopCounts(2, 1, 0, 0, 0, 1, 1, 1, 1, {1: 2})}
+        assert store.loop_counts(until=T0 - timedelta(days=1)) == {(): LoopCounts()}  # no runs: zeros
+        assert store.loop_counts(until=T0 - timedelta(days=1), by=("workflow",)) == {}
+
+    def test_session_depths_pool_the_workflows(self, store: RunStore) -> None:
+        """Runs per session -> sessions: s1 spans two workflows and counts once, with depth 2."""
+        self.history(store)
+        assert store.session_depths() == {1: 2, 2: 1}
+        assert store.session_depths(workflow="w1") == {1: 3}
+        assert store.session_depths(since=T0 + timedelta(hours=12)) == {1: 3}
+
+    def test_event_counts_are_per_name(self, store: RunStore) -> None:
+        """Stored events per name, names with none absent."""
+        self.history(store)
+        assert store.event_counts() == {
+            "loop.contract.validated": 1,
+            "loop.contract.failed": 1,
+            "loop.action.followed": 1,
+        }
+
+    def test_task_failures_are_the_failed_and_partial_tasks_newest_first(self, store: RunStore) -> None:
+        """Final status failed or partial, with the run's workflow, goal and status and the first error message."""
+        self.history(store)
+        found = store.task_failures()
+        assert [(f.run_id, f.task_id, f.status, f.run_status) for f in found] == [
+            ("r3", "t1", "failed", "failed"),
+            ("r1", "t2", "partial", "completed"),
+        ]
+        newest = found[0]
+        assert newest == TaskFailure(
+            "r3",
+            "t1",
+            0,
+            "failed",
+            "w1",
+            run().goal,
+            "failed",
+            T0 + timedelta(days=1, hours=1, minutes=1),
+            "grip is missing",
+        )
+        assert aware_utc(newest.created_at)
+        assert found[1].message == "answer exceeds the limit"  # the validation's own error comes first
+        assert [f.run_id for f in store.task_failures(limit=1)] == ["r3"]
+        assert store.task_failures(limit=0) == [] and store.task_failures(workflow="w2") == []
+        assert [f.run_id for f in store.task_failures(until=T0 + timedelta(hours=12))] == ["r1"]
+
+    def test_repair_and_fallback_rankings_count_per_workflow_and_task(self, store: RunStore) -> None:
+        """In-run repairs out of contract executions; fallbacks out of current transitions (by source task)."""
+        self.history(store)
+        by_workflow, by_task = store.repair_rankings()
+        assert sorted(by_workflow, key=_order) == [OutcomeCount("w1", None, 1, 4)]
+        assert sorted(by_task, key=_order) == [OutcomeCount("w1", "t1", 0, 3), OutcomeCount("w1", "t2", 1, 1)]
+        by_workflow, by_task = store.fallback_rankings()
+        assert sorted(by_workflow, key=_order) == [OutcomeCount("w1", None, 1, 2), OutcomeCount("w2", None, 1, 1)]
+        assert sorted(by_task, key=_order) == [
+            OutcomeCount("w1", "t1", 0, 1),
+            OutcomeCount("w1", "t2", 1, 1),
+            OutcomeCount("w2", "t1", 1, 1),
+        ]
+        assert store.repair_rankings(since=T0 + timedelta(hours=12))[0] == [OutcomeCount("w1", None, 0, 2)]
+
+    def test_partial_counts_are_per_workflow(self, store: RunStore) -> None:
+        """Partial final executions, and current fallbacks out of a partial task (r2's is out of a skipped one)."""
+        self.history(store)
+        assert store.partial_counts() == {"w1": {"partial": 1, "fallbacks_after_partial": 1}}
+        assert store.partial_counts(since=T0 + timedelta(hours=12)) == {}
+
+    def test_workflow_names_are_those_of_the_stored_runs(self, store: RunStore) -> None:
+        """Each workflow with a stored run, once."""
+        assert store.workflow_names() == set()
+        self.history(store)
+        assert store.workflow_names() == {"w1", "w2"}
+
+    def test_the_knowledge_store_replaces_documents_and_searches_their_chunks(self, store: RunStore) -> None:
+        """Added, unchanged (same hash: nothing written), updated (old chunks gone from search); any word matches."""
+        knowledge = store.knowledge()
+        assert knowledge.known_hashes() == {}
+        chunks = [ChunkText(0, "Scrubber > Steps", "Restart the scrubber heater"), ChunkText(1, "Scrubber", "Oxygen")]
+        assert knowledge.replace_document("docs/a.md", "h1", 10, chunks) == "added"
+        assert knowledge.replace_document("docs/a.md", "h1", 10, []) == "unchanged"
+        (hit,) = knowledge.search_chunks(["heater"], 5)
+        assert (hit.document_path, hit.heading, hit.text) == ("docs/a.md", "Scrubber > Steps", chunks[0].text)
+        assert isinstance(hit.chunk_id, int) and hit.score > 0
+        assert len(knowledge.search_chunks(["heater", "oxygen"], 5)) == 2
+        assert len(knowledge.search_chunks(["heater", "oxygen"], 1)) == 1
+        assert knowledge.search_chunks(["heater"], 0) == [] and knowledge.search_chunks([], 5) == []
+        assert knowledge.replace_document("docs/a.md", "h2", 12, [ChunkText(0, "Filters", "Filters clog")]) == "updated"
+        assert knowledge.search_chunks(["heater"], 5) == []
+        assert [h.text for h in knowledge.search_chunks(["clog"], 5)] == ["Filters clog"]
+        assert knowledge.known_hashes() == {"docs/a.md": "h2"}
+
+
+def _order(count: OutcomeCount) -> tuple[str, str]:
+    return count.workflow, count.task_id or ""
