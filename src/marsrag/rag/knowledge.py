@@ -1,9 +1,11 @@
 """The knowledge base: files ingested as chunks into the run store's database, searched by full text.
 
-It lives in the same database as the run store (migration 0002 made its tables), opened the same way from a
-URL. Ingest writes one transaction per changed file, so a reader never sees a document half replaced; an
-unchanged file (same SHA-256) costs a read and a hash, no write. Search ranks with BM25 on SQLite (FTS5) and
-``ts_rank_cd`` on PostgreSQL, headings weighing 2.5 times the text on both.
+It lives in the same database as the run store, behind the store's :class:`marsrag.store.KnowledgeStore`
+(:meth:`marsrag.store.RunStore.knowledge`), opened the same way from a URL. This module decides what is stored
+and searched (files found, read, hashed, chunked; a query's words); the store keeps it. Ingest writes one
+transaction per changed file, so a reader never sees a document half replaced; an unchanged file (same SHA-256)
+costs a read and a hash, no write. Search ranks with BM25 on SQLite (FTS5) and ``ts_rank_cd`` on PostgreSQL,
+headings weighing 2.5 times the text on both.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from marsrag.rag import _query
 from marsrag.rag._discover import Found, discover
+from marsrag.rag._query import terms
 from marsrag.rag.chunking import chunk_blocks, cite
 from marsrag.rag.readers import NotTextError, decode, parse
 from marsrag.rag.report import IngestReport, SkippedFile
@@ -98,7 +100,7 @@ class KnowledgeBase:
         """
         if limit < 0:
             raise ValueError(f"limit must be >= 0, got {limit}")
-        words = _query.terms(query)
+        words = terms(query)
         if not words or limit == 0:
             return []
         return [

@@ -10,12 +10,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from marsrag.rag.knowledge import KnowledgeBase
 from marsrag.rag.report import IngestReport
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
-    from marsrag.rag.knowledge import KnowledgeBase
 
 __all__ = ["PROGRESS_MIN_FILES", "ingest_paths", "knowledge_base"]
 
@@ -49,8 +49,6 @@ def knowledge_base(db: str | None = None) -> Iterator[KnowledgeBase]:
     Raises:
         StoreError: a bad URL, or a database that cannot be reached or migrated.
     """
-    from marsrag.rag.knowledge import KnowledgeBase
-
     kb = KnowledgeBase.open(db)
     try:
         yield kb

@@ -87,7 +87,7 @@ class SqlRunStore(RunStore):
 
     @property
     def engine(self) -> Engine:
-        """The SQLAlchemy engine (for read-only SQL such as metrics aggregation)."""
+        """The SQLAlchemy engine: for this backend's own tests and benchmarks (the read models above are the seam)."""
         return self._engine
 
     @contextmanager

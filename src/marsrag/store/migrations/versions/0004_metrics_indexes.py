@@ -1,7 +1,7 @@
 """Metrics indexes: covering indexes so the loop metrics never read the wide rows.
 
 ``marsrag metrics`` aggregates over every run, task state, attempt, transition and event
-(``marsrag.metrics.compute``). These indexes hold exactly the columns its queries read, in ``run_id`` order
+(``marsrag.store._metrics_sql``). These indexes hold exactly the columns its queries read, in ``run_id`` order
 where rows are joined by run, so both backends answer from the indexes alone (SQLite probes them in order;
 PostgreSQL scans them index-only) instead of the Loop Contract text, retrieval results and raw answers:
 
