@@ -201,6 +201,11 @@ def test_api_failures_and_bad_parameters(history: Site) -> None:
     assert [(f["run_id"], f["task_id"], f["link"], f["message"]) for f in failures] == [
         ("r1", "t2", "/runs/r1#task-t2", "grip is missing")
     ]
+    windows = (({"since": "2026-11-02"}, ["r1"]), ({"until": "2026-11-01"}, []), ({"until": "2026-11-02"}, ["r1"]))
+    for span, listed in windows:
+        found = history.client.get("/api/metrics/failures", params=span).json()
+        assert [f["run_id"] for f in found] == listed, span  # the window of /api/metrics: runs created in it
+    assert history.client.get("/api/metrics/failures", params={"since": "soon"}).status_code == 422
     bad = history.client.get("/api/metrics", params={"since": "yesterday"})
     assert bad.status_code == 422 and "'yesterday' is not a time" in bad.json()["detail"]
     inverted = history.client.get("/api/metrics", params={"since": "2026-11-05", "until": "2026-11-01"})

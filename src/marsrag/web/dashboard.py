@@ -40,6 +40,8 @@ api_router = APIRouter(prefix="/api", tags=["metrics"], responses=ERROR_RESPONSE
 
 BackendDep = Annotated[Backend, Depends(backend_of)]
 WorkflowQuery = Annotated[str | None, Query(max_length=200, description="Only runs of this workflow.")]
+SinceQuery = Annotated[str | None, Query(max_length=64, description="7d, 12h, 2w, a date or an ISO datetime.")]
+UntilQuery = Annotated[str | None, Query(max_length=64, description="A date (its end) or an ISO datetime.")]
 #: Days in the dashboard's daily series, and the most the API gives at once.
 DEFAULT_DAYS = 30
 MAX_DAYS = 366
@@ -59,8 +61,8 @@ def series_days(end: date | None, days: int) -> tuple[date, ...]:
 @api_router.get("/metrics", summary="The six loop metrics (the `marsrag metrics --format json` document)")
 def metrics_json(
     backend: BackendDep,
-    since: Annotated[str | None, Query(max_length=64, description="7d, 12h, 2w, a date or an ISO datetime.")] = None,
-    until: Annotated[str | None, Query(max_length=64, description="A date (its end) or an ISO datetime.")] = None,
+    since: SinceQuery = None,
+    until: UntilQuery = None,
     workflow: WorkflowQuery = None,
 ) -> dict[str, Any]:
     """Metric name -> ``{"value", "numerator", "denominator"}`` (session_depth: value, p50, max, sessions)."""
@@ -97,9 +99,16 @@ def failures_json(
     backend: BackendDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = FAILURES_SHOWN,
     workflow: WorkflowQuery = None,
+    since: SinceQuery = None,
+    until: UntilQuery = None,
 ) -> list[dict[str, Any]]:
-    """Failed or partial tasks with their run's goal and workflow, the first error and a link to the task."""
-    return [failure.to_dict() for failure in latest_failures(backend.store, limit, workflow=workflow or None)]
+    """Failed or partial tasks with their run's goal and workflow, the first error and a link to the task.
+
+    The window and workflow are ``/api/metrics``' own (runs created in the window, of that workflow), so the
+    failures listed are those of the runs the metrics count.
+    """
+    chosen = parse_window(since, until)
+    return [failure.to_dict() for failure in latest_failures(backend.store, limit, chosen, workflow or None)]
 
 
 # -- the page ------------------------------------------------------------------------------------------------
