@@ -6,6 +6,7 @@ from datetime import datetime
 from pathlib import Path
 
 from marsrag.errors import InputError
+from marsrag.metrics.review import parse_week, render_html, render_markdown, weekly_review
 from marsrag.store import open_store
 
 #: What ``--out`` may end with, and the renderer each suffix means.
@@ -24,8 +25,6 @@ def review(
         InputError: an unreadable week, an ``out`` with another suffix, or an ``out`` that cannot be written.
         StoreError: the store cannot be opened.
     """
-    from marsrag.metrics.review import parse_week, render_html, render_markdown, weekly_review
-
     if week is not None:
         parse_week(week)  # a bad week is an input error before the store is opened
     target = Path(out) if out is not None else None

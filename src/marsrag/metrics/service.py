@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from marsrag.metrics.compute import compute_metrics
 from marsrag.metrics.definitions import LoopMetrics
+from marsrag.metrics.tune import TuneRules, recommend, write_recommendations
 from marsrag.metrics.window import Window, window
 from marsrag.store import open_store
+from marsrag.tasks.loader import default_config_dir, load_config
 
 
 def metrics(
@@ -53,11 +56,6 @@ def tune(
         ConfigError: the config does not load (or would not after writing: then nothing is written).
         InputError: a bad window, or ``write`` on the shipped sample config.
     """
-    from pathlib import Path
-
-    from marsrag.metrics.tune import TuneRules, recommend, write_recommendations
-    from marsrag.tasks.loader import default_config_dir, load_config
-
     chosen = window(since, until)
     folder = Path(config) if config is not None else default_config_dir()
     project = load_config(folder)

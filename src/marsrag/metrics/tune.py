@@ -28,7 +28,9 @@ from marsrag.errors import ConfigError, InputError
 from marsrag.metrics.compute import metrics_by
 from marsrag.metrics.window import Window
 from marsrag.store import RunStore
+from marsrag.tasks._yaml import parse_yaml
 from marsrag.tasks.config import ProjectConfig
+from marsrag.tasks.loader import load_config, sample_config_dir
 
 
 @dataclass(frozen=True)
@@ -171,15 +173,11 @@ def write_recommendations(config_dir: Path, recommendations: list[Recommendation
         InputError: no workflows.yaml, the shipped sample config, or a workflow written in flow style.
         ConfigError: the edited config does not load (the file is restored).
     """
-    from marsrag.tasks.loader import load_config, sample_config_dir
-
     if config_dir.resolve() == sample_config_dir().resolve():
         raise InputError("the shipped sample config is not written to: copy it to ./config and pass --config config")
     path = config_dir / "workflows.yaml"
     if not path.is_file():
         raise InputError(f"{path}: no workflows.yaml to write the recommended loop modes to")
-    from marsrag.tasks._yaml import parse_yaml
-
     original = path.read_text(encoding="utf-8")
     lines = original.splitlines(keepends=True)
     changed = [r for r in recommendations if r.change]

@@ -16,7 +16,6 @@ from marsrag.rag.report import IngestReport
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
-
 __all__ = ["PROGRESS_MIN_FILES", "ingest_paths", "knowledge_base"]
 
 #: A progress bar appears only for ingests of more files than this: small ones finish before it would help.
@@ -68,8 +67,8 @@ class _ProgressBar:
         if self._bar is None:
             if not self._wanted or total <= PROGRESS_MIN_FILES:
                 return
-            from rich.console import Console
-            from rich.progress import Progress
+            from rich.console import Console  # lazy: Rich, only when a terminal may show a progress bar
+            from rich.progress import Progress  # lazy: Rich
 
             console = Console(stderr=True)
             # Only people watching a terminal need it; in a pipe or a log it would only add noise.

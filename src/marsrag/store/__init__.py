@@ -46,6 +46,6 @@ def open_store(url: str | None = None) -> RunStore:
     Raises:
         StoreError: a bad URL (unparseable, unknown scheme, in-memory SQLite) or an unreachable database.
     """
-    from marsrag.store.sql import SqlRunStore
+    from marsrag.store.sql import SqlRunStore  # lazy: SQLAlchemy, loaded only when a store opens
 
     return SqlRunStore.from_url(default_db_url() if url is None else url)

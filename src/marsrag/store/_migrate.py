@@ -56,9 +56,9 @@ def ensure_schema(engine: Engine, url: str) -> None:
 
 
 def _upgrade(connection: Connection, url: str) -> None:
-    from alembic import command
-    from alembic.config import Config
-    from alembic.util import CommandError
+    from alembic import command  # lazy: Alembic, only for a database that needs migrating
+    from alembic.config import Config  # lazy: Alembic
+    from alembic.util import CommandError  # lazy: Alembic
 
     config = Config()
     # Config values go through ConfigParser interpolation: a literal '%' in the path must be doubled.

@@ -15,10 +15,12 @@ from typing import Any
 from sqlalchemy import Connection, Engine, bindparam, delete, func, insert, select, update
 from sqlalchemy.exc import SQLAlchemyError
 
+import marsrag.store._engine as _engine
+import marsrag.store._metrics_sql as _metrics_sql
+import marsrag.store._rows as _rows
 from marsrag.errors import RunNotFoundError, StoreError
 from marsrag.events.model import LoopEvent
 from marsrag.state import VALIDATION_STATUSES, RunRecord, RunStatus, TaskState, TransitionRecord, utcnow
-from marsrag.store import _engine, _metrics_sql, _rows
 from marsrag.store._knowledge_sql import SqlKnowledgeStore
 from marsrag.store._metrics_sql import Span
 from marsrag.store._migrate import ensure_schema
