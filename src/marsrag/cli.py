@@ -116,6 +116,7 @@ def validate(
 
     Example: marsrag validate answer.txt --mode soft --format json
     """
+    # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.contract import validate_output
     from marsrag.inputs import read_inputs
 
@@ -139,6 +140,7 @@ def schema(indent: Annotated[int, typer.Option(min=0, max=8, help="Spaces per in
 
     Example: marsrag schema > loop-output.schema.json
     """
+    # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.contract.schema import loop_output_json_schema
 
     typer.echo(json.dumps(loop_output_json_schema(), indent=indent or None, ensure_ascii=False))
@@ -162,6 +164,7 @@ def lint(
 
     Example: marsrag lint config/ --format json
     """
+    # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.tasks.lint import has_errors, lint_config
     from marsrag.tasks.loader import default_config_dir
     from marsrag.tasks.sources import config_set_from_factory, config_sets_from_paths
@@ -192,6 +195,7 @@ def ingest(
 
     Example: marsrag ingest docs/ runbooks/restart.md
     """
+    # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.compose import ingest as ingest_into
 
     report = ingest_into(_settings(db=db), list(paths), progress=format is FormatChoice.text)
@@ -220,6 +224,7 @@ def run(
 
     Example: marsrag run "Checkout conversion fell 8% on Android" --llm replay:answers.jsonl --format json
     """
+    # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.compose import run_goal
 
     settings = _settings(config=config, llm=llm, db=db, base_url=base_url)
@@ -244,6 +249,7 @@ def resume(
 
     Example: marsrag resume 3f2a9c... --llm openai/gpt-4o-mini
     """
+    # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.compose import resume_run
 
     settings = _settings(config=config, llm=llm, db=db, base_url=base_url)
@@ -269,6 +275,7 @@ def follow(
 
     Example: marsrag follow 3f2a9c... --format json
     """
+    # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.compose import follow_run
 
     settings = _settings(config=config, llm=llm, db=db, base_url=base_url)
@@ -299,6 +306,7 @@ def serve(
 
     Example: marsrag serve --port 8000 --db sqlite:///runs.db
     """
+    # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.web.server import serve as run_server
     from marsrag.web.settings import WebSettings
 
@@ -323,6 +331,7 @@ def worker(
 
     Example: marsrag worker --broker redis://127.0.0.1:6379/0 --db postgresql+psycopg://db/marsrag
     """
+    # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.compose import run_worker_process
 
     settings = _settings(config=config, llm=llm, db=db, base_url=base_url, broker=broker)
@@ -345,6 +354,7 @@ def metrics(
 
     Example: marsrag metrics --since 7d --workflow support_answer --format json
     """
+    # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.metrics.service import metrics_document
     from marsrag.metrics.window import window as parse_window
 
@@ -352,6 +362,7 @@ def metrics(
     if format is FormatChoice.json:
         sys.stdout.write(json.dumps(document) + "\n")
         return
+    # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.render_text import print_metrics
 
     scope = parse_window(since, until).describe() + (f", workflow {workflow}" if workflow else ", all workflows")
@@ -369,6 +380,7 @@ def review(
 
     Example: marsrag review --week 2026-W48 --out review.html
     """
+    # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.metrics.review_service import review as weekly
 
     text = weekly(db=_settings(db=db).db, week=week, out=out)
@@ -395,6 +407,7 @@ def tune(
 
     Example: marsrag tune --since 28d --config config
     """
+    # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.metrics.service import tune as tune_modes
 
     settings = _settings(config=config, db=db)
@@ -409,6 +422,7 @@ def tune(
     if format is FormatChoice.json:
         sys.stdout.write(json.dumps(result) + "\n")
         return
+    # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.render_text import print_tune
 
     print_tune(result)
@@ -428,12 +442,14 @@ def runs_list(
 
     Example: marsrag runs list --format json
     """
+    # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.compose import list_runs
 
     rows = list_runs(_settings(db=db), limit=limit)
     if format is FormatChoice.json:
         sys.stdout.write(json.dumps(rows, ensure_ascii=False) + "\n")
         return
+    # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.render_text import print_run_rows
 
     print_run_rows(rows)
@@ -449,6 +465,7 @@ def runs_show(
 
     Example: marsrag runs show 3f2a9c... --format json
     """
+    # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.compose import show_run
 
     settings = _settings(db=db)
@@ -469,6 +486,7 @@ def _stdout_kept_for(format: FormatChoice) -> Iterator[None]:
 
 
 def _act(action: str, run_id: str, task_id: str, settings: Settings, format: FormatChoice) -> None:
+    # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.compose import act_on_task
 
     with _stdout_kept_for(format):
@@ -537,6 +555,7 @@ def _print_json(source: str, result: dict[str, Any]) -> None:
 
 
 def _print_text(source: str, result: dict[str, Any]) -> None:
+    # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.render_text import print_result
 
     print_result(source, result)

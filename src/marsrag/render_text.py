@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -152,8 +153,6 @@ class ProgressSink:
 
 def print_metrics(document: dict[str, Any], scope: str) -> None:
     """The six loop metrics as a table: value, numerator/denominator (n/a for an empty denominator)."""
-    from rich.table import Table
-
     table = Table(title=f"Loop metrics: {scope}", title_justify="left")
     table.add_column("metric")
     table.add_column("value", justify="right")
@@ -177,8 +176,6 @@ def print_tune(result: dict[str, Any]) -> None:
     out.print(f"loop_mode recommendations over {result['window']}")
     for item in result["recommendations"]:
         arrow = f"{item['current']} -> {item['recommended']}" if item["change"] else f"keep {item['current']}"
-        from rich.markup import escape
-
         out.print(
             f"\n[bold]{escape(item['workflow'])}[/bold] ({item['kind']}): {arrow}  {escape('[' + item['rule'] + ']')}",
             highlight=False,

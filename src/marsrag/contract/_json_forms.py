@@ -160,6 +160,7 @@ def repair_span(region: str, start: int | None = None) -> str | None:
 @functools.cache
 def _repair_loads() -> Callable[..., Any]:
     # Deferred: importing json_repair costs ~50 ms, which only broken JSON should pay.
+    # lazy: json-repair, only broken JSON needs it
     from json_repair import loads as repair_loads
 
     return repair_loads

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+from marsrag._version import __version__
 from marsrag.events.model import LoopEvent
 
 if TYPE_CHECKING:
@@ -47,13 +48,12 @@ class OtelSink:
     """
 
     def __init__(self, provider: LoggerProvider) -> None:
-        from marsrag._version import __version__
-
         self.provider = provider
         self._logger = provider.get_logger(SCOPE, version=__version__)
 
     def __call__(self, events: Sequence[LoopEvent]) -> None:
         # An emit error propagates: dispatch() is the boundary that logs a failing sink and lets the run go on.
+        # lazy: OpenTelemetry, loads only when an exporter is configured
         from opentelemetry._logs import SeverityNumber
 
         for event in events:
@@ -127,6 +127,7 @@ def otel_sink_from_env() -> OtelSink | None:
     if not (_env("OTEL_EXPORTER_OTLP_ENDPOINT") or _env("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT")):
         return None
     try:
+        # lazy: OpenTelemetry, loads only when an exporter is configured
         from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
         from opentelemetry.sdk._logs import LoggerProvider
         from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
@@ -144,6 +145,7 @@ def otel_sink_from_env() -> OtelSink | None:
 
 def _resource() -> Resource:
     """The SDK's resource from the environment, named ``marsrag`` unless the user named the service."""
+    # lazy: OpenTelemetry, loads only when an exporter is configured
     from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 
     resource = Resource.create()

@@ -222,6 +222,7 @@ def _failure(model: str, policy: CallPolicy, attempts: int, error: BaseException
 # set: our policy must be the only one, so that MARSRAG_LLM_RETRIES=0 means one attempt.
 def _crewai_retry_flag() -> contextvars.ContextVar[bool] | None:
     try:
+        # lazy: CrewAI, loads only when an LLM or a crew is built
         from crewai.llms import retry
     except ImportError:  # pragma: no cover - CrewAI is a dependency; an older one lacks the module
         return None
@@ -361,6 +362,7 @@ def make_resilient(llm: _T, policy: CallPolicy | None = None) -> _T:
         TypeError: ``llm`` is not a ``crewai.BaseLLM``.
         InputError: the environment's settings are unusable.
     """
+    # lazy: CrewAI, loads only when an LLM or a crew is built
     from marsrag.integrations.crewai import BaseLLM
 
     if not isinstance(llm, BaseLLM):

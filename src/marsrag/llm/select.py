@@ -33,16 +33,19 @@ def resolve_llm(spec: str | None, *, base_url: str | None = None) -> Any:
 
 def _choose(spec: str | None, base_url: str | None, policy: CallPolicy) -> Any:
     if not spec or spec == COMPOSER:
+        # lazy: CrewAI, loads only when an LLM or a crew is built
         from marsrag.llm.composer import OfflineComposer
 
         return OfflineComposer(model="offline-composer")
     if spec.startswith(REPLAY_PREFIX):
+        # lazy: CrewAI, loads only when an LLM or a crew is built
         from marsrag.llm.replay import ReplayLLM
 
         try:
             return ReplayLLM.from_file(spec[len(REPLAY_PREFIX) :])
         except Exception as error:
             raise InputError(str(error)) from None
+    # lazy: CrewAI, loads only when an LLM or a crew is built
     from marsrag.integrations.crewai import crewai_llm
 
     return tune_native_client(crewai_llm(spec, base_url=base_url), policy)

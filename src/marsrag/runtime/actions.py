@@ -172,6 +172,7 @@ def _state(runner: WorkflowRunner, run_id: str, task_id: str) -> TaskState:
 
 
 def _crew(runner: WorkflowRunner, run: RunRecord, state: TaskState, *, machine_first: bool = False) -> Any:
+    # lazy: CrewAI, loads only when an LLM or a crew is built
     from marsrag.integrations.crewai_builders import build_single
 
     project = runner.project
@@ -187,6 +188,7 @@ def _crew(runner: WorkflowRunner, run: RunRecord, state: TaskState, *, machine_f
     if crew.tasks[0].guardrail is None:
         raise ActionConflictError(f"task {state.task_id!r} no longer runs under the contract in {run.workflow!r}")
     if machine_first:
+        # lazy: CrewAI, loads only when an LLM or a crew is built
         from marsrag.integrations.crewai_builders import build_task
 
         # The regenerate answer holds only some sections: no guardrail, no conversion to LoopOutput.

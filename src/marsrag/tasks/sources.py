@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from marsrag.errors import ConfigError
 from marsrag.tasks._yaml import Position, YamlDoc, read_yaml
+from marsrag.tasks.config import AgentConfig, ProjectConfig, TaskConfig, ToolConfig, WorkflowConfig
 
 EntryKind = Literal["agent", "tool", "task", "workflow"]
 _KIND_BY_STEM: dict[str, EntryKind] = {"agents": "agent", "tools": "tool", "tasks": "task", "workflows": "workflow"}
@@ -134,8 +135,6 @@ def config_set_from_factory(spec: str) -> ConfigSet:
     Raises:
         ConfigError: the spec is malformed, the module or function cannot be imported, or it fails.
     """
-    from marsrag.tasks.config import AgentConfig, ProjectConfig, TaskConfig, ToolConfig, WorkflowConfig
-
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise ConfigError(f"{spec}: expected 'package.module:factory'")

@@ -29,6 +29,7 @@ from marsrag.errors import (
     StoreError,
     TaskNotFoundError,
 )
+from marsrag.web import api, dashboard, pages, prometheus
 from marsrag.web.backend import Backend
 from marsrag.web.guards import InvalidField
 from marsrag.web.render import render_error
@@ -74,8 +75,6 @@ def create_app(settings: WebSettings | None = None) -> FastAPI:
         hosts=settings.hosts,
     )
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
-
-    from marsrag.web import api, dashboard, pages, prometheus
 
     app.include_router(api.health_router)
     app.include_router(api.router)

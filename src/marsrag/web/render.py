@@ -14,7 +14,7 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from marsrag._version import __version__
-from marsrag.web.security import CSRF_COOKIE, csrf_token
+from marsrag.web.security import CSRF_COOKIE, bearer_ok, csrf_token
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -65,6 +65,4 @@ def render_error(request: Request, status: int, detail: str) -> HTMLResponse:
 
 
 def _has_token_cookie(request: Request) -> bool:
-    from marsrag.web.security import bearer_ok
-
     return bearer_ok(request, request.app.state.settings.token)

@@ -13,6 +13,7 @@ def serve(settings: WebSettings, *, port: int = 8000) -> None:
     Raises:
         ConfigError, InputError, StoreError: the app cannot be created.
     """
+    # lazy: uvicorn, loads only when the server starts
     import uvicorn
 
     from marsrag.web.app import create_app
