@@ -27,9 +27,9 @@ from sqlalchemy.exc import OperationalError
 from bench._samples import CONTENT
 from marsrag.chain.planner import plan_transition
 from marsrag.contract import LOOP_CONTRACT_VERSION, ContractIssue
-from marsrag.events.model import LoopEvent
 from marsrag.state import (
     AttemptRecord,
+    LoopEvent,
     LoopFields,
     Retrieval,
     Routing,

@@ -51,12 +51,12 @@ from bench._samples import CONTENT
 from bench._timing import Report, best_of_timed
 from bench._web_seed import RowBatch, postgres_schema
 from marsrag.contract import LOOP_CONTRACT_VERSION, ContractIssue
-from marsrag.events.model import LoopEvent
 from marsrag.metrics.compute import compute_metrics, metrics_by
 from marsrag.metrics.window import Window, window
 from marsrag.state import (
     FALLBACK_HOOK,
     AttemptRecord,
+    LoopEvent,
     LoopFields,
     Retrieval,
     Routing,

@@ -24,8 +24,7 @@ from pathlib import Path
 from bench._samples import CONTENT
 from bench._timing import Report, compare, rate
 from marsrag.contract import ContractIssue
-from marsrag.events.model import LoopEvent
-from marsrag.state import AttemptRecord, LoopFields, RunRecord, TaskState, Validation, utcnow
+from marsrag.state import AttemptRecord, LoopEvent, LoopFields, RunRecord, TaskState, Validation, utcnow
 from marsrag.store import RunStore, open_store
 from marsrag.store._engine import SQLITE_BUSY_TIMEOUT_MS
 

@@ -32,6 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("marsrag.chain", "marsrag.events"),
     ("marsrag.tasks",),
     ("marsrag.inputs",),
+    ("marsrag.liveness",),
     ("marsrag.state",),
     ("marsrag.contract",),
     ("marsrag.settings",),

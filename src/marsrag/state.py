@@ -1,4 +1,4 @@
-"""The records every layer shares: runs, task states (spec section 4), attempts, transitions.
+"""The records every layer shares: runs, task states (spec section 4), attempts, transitions, loop events.
 
 They sit below the planner (``chain``), the events and the store, which all read and write them, and above
 only the contract, whose issue and status types they reuse. Structured fields are stored separately from
@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from marsrag.contract import LOOP_CONTRACT_VERSION, ContractIssue, Status, render_sections
 
@@ -140,3 +140,34 @@ class RunRecord(BaseModel):
     updated_at: datetime = Field(default_factory=utcnow)
     #: "host:pid" of the process executing the run (None before it starts).
     owner: str | None = None
+
+
+#: The loop events of spec section 8.
+EventName = Literal[
+    "loop.contract.validated",
+    "loop.contract.failed",
+    "loop.transition.planned",
+    "loop.transition.fallback_used",
+    "loop.ui.rendered",
+    "loop.action.followed",
+]
+EVENT_NAMES: tuple[str, ...] = EventName.__args__  # type: ignore[attr-defined]
+
+
+class LoopEvent(BaseModel):
+    """One event of spec section 8: flat, with the same fields for every name (null where not applicable)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: EventName
+    run_id: str
+    task_id: str | None = None
+    loop_contract_version: str | None = None
+    loop_mode: str | None = None
+    validation_status: str | None = None
+    transition_mode: str | None = None
+    timestamp: datetime = Field(default_factory=utcnow)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The event as a flat JSON-ready record."""
+        return self.model_dump(mode="json")

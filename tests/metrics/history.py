@@ -25,9 +25,9 @@ from typing import Any
 import pytest
 
 from marsrag.contract import ContractIssue
-from marsrag.events.model import LoopEvent
 from marsrag.state import (
     AttemptRecord,
+    LoopEvent,
     LoopFields,
     Routing,
     RunRecord,

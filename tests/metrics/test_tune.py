@@ -15,8 +15,7 @@ import pytest
 
 from marsrag.contract import ContractIssue
 from marsrag.errors import InputError
-from marsrag.events.model import LoopEvent
-from marsrag.state import AttemptRecord, LoopFields, RunRecord, TaskState, TransitionRecord, Validation
+from marsrag.state import AttemptRecord, LoopEvent, LoopFields, RunRecord, TaskState, TransitionRecord, Validation
 from marsrag.store import RunStore, open_store
 from marsrag.tasks import load_config, sample_config_dir
 from tests.contract.samples import CONTENT

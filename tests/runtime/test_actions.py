@@ -201,8 +201,8 @@ def test_actions_refuse_what_they_cannot_fix(store: RunStore, sample: ProjectCon
 
 def test_actions_wait_for_a_running_run(store: RunStore, sample: ProjectConfig) -> None:
     """A run still executing (owned by a live process) is not acted on."""
+    from marsrag.liveness import owner_id
     from marsrag.runtime.actions import repair_task
-    from marsrag.views.liveness import owner_id
 
     runner, run_id = failed_first(store, sample)
     store.set_run_status(run_id, "running", owner=owner_id())

@@ -20,7 +20,6 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import create_engine, text
 
 from marsrag.errors import StoreError
-from marsrag.events.model import EVENT_NAMES
 from marsrag.metrics.compute import compute_metrics, metrics_by
 from marsrag.metrics.definitions import RATE_NAMES, LoopMetrics
 from marsrag.metrics.prometheus import (
@@ -32,6 +31,7 @@ from marsrag.metrics.prometheus import (
     rate_family,
 )
 from marsrag.settings import resolve_settings
+from marsrag.state import EVENT_NAMES
 from marsrag.store import RunStore, open_store
 from marsrag.web.app import create_app
 from marsrag.web.settings import WebSettings

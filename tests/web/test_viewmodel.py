@@ -187,7 +187,7 @@ def test_run_view_maps_tasks_transitions_and_superseded_rows() -> None:
 
 def test_a_running_run_shows_progress_and_no_next_action_yet() -> None:
     """While a run executes its next action is not known: no card; the page is in progress."""
-    from marsrag.views.liveness import owner_id
+    from marsrag.liveness import owner_id
 
     running = RUN.model_copy(update={"status": "running", "owner": owner_id()})
     view = run_view(running, [state()], [])

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from marsrag._version import __version__
-from marsrag.events.model import LoopEvent
+from marsrag.state import LoopEvent
 
 if TYPE_CHECKING:
     from opentelemetry.sdk._logs import LoggerProvider

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol
 
-from marsrag.events.model import LoopEvent
+from marsrag.state import LoopEvent
 
 log = logging.getLogger("marsrag.events")
 

@@ -25,9 +25,9 @@ from collections.abc import Iterable, Iterator
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from marsrag.events.model import EVENT_NAMES
 from marsrag.metrics.compute import metrics_by, session_depth
 from marsrag.metrics.definitions import DEFINITIONS, RATE_NAMES, Depth, LoopMetrics
+from marsrag.state import EVENT_NAMES
 from marsrag.store import RunStore
 
 PREFIX = "marsrag_"

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from marsrag.contract import FIELD_LIMITS, FIELDS, render_sections, validate_output
 from marsrag.errors import ActionConflictError, TaskNotFoundError
+from marsrag.liveness import STALE_AFTER, is_stale, owner_id
 from marsrag.runtime.briefing import briefing, without_placeholders
 from marsrag.runtime.commit import failed_attempt, settle
 from marsrag.runtime.runner import WorkflowRunner
@@ -27,7 +28,6 @@ from marsrag.state import (
     ValidationStatus,
     utcnow,
 )
-from marsrag.views.liveness import STALE_AFTER, is_stale, owner_id
 from marsrag.views.summary import summarize
 
 Action = Literal["repair", "regenerate"]

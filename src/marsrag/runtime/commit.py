@@ -19,12 +19,13 @@ from dataclasses import dataclass
 
 from marsrag.chain.planner import plan_transition
 from marsrag.contract import ContractIssue
-from marsrag.events.model import EventName, LoopEvent
 from marsrag.events.sinks import EventSink, dispatch
 from marsrag.faults import failpoint
 from marsrag.runtime.routing import Candidate, Router
 from marsrag.state import (
     AttemptRecord,
+    EventName,
+    LoopEvent,
     LoopFields,
     RunRecord,
     TaskState,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from marsrag.liveness import is_stale
 from marsrag.state import utcnow
 from marsrag.store.base import RunStore
-from marsrag.views.liveness import is_stale
 
 #: A pending run younger than this is left to the process that just queued it.
 PENDING_GRACE = timedelta(minutes=1)

@@ -17,10 +17,10 @@ from typing import Any
 from marsrag.chain.planner import plan_next_action
 from marsrag.contract import LOOP_CONTRACT_VERSION
 from marsrag.errors import ActionConflictError, InputError, StoreError
-from marsrag.events.model import LoopEvent
 from marsrag.events.sinks import EventSink
 from marsrag.integrations.crewai import TaskOutput
 from marsrag.integrations.crewai_builders import BuiltCrew, BuiltTask, build_crew
+from marsrag.liveness import is_stale, owner_id
 from marsrag.runtime.briefing import briefing, without_placeholders
 from marsrag.runtime.commit import TaskCommitter, settle
 from marsrag.runtime.retrieval import NoRetriever, Retriever, retrieval_query
@@ -28,6 +28,7 @@ from marsrag.runtime.routing import LexicalRouter, Router, project_candidates
 from marsrag.state import (
     AttemptRecord,
     HookSource,
+    LoopEvent,
     LoopFields,
     Retrieval,
     RunRecord,
@@ -38,7 +39,6 @@ from marsrag.state import (
 )
 from marsrag.store.base import RunStore
 from marsrag.tasks.config import AUTO_AGENT, ProjectConfig
-from marsrag.views.liveness import is_stale, owner_id
 from marsrag.views.summary import summarize
 
 #: Seconds between attempts to record a run's end while the store is unreachable (about 15 s in all).

@@ -31,7 +31,7 @@ from typing import Any
 from sqlalchemy import Connection, Date, Exists, and_, case, cast, func, literal_column, or_, select
 from sqlalchemy.sql import ColumnElement, FromClause, Select
 
-from marsrag.store._rows import from_db, to_db
+from marsrag.store._rows import as_utc
 from marsrag.store.queries import GroupedCounts, GroupKey, LoopCounts, OutcomeCount, TaskFailure
 from marsrag.store.schema import attempts, events, runs, task_states, transitions
 
@@ -120,9 +120,9 @@ def run_filters(window: Span, workflow: str | None) -> list[ColumnElement[bool]]
     """Conditions on ``runs``: created in ``window`` (since inclusive, until exclusive), of ``workflow`` if given."""
     conditions: list[ColumnElement[bool]] = []
     if window.since is not None:
-        conditions.append(runs.c.created_at >= to_db(window.since))
+        conditions.append(runs.c.created_at >= as_utc(window.since))
     if window.until is not None:
-        conditions.append(runs.c.created_at < to_db(window.until))
+        conditions.append(runs.c.created_at < as_utc(window.until))
     if workflow is not None:
         conditions.append(runs.c.workflow == workflow)
     return conditions
@@ -357,7 +357,7 @@ def task_failures(connection: Connection, limit: int, window: Span, workflow: st
             workflow=row["workflow"],
             goal=row["goal"],
             run_status=row["run_status"],
-            created_at=from_db(row["created_at"]),
+            created_at=as_utc(row["created_at"]),
             message=_first_message(row["validation_errors"]) or fallback.get((row["run_id"], row["task_id"])),
         )
         for row in rows

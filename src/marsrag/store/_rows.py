@@ -14,8 +14,8 @@ from pydantic import ValidationError
 
 from marsrag.contract import LOOP_CONTRACT_VERSION, ContractIssue, parse_version
 from marsrag.errors import ContractVersionError, IncompatibleRecordError, StoreError
-from marsrag.events.model import LoopEvent
 from marsrag.state import (
+    LoopEvent,
     LoopFields,
     Retrieval,
     Routing,
@@ -33,13 +33,12 @@ _EVENT_COLUMNS = tuple(LoopEvent.model_fields)
 _RUNNING_MAJOR = parse_version(LOOP_CONTRACT_VERSION).major
 
 
-def to_db(moment: datetime) -> datetime:
-    """A datetime as stored: UTC (SQLite keeps no offset, so every value must share one); naive means UTC."""
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+def as_utc(moment: datetime) -> datetime:
+    """``moment`` timezone-aware in UTC; naive means UTC.
 
-
-def from_db(moment: datetime) -> datetime:
-    """A stored datetime, timezone-aware in UTC (SQLite hands back naive values)."""
+    Both directions use it: a datetime is stored in UTC (SQLite keeps no offset, so every value must share
+    one), and a stored one comes back naive from SQLite.
+    """
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
@@ -71,7 +70,7 @@ def _issues(errors: Iterable[ContractIssue]) -> list[dict[str, Any]]:
 def run_row(run: RunRecord) -> dict[str, Any]:
     """The ``runs`` row of a run."""
     row = {name: getattr(run, name) for name in _RUN_COLUMNS}
-    row["created_at"], row["updated_at"] = to_db(run.created_at), to_db(run.updated_at)
+    row["created_at"], row["updated_at"] = as_utc(run.created_at), as_utc(run.updated_at)
     return row
 
 
@@ -99,7 +98,7 @@ def task_row(state: TaskState) -> dict[str, Any]:
         "routing_next_workflow": routing.next_workflow,
         "retrieval_query": retrieval.query if retrieval else None,
         "retrieval_results": retrieval.results if retrieval else None,
-        "created_at": to_db(state.created_at),
+        "created_at": as_utc(state.created_at),
     }
 
 
@@ -114,7 +113,7 @@ def attempt_rows(state: TaskState) -> list[dict[str, Any]]:
             "status": attempt.status,
             "errors": _issues(attempt.errors),
             "kind": attempt.kind,
-            "created_at": to_db(attempt.created_at),
+            "created_at": as_utc(attempt.created_at),
         }
         for attempt in state.attempts
     ]
@@ -130,7 +129,7 @@ def transition_row(transition: TransitionRecord) -> dict[str, Any]:
         "reason": transition.transition_reason,
         "hook": transition.hook,
         "superseded": transition.superseded,
-        "created_at": to_db(transition.created_at),
+        "created_at": as_utc(transition.created_at),
     }
 
 
@@ -140,7 +139,7 @@ def event_rows(events: Sequence[LoopEvent]) -> list[dict[str, Any]]:
     for loop_event in events:
         # Attributes, not model_dump: faster, and it stores what the event holds without re-serializing it.
         row = {name: getattr(loop_event, name) for name in _EVENT_COLUMNS}
-        row["timestamp"] = to_db(loop_event.timestamp)
+        row["timestamp"] = as_utc(loop_event.timestamp)
         rows.append(row)
     return rows
 
@@ -154,7 +153,7 @@ def run_from(row: Row) -> RunRecord:
     """
     check_major(row["loop_contract_version"], f"run {row['run_id']!r}")
     values = {name: row[name] for name in _RUN_COLUMNS}
-    values["created_at"], values["updated_at"] = from_db(row["created_at"]), from_db(row["updated_at"])
+    values["created_at"], values["updated_at"] = as_utc(row["created_at"]), as_utc(row["updated_at"])
     return _build(RunRecord, values, f"run {row['run_id']!r}")
 
 
@@ -187,14 +186,14 @@ def task_from(row: Row, attempts: Iterable[Row]) -> TaskState:
                 "status": attempt["status"],
                 "errors": attempt["errors"],
                 "kind": attempt["kind"],
-                "created_at": from_db(attempt["created_at"]),
+                "created_at": as_utc(attempt["created_at"]),
             }
             for attempt in attempts
         ],
         "hook_source": row["hook_source"],
         "retrieval": retrieval,
         "rendered": row["rendered"],
-        "created_at": from_db(row["created_at"]),
+        "created_at": as_utc(row["created_at"]),
     }
     return _build(TaskState, values, what)
 
@@ -213,7 +212,7 @@ def transition_from(row: Row) -> TransitionRecord:
         "transition_reason": row["reason"],
         "hook": row["hook"],
         "superseded": row["superseded"],
-        "created_at": from_db(row["created_at"]),
+        "created_at": as_utc(row["created_at"]),
     }
     return _build(TransitionRecord, values, f"transition {row['id']} of run {row['run_id']!r}")
 
@@ -225,7 +224,7 @@ def event_from(row: Row) -> LoopEvent:
         StoreError: the row does not make a valid event (e.g. a name this MarsRAG does not know).
     """
     values = {name: row[name] for name in _EVENT_COLUMNS}
-    values["timestamp"] = from_db(row["timestamp"])
+    values["timestamp"] = as_utc(row["timestamp"])
     return _build(LoopEvent, values, f"event {row['id']} of run {row['run_id']!r}")
 
 

@@ -13,8 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Literal
 
-from marsrag.events.model import LoopEvent
-from marsrag.state import RunRecord, RunStatus, TaskState, TransitionRecord
+from marsrag.state import LoopEvent, RunRecord, RunStatus, TaskState, TransitionRecord
 from marsrag.store.queries import ChunkHit, ChunkText, GroupedCounts, GroupKey, OutcomeCount, TaskFailure
 
 #: What storing a document did: it was new, it replaced an older version, or that version was there already.

@@ -19,8 +19,7 @@ import marsrag.store._engine as _engine
 import marsrag.store._metrics_sql as _metrics_sql
 import marsrag.store._rows as _rows
 from marsrag.errors import RunNotFoundError, StoreError
-from marsrag.events.model import LoopEvent
-from marsrag.state import VALIDATION_STATUSES, RunRecord, RunStatus, TaskState, TransitionRecord, utcnow
+from marsrag.state import VALIDATION_STATUSES, LoopEvent, RunRecord, RunStatus, TaskState, TransitionRecord, utcnow
 from marsrag.store._knowledge_sql import SqlKnowledgeStore
 from marsrag.store._metrics_sql import Span
 from marsrag.store._migrate import ensure_schema
@@ -130,7 +129,7 @@ class SqlRunStore(RunStore):
         Raises:
             RunNotFoundError: no such run.
         """
-        values: dict[str, Any] = {"status": status, "updated_at": _rows.to_db(utcnow())}
+        values: dict[str, Any] = {"status": status, "updated_at": _rows.as_utc(utcnow())}
         if reason is not None:
             values["status_reason"] = reason
         if summary is not None:
@@ -148,7 +147,7 @@ class SqlRunStore(RunStore):
         statement = (
             update(runs)
             .where(runs.c.run_id == run_id, runs.c.status == seen.status, held_by)
-            .values(status="running", owner=owner, updated_at=_rows.to_db(utcnow()))
+            .values(status="running", owner=owner, updated_at=_rows.as_utc(utcnow()))
         )
         with self._write(f"claim run {run_id!r}") as connection:
             # One conditional UPDATE: the row lock (PostgreSQL) or the write lock (SQLite) lets one caller win.
@@ -171,7 +170,10 @@ class SqlRunStore(RunStore):
         with self._write(f"save task {state.task_id!r} of run {state.run_id!r}") as connection:
             # Touching the run row locks it (two writers replacing one task queue instead of colliding on its
             # key), checks it exists, and records a heartbeat for stale-run detection, in one statement.
-            if connection.execute(_HEARTBEAT, {"b_run_id": state.run_id, "b_now": _rows.to_db(utcnow())}).rowcount == 0:
+            if (
+                connection.execute(_HEARTBEAT, {"b_run_id": state.run_id, "b_now": _rows.as_utc(utcnow())}).rowcount
+                == 0
+            ):
                 raise RunNotFoundError(f"no run {state.run_id!r}")
             connection.execute(_DELETE_ATTEMPTS, key)
             connection.execute(_DELETE_TASK, key)
@@ -198,7 +200,7 @@ class SqlRunStore(RunStore):
         self, run_id: str, task_id: str, owner: str, *, statuses: Sequence[str], stale_before: datetime
     ) -> bool:
         """Claim a task for an operator action, atomically; whether this caller got it (see RunStore)."""
-        free = task_states.c.action_owner.is_(None) | (task_states.c.action_started_at < _rows.to_db(stale_before))
+        free = task_states.c.action_owner.is_(None) | (task_states.c.action_started_at < _rows.as_utc(stale_before))
         statement = (
             update(task_states)
             .where(
@@ -207,7 +209,7 @@ class SqlRunStore(RunStore):
                 task_states.c.validation_status.in_(list(statuses)),
                 free,
             )
-            .values(action_owner=owner, action_started_at=_rows.to_db(utcnow()))
+            .values(action_owner=owner, action_started_at=_rows.as_utc(utcnow()))
         )
         with self._write(f"claim task {task_id!r} of run {run_id!r}") as connection:
             # One conditional UPDATE: the row lock (PostgreSQL) or the write lock (SQLite) lets one caller win.

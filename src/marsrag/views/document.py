@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from marsrag.liveness import is_stale
 from marsrag.state import RunRecord
 from marsrag.store.base import RunStore
-from marsrag.views.liveness import is_stale
 from marsrag.views.outcome import task_outcome
 
 

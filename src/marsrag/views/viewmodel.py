@@ -15,9 +15,9 @@ from typing import Any, Literal
 
 from marsrag.chain.planner import plan_next_action
 from marsrag.contract import FIELDS
+from marsrag.liveness import is_stale
 from marsrag.state import FALLBACK_HOOK, AttemptRecord, RunRecord, TaskState, TransitionRecord
 from marsrag.store.base import RunStore
-from marsrag.views.liveness import is_stale
 from marsrag.views.outcome import RunHeader, run_header, task_outcome
 
 #: Card titles, in the contract's fixed order.

@@ -11,13 +11,12 @@ from typing import Any
 
 from marsrag.compose import open_executor, open_runner
 from marsrag.errors import QueueUnavailableError
-from marsrag.events.model import LoopEvent
-from marsrag.events.sinks import dispatch
 from marsrag.runtime.actions import Action
+from marsrag.runtime.commit import record_events
 from marsrag.runtime.executor import RunExecutor
 from marsrag.runtime.recovery import unfinished_runs
 from marsrag.runtime.runner import WorkflowRunner
-from marsrag.state import RunRecord, TaskState
+from marsrag.state import LoopEvent, RunRecord, TaskState
 from marsrag.store.base import RunStore
 from marsrag.tasks.config import ProjectConfig
 from marsrag.views.document import run_document, run_rows
@@ -137,8 +136,7 @@ class Backend:
             for task in view.tasks
             if task.badge.status != "skipped"
         ]
-        self.store.add_events(events)
-        dispatch(events, self.runner.sinks)
+        record_events(self.store, events, self.runner.sinks)
 
     def close(self) -> None:
         """Wait for executing runs, then close the store (and flush the event sinks)."""

@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 from marsrag.contract import ContractIssue
-from marsrag.events.model import LoopEvent
 from marsrag.state import (
     AttemptRecord,
+    LoopEvent,
     LoopFields,
     Retrieval,
     Routing,

@@ -15,8 +15,7 @@ from datetime import UTC, date, timedelta
 import pytest
 
 from marsrag.errors import RunNotFoundError, StoreError
-from marsrag.events.model import LoopEvent
-from marsrag.state import LoopFields, Retrieval, Routing, Validation, utcnow
+from marsrag.state import LoopEvent, LoopFields, Retrieval, Routing, Validation, utcnow
 from marsrag.store.base import RunStore
 from marsrag.store.conformance.records import T0, attempt, aware_utc, event, run, task, transition
 from marsrag.store.queries import ChunkText, LoopCounts, OutcomeCount, TaskFailure

@@ -1,4 +1,5 @@
-"""Who runs a run, and whether a ``running`` run has been abandoned by a dead process (the views show it)."""
+"""Who runs a run, and whether a ``running`` run has been abandoned by a dead process: read by the runtime
+(claims, resume, recovery) and shown by the views."""
 
 from __future__ import annotations
 
