@@ -176,7 +176,7 @@ def _raw(connection: sqlite3.Connection) -> Callable[[], None]:
         STATE.rendered, "direct", now,
     )  # fmt: skip
     attempt_rows = [
-        (a.number, a.raw, a.status, json.dumps([e.model_dump() for e in a.errors]), now) for a in STATE.attempts
+        (a.number, a.raw, a.status, json.dumps([e.to_dict() for e in a.errors]), now) for a in STATE.attempts
     ]
     event_rows = [(e.name, e.task_id, "1.0.0", "strict", e.validation_status, e.transition_mode, now) for e in EVENTS]
     numbers = itertools.count()

@@ -20,6 +20,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("marsrag.__main__",),
     ("marsrag.cli",),
+    ("marsrag.render_runs",),
     ("marsrag.render_text",),
     ("marsrag.web",),
     ("marsrag.compose",),

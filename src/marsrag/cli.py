@@ -350,7 +350,7 @@ def metrics(
 ) -> None:
     """Show the six loop metrics over all history, or a window of run creation times, per workflow or all.
 
-    A rate whose denominator is empty is null (n/a), not 0. Definitions are in the README.
+    A rate whose denominator is empty is null (n/a), not 0. Definitions are in docs/metrics.md.
 
     Example: marsrag metrics --since 7d --workflow support_answer --format json
     """
@@ -403,7 +403,7 @@ def tune(
     """Recommend a loop_mode per workflow from the measured outcomes, with the reasons and numbers behind it.
 
     Nothing changes unless --write is given; then only the loop_mode lines of workflows.yaml change, and
-    the config must still load (lint included) or nothing is written. The rules are in the README.
+    the config must still load (lint included) or nothing is written. The rules are in docs/metrics.md.
 
     Example: marsrag tune --since 28d --config config
     """
@@ -450,7 +450,7 @@ def runs_list(
         sys.stdout.write(json.dumps(rows, ensure_ascii=False) + "\n")
         return
     # lazy: only this command's library loads (validate, schema and lint start fast)
-    from marsrag.render_text import print_run_rows
+    from marsrag.render_runs import print_run_rows
 
     print_run_rows(rows)
 
@@ -537,7 +537,7 @@ def _print_run(document: dict[str, Any], format: FormatChoice, db: str | None = 
         sys.stdout.write(json.dumps(document, ensure_ascii=False) + "\n")
         return
     # lazy: Rich and SQLAlchemy, kept off the fast commands (validate, schema, lint)
-    from marsrag.render_text import print_run
+    from marsrag.render_runs import print_run
     from marsrag.store import default_db_url, open_store
     from marsrag.store.urls import mask
     from marsrag.views.viewmodel import read_run_view

@@ -10,10 +10,8 @@ from rich.table import Table
 from rich.text import Text
 
 from marsrag.contract.template import FIELDS
-from marsrag.views.outcome import run_header
-from marsrag.views.viewmodel import RunView, TaskView
 
-_BADGE_STYLE = {"valid": "bold green", "partial": "bold yellow", "failed": "bold red"}
+BADGE_STYLE = {"valid": "bold green", "partial": "bold yellow", "failed": "bold red"}
 _console: Console | None = None
 
 
@@ -31,7 +29,7 @@ def print_result(source: str, result: dict[str, Any]) -> None:
     status = result["status"]
     header = Text()
     header.append(f"{source}  ")
-    header.append(f"[{status.upper()}]", style=_BADGE_STYLE.get(status, "bold"))
+    header.append(f"[{status.upper()}]", style=BADGE_STYLE.get(status, "bold"))
     header.append("  completes" if result["completes"] else "  does not complete")
     out.print(header)
     _print_sections(out, result)
@@ -59,83 +57,6 @@ def _print_sections(out: Console, result: dict[str, Any]) -> None:
         out.print(Text(f"✗ {message}", style="red"))
 
 
-def print_run_rows(rows: list[dict[str, Any]]) -> None:
-    """Print the runs list as a table, each run's status as its header (how its tasks ended)."""
-    table = Table(box=None, padding=(0, 2))
-    for column in ("run_id", "status", "workflow", "created_at", "goal"):
-        table.add_column(column, overflow="fold")
-    for row in rows:
-        header = run_header(row["status"], row["outcome"])
-        stale = " (stale)" if row.get("stale") else ""
-        table.add_row(
-            row["run_id"],
-            Text(header.text + stale, style=_RUN_STYLE.get(header.level, "")),
-            row["workflow"],
-            row["created_at"][:19],
-            Text(row["goal"]),
-        )
-    console().print(table)
-
-
-_RUN_STYLE = {
-    "completed": "green",
-    "partial": "yellow",
-    "failed": "red",
-    "running": "yellow",
-    "pending": "dim",
-}
-
-
-def print_run(view: RunView) -> None:
-    """Print a run's view model: its header, each task's badge, provenance and five cards, summary, next action."""
-    out = console()
-    header = Text(f"run {view.run_id}  ")
-    stale = " (stale: its process is gone)" if view.stale else ""
-    header.append(view.header.text + stale, style="bold " + _RUN_STYLE.get(view.header.level, ""))
-    header.append(f"  workflow {view.workflow} ({view.loop_mode})")
-    out.print(header)
-    if view.status_reason:
-        out.print(Text(f"reason: {view.status_reason}", style="red"))
-    for task in view.tasks:
-        _print_task(out, task)
-    if view.summary:
-        out.print(Text("\nSummary", style="bold"))
-        out.print(Text(view.summary))
-    if view.next_action is not None:
-        out.print(Text(f"\n{view.next_action.heading}: ", style="bold") + Text(view.next_action.text))
-        if view.next_action.note:
-            out.print(Text(view.next_action.note, style="dim"))
-
-
-def _print_task(out: Console, task: TaskView) -> None:
-    line = Text(f"\n{task.task_id}  ")
-    line.append(f"[{task.badge.label.upper()}]", style=_BADGE_STYLE.get(task.badge.status, "bold"))
-    line.append(f"  hook from: {task.hook_source}")
-    if task.transition_in is not None:
-        line.append(f" ({task.transition_in.reason})", style="dim")
-    out.print(line)
-    if task.fallback_message:
-        out.print(Text(task.fallback_message, style="yellow"))
-    if not task.cards:
-        out.print(Text(task.machine_output or ""))
-        return
-    table = Table(show_header=False, box=None, padding=(0, 1), expand=False)
-    table.add_column(style="bold", no_wrap=True)
-    table.add_column(overflow="fold")
-    shown: set[str] = set()
-    for card in task.cards:
-        cell = Text(card.text if card.text is not None else "—", style="" if card.text is not None else "dim")
-        if card.problem:
-            cell.append(f"\n✗ {card.problem}", style="red")
-            shown.add(f"{card.title}: {card.problem}")
-        # Upper case marks the section labels in a terminal, as ``marsrag validate`` prints them.
-        table.add_row(card.title.upper(), cell)
-    out.print(table)
-    for problem in task.problems:
-        if problem not in shown:
-            out.print(Text(f"✗ {problem}", style="red"))
-
-
 class ProgressSink:
     """An event sink printing a run's progress on stderr, one line per task and per handoff."""
 
@@ -146,7 +67,7 @@ class ProgressSink:
         for event in events:
             if event.name == "loop.contract.validated" or event.name == "loop.contract.failed":
                 status = event.validation_status or "?"
-                self._console.print(Text(f"  {event.task_id}: ") + Text(status, style=_BADGE_STYLE.get(status, "")))
+                self._console.print(Text(f"  {event.task_id}: ") + Text(status, style=BADGE_STYLE.get(status, "")))
             elif event.name == "loop.transition.planned":
                 self._console.print(Text(f"  -> {event.task_id} (hook: {event.transition_mode})", style="dim"))
 
