@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
-from marsrag.store.conformance.records import PLUS_TWO, T0, attempt, aware_utc, event, run, task, transition
+from marsrag.store.conformance.records import (
+    PLUS_TWO,
+    T0,
+    attempt,
+    aware_utc,
+    bare_task,
+    event,
+    run,
+    task,
+    transition,
+)
 
-__all__ = ["PLUS_TWO", "T0", "attempt", "aware_utc", "event", "run", "task", "transition"]
+__all__ = ["PLUS_TWO", "T0", "attempt", "aware_utc", "bare_task", "event", "run", "task", "transition"]

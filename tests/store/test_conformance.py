@@ -16,13 +16,12 @@ from alembic.migration import MigrationContext
 from sqlalchemy import text
 
 from marsrag.errors import IncompatibleRecordError, StoreError
-from marsrag.state import LoopFields, Routing, Validation
 from marsrag.store import RunStore, open_store
 from marsrag.store._migrate import HEAD
 from marsrag.store.conformance import RunStoreConformance, in_threads
 from marsrag.store.schema import VERSION_TABLE, include_name, metadata
 from marsrag.store.sql import SqlRunStore
-from tests.store.records import T0, run, task
+from tests.store.records import T0, bare_task, run, task
 
 
 def sql(store: RunStore, statement: str, **params: Any) -> list[Any]:
@@ -67,16 +66,7 @@ class TestPostgresStore(SqlConformance):
 def test_no_retrieval_is_stored_as_nulls(store: RunStore) -> None:
     """A task without retrieval leaves both retrieval columns NULL (not an empty query or list)."""
     store.create_run(run())
-    bare = task(
-        agent=None,
-        loop_output=LoopFields(hook="Only a hook"),
-        routing=Routing(),
-        retrieval=None,
-        attempts=[],
-        validation=Validation(status="failed"),
-        rendered="",
-        hook_source="goal",
-    )
+    bare = bare_task()
     store.save_task(bare)
     assert sql(store, "SELECT retrieval_query, retrieval_results FROM task_states") == [(None, None)]
 

@@ -9,7 +9,6 @@ that workflow. The status is the task's stored one, the same ``marsrag runs show
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -21,18 +20,8 @@ FAILED_STATUSES = ("failed", "partial")
 
 
 @dataclass(frozen=True)
-class Failure:
-    """One failed or partial task: where it is, what the run was for, and its first error message."""
-
-    run_id: str
-    task_id: str
-    position: int
-    status: str
-    workflow: str
-    goal: str
-    run_status: str
-    created_at: datetime
-    message: str | None
+class Failure(TaskFailure):
+    """One failed or partial task as the dashboard and the review show it: the store's record, and its link."""
 
     @property
     def link(self) -> str:
@@ -66,18 +55,4 @@ def latest_failures(
         return []
     window = window or Window()
     found = store.task_failures(limit=limit, since=window.since, until=window.until, workflow=workflow)
-    return [_failure(row) for row in found]
-
-
-def _failure(row: TaskFailure) -> Failure:
-    return Failure(
-        run_id=row.run_id,
-        task_id=row.task_id,
-        position=row.position,
-        status=row.status,
-        workflow=row.workflow,
-        goal=row.goal,
-        run_status=row.run_status,
-        created_at=row.created_at,
-        message=row.message,
-    )
+    return [Failure(**vars(row)) for row in found]

@@ -1,50 +1,12 @@
-"""The UI view model mapper, kept importable here (the README documents ``marsrag.web.viewmodel``).
+"""The UI view model mapper, kept importable here (the docs name ``marsrag.web.viewmodel``).
 
-It lives in :mod:`marsrag.views.viewmodel` now, shared by the web pages and the terminal printer.
+It lives in :mod:`marsrag.views.viewmodel`, shared by the web pages and the terminal printer; this module
+re-exports its public names unchanged.
 """
 
 from __future__ import annotations
 
-from marsrag.views.viewmodel import (
-    NEXT_ACTION_HEADING,
-    SECTION_TITLES,
-    AttemptView,
-    NextActionCard,
-    OperatorAction,
-    RunView,
-    SectionCard,
-    SourceView,
-    StatusBadge,
-    TaskView,
-    TransitionView,
-    next_action_card,
-    operator_action,
-    read_run_view,
-    run_view,
-    section_cards,
-    status_badge,
-    task_view,
-    transition_view,
-)
+from marsrag.views import viewmodel as _viewmodel
+from marsrag.views.viewmodel import *  # noqa: F403 - the whole public interface, re-exported
 
-__all__ = [
-    "NEXT_ACTION_HEADING",
-    "SECTION_TITLES",
-    "AttemptView",
-    "NextActionCard",
-    "OperatorAction",
-    "RunView",
-    "SectionCard",
-    "SourceView",
-    "StatusBadge",
-    "TaskView",
-    "TransitionView",
-    "next_action_card",
-    "operator_action",
-    "read_run_view",
-    "run_view",
-    "section_cards",
-    "status_badge",
-    "task_view",
-    "transition_view",
-]
+__all__ = list(_viewmodel.__all__)

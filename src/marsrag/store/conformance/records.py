@@ -85,6 +85,21 @@ def task(run_id: str = "run-1", task_id: str = "t1", position: int = 0, **change
     return TaskState(**{**values, **changes})
 
 
+def bare_task(run_id: str = "run-1") -> TaskState:
+    """A task with as little as a task can have: only a hook, no routing, retrieval, attempts or agent."""
+    return task(
+        run_id,
+        agent=None,
+        loop_output=LoopFields(hook="Only a hook"),
+        routing=Routing(),
+        retrieval=None,
+        attempts=[],
+        validation=Validation(status="failed"),
+        rendered="",
+        hook_source="goal",
+    )
+
+
 def transition(run_id: str = "run-1", source: str = "t1", target: str = "t2", **changes: Any) -> TransitionRecord:
     """A transition between two tasks."""
     values: dict[str, Any] = {

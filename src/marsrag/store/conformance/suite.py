@@ -17,7 +17,7 @@ import pytest
 from marsrag.errors import RunNotFoundError, StoreError
 from marsrag.state import LoopEvent, LoopFields, Retrieval, Routing, Validation, utcnow
 from marsrag.store.base import RunStore
-from marsrag.store.conformance.records import T0, attempt, aware_utc, event, run, task, transition
+from marsrag.store.conformance.records import T0, attempt, aware_utc, bare_task, event, run, task, transition
 from marsrag.store.queries import ChunkText, LoopCounts, OutcomeCount, TaskFailure
 
 __all__ = ["RunStoreConformance", "in_threads"]
@@ -171,16 +171,7 @@ class RunStoreConformance:
     def test_task_with_empty_fields_and_no_retrieval_round_trips(self, store: RunStore) -> None:
         """None loop fields, no routing, no retrieval, no attempts and no agent come back as they went in."""
         store.create_run(run())
-        bare = task(
-            agent=None,
-            loop_output=LoopFields(hook="Only a hook"),
-            routing=Routing(),
-            retrieval=None,
-            attempts=[],
-            validation=Validation(status="failed"),
-            rendered="",
-            hook_source="goal",
-        )
+        bare = bare_task()
         store.save_task(bare)
         assert store.get_tasks("run-1") == [bare]
 
