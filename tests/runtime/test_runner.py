@@ -226,3 +226,20 @@ def test_a_goal_with_a_nul_character_is_refused_before_anything_is_stored(
         with pytest.raises(InputError, match="session id"):
             runner.start("latency", session_id="s\x00")
         assert opened.list_runs() == []
+
+
+def test_events_carry_the_contract_version_of_the_task_they_describe(store: RunStore, sample: ProjectConfig) -> None:
+    """A task declaring contract 1.0.5 (a patch the running 1.0.0 reads) stores and emits its events under 1.0.5."""
+    diagnose = sample.tasks["diagnose"].model_copy(update={"loop_contract_version": "1.0.5"})
+    project = project_with(sample, ["diagnose", "recommend"], diagnose=diagnose)
+    runner, _ = runner_for(store, project, [answer(), answer()])
+    with capture_events() as events:
+        run = runner.run("API latency SLO breaches", workflow="flow")
+    versions = {task.task_id: task.loop_contract_version for task in store.get_tasks(run.run_id)}
+    assert versions == {"diagnose": "1.0.5", "recommend": "1.0.0"}
+    validated = {e.task_id: e.loop_contract_version for e in events if e.name == "loop.contract.validated"}
+    assert validated == {"diagnose": "1.0.5", "recommend": "1.0.0"}
+    # The handoff out of diagnose is described under the version of the task it leaves.
+    (planned,) = [e for e in events if e.name == "loop.transition.planned"]
+    assert planned.task_id == "recommend" and planned.loop_contract_version == "1.0.5"
+    assert [e.to_dict() for e in store.get_events(run.run_id)] == [e.to_dict() for e in events]
