@@ -104,3 +104,21 @@ def test_a_non_string_value_is_an_error_naming_the_key(clean: Path) -> None:
     clean.write_text("db = 5\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"settings.toml: db must be a string, not int"):
         resolve_settings()
+
+
+def test_the_llm_call_policy_is_resolved_with_the_rest(clean: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """MARSRAG_LLM_* become ``llm_calls`` (0 s: no time limit); the policy every LLM gets is built from them."""
+    from marsrag.llm.resilient import CallPolicy
+
+    for name in ("MARSRAG_LLM_TIMEOUT", "MARSRAG_LLM_RETRIES", "MARSRAG_LLM_BACKOFF"):
+        monkeypatch.delenv(name, raising=False)
+    defaults = resolve_settings().llm_calls
+    assert (defaults.timeout, defaults.retries, defaults.backoff) == (120.0, 2, 1.0)
+    monkeypatch.setenv("MARSRAG_LLM_TIMEOUT", "0")
+    monkeypatch.setenv("MARSRAG_LLM_RETRIES", "5")
+    monkeypatch.setenv("MARSRAG_LLM_BACKOFF", "0.5")
+    calls = resolve_settings().llm_calls
+    assert CallPolicy.from_settings(calls) == CallPolicy(timeout=None, retries=5, backoff=0.5)
+    monkeypatch.setenv("MARSRAG_LLM_RETRIES", "1.5")
+    with pytest.raises(InputError, match="MARSRAG_LLM_RETRIES must be a whole number >= 0, got '1.5'"):
+        resolve_settings()

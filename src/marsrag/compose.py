@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from marsrag.errors import InputError
 from marsrag.events.otel import otel_sink_from_env
 from marsrag.events.sinks import EventSink, JsonlSink
+from marsrag.llm.resilient import CallPolicy
 from marsrag.llm.select import resolve_llm
 from marsrag.queue.app import QueueSettings
 from marsrag.queue.executor import CeleryRunExecutor
@@ -61,7 +62,7 @@ def open_llm(settings: Settings) -> Any:
     Raises:
         InputError: the replay file cannot be used, or a call-policy variable is not a usable number.
     """
-    return resolve_llm(settings.llm, base_url=settings.base_url)
+    return resolve_llm(settings.llm, base_url=settings.base_url, policy=CallPolicy.from_settings(settings.llm_calls))
 
 
 def open_store(settings: Settings) -> RunStore:

@@ -6,12 +6,14 @@ leaves one of those unset. ``--config`` names the *config folder* (agents, tasks
 
 This is the only module reading the configuration variables ``MARSRAG_CONFIG``, ``MARSRAG_LLM``,
 ``MARSRAG_BASE_URL``, ``MARSRAG_DB``, ``MARSRAG_BROKER``, ``MARSRAG_TOKEN``, ``MARSRAG_ALLOWED_HOSTS``,
-``MARSRAG_QUEUE``, ``MARSRAG_REDELIVER_AFTER`` and ``MARSRAG_ACTION_TIMEOUT`` (the data directory's
-``MARSRAG_HOME`` is :mod:`marsrag.paths`'; the LLM call policy's ``MARSRAG_LLM_*`` is :mod:`marsrag.llm.resilient`'s).
+``MARSRAG_QUEUE``, ``MARSRAG_REDELIVER_AFTER``, ``MARSRAG_ACTION_TIMEOUT`` and the LLM call policy's
+``MARSRAG_LLM_TIMEOUT``, ``MARSRAG_LLM_RETRIES`` and ``MARSRAG_LLM_BACKOFF`` (the data directory's
+``MARSRAG_HOME`` is :mod:`marsrag.paths`'; OpenTelemetry reads its own ``OTEL_*`` variables).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from collections.abc import Mapping
@@ -23,7 +25,15 @@ from urllib.parse import quote
 from marsrag.errors import InputError
 from marsrag.paths import data_dir
 
-__all__ = ["COMPOSER", "ENV", "FILE_KEYS", "Settings", "default_store_url", "resolve_settings", "settings_file"]
+__all__ = [
+    "COMPOSER",
+    "ENV",
+    "FILE_KEYS",
+    "LlmCallSettings",
+    "default_store_url",
+    "resolve_settings",
+    "settings_file",
+]
 
 #: The embedded default LLM: the offline composer (deterministic, grounded in retrieved passages; not an LLM).
 COMPOSER = "composer"
@@ -39,6 +49,39 @@ ALLOWED_HOSTS_ENV = "MARSRAG_ALLOWED_HOSTS"
 QUEUE_ENV = "MARSRAG_QUEUE"
 REDELIVER_AFTER_ENV = "MARSRAG_REDELIVER_AFTER"
 ACTION_TIMEOUT_ENV = "MARSRAG_ACTION_TIMEOUT"
+LLM_TIMEOUT_ENV = "MARSRAG_LLM_TIMEOUT"
+LLM_RETRIES_ENV = "MARSRAG_LLM_RETRIES"
+LLM_BACKOFF_ENV = "MARSRAG_LLM_BACKOFF"
+
+
+@dataclass(frozen=True)
+class LlmCallSettings:
+    """How every LLM call is made: a time limit per attempt and retries with backoff for transport errors.
+
+    Attributes:
+        timeout: seconds one attempt may take (``$MARSRAG_LLM_TIMEOUT``, default 120; ``0`` gives None: no limit).
+        retries: attempts after the first, for transport errors only (``$MARSRAG_LLM_RETRIES``, default 2).
+        backoff: the first retry's delay in seconds, doubled per retry (``$MARSRAG_LLM_BACKOFF``, default 1).
+    """
+
+    timeout: float | None = 120.0
+    retries: int = 2
+    backoff: float = 1.0
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> LlmCallSettings:
+        """The values of ``MARSRAG_LLM_TIMEOUT``, ``MARSRAG_LLM_RETRIES`` and ``MARSRAG_LLM_BACKOFF``.
+
+        Raises:
+            InputError: a variable is set to something that is not a usable number (the message names it).
+        """
+        env = os.environ if environ is None else environ
+        timeout = _number(env, LLM_TIMEOUT_ENV, 120.0)
+        retries = _number(env, LLM_RETRIES_ENV, 2)
+        backoff = _number(env, LLM_BACKOFF_ENV, 1.0)
+        if retries != int(retries):
+            raise InputError(f"{LLM_RETRIES_ENV} must be a whole number >= 0, got {env[LLM_RETRIES_ENV]!r}")
+        return cls(timeout=timeout or None, retries=int(retries), backoff=backoff)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,6 +101,7 @@ class Settings:
         queue: the queue's name (``$MARSRAG_QUEUE``, default ``marsrag``): servers and workers must agree.
         redeliver_after: seconds before an unacknowledged job goes to another worker (``$MARSRAG_REDELIVER_AFTER``).
         action_timeout: seconds a server waits for a worker's operator action (``$MARSRAG_ACTION_TIMEOUT``).
+        llm_calls: the time limit and transport retries of every LLM call (``$MARSRAG_LLM_*``).
     """
 
     data_dir: Path
@@ -72,6 +116,7 @@ class Settings:
     queue: str = "marsrag"
     redeliver_after: float = 3600.0
     action_timeout: float = 300.0
+    llm_calls: LlmCallSettings = LlmCallSettings()
 
     @classmethod
     def resolve(
@@ -89,8 +134,9 @@ class Settings:
         The queue's name and timeouts are read (and checked) only when there is a broker to use them.
 
         Raises:
-            InputError: the settings file is not readable TOML or sets a key to a non-string, or (with a broker)
-                a queue timeout is not a positive number of seconds.
+            InputError: the settings file is not readable TOML or sets a key to a non-string, an LLM call
+                variable is not a usable number, or (with a broker) a queue timeout is not a positive number of
+                seconds.
         """
         env = os.environ if environ is None else environ
         home = data_dir()
@@ -119,6 +165,7 @@ class Settings:
             broker=chosen_broker,
             token=_text(env.get(TOKEN_ENV)),
             allowed_hosts=tuple(name.strip() for name in env.get(ALLOWED_HOSTS_ENV, "").split(",") if name.strip()),
+            llm_calls=LlmCallSettings.from_env(env),
             **queue_options,
         )
 
@@ -169,6 +216,20 @@ class _FileValues:
 def _text(value: str | None) -> str | None:
     """``value`` stripped; blank is unset."""
     return (value or "").strip() or None
+
+
+def _number(env: Mapping[str, str], name: str, default: float) -> float:
+    """The number ``env[name]`` holds (a finite number >= 0), else ``default`` when unset or blank."""
+    text = env.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (value >= 0 and math.isfinite(value)):
+        raise InputError(f"{name} must be a number >= 0, got {text!r}")
+    return value
 
 
 def _seconds(env: Mapping[str, str], name: str, default: float) -> float:

@@ -11,7 +11,8 @@ apply the policy (the object is not wrapped in another): CrewAI keys per-call st
 (``call_stop_override`` stores the stop words under ``id(llm)``), checks ``isinstance(llm, BaseLLM)`` and sets
 fields such as ``stop`` on it, so anything but the same object would silently drop the stop words.
 
-Settings come from the environment (read by :meth:`CallPolicy.from_env`):
+Settings come from the environment, resolved with the others in :class:`marsrag.settings.Settings`
+(``llm_calls``; :meth:`CallPolicy.from_settings`), or read alone by :meth:`CallPolicy.from_env`:
 
 - ``MARSRAG_LLM_TIMEOUT``: seconds one attempt may take (default 120; ``0`` means no limit).
 - ``MARSRAG_LLM_RETRIES``: attempts after the first, for transport errors only (default 2).
@@ -29,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import math
-import os
 import random
 import threading
 import time
@@ -37,16 +37,13 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
-from marsrag.errors import InputError, MarsRAGError
+from marsrag.errors import MarsRAGError
+from marsrag.settings import LLM_BACKOFF_ENV, LLM_RETRIES_ENV, LLM_TIMEOUT_ENV, LlmCallSettings
 from marsrag.text import storable
 
-ENV_TIMEOUT = "MARSRAG_LLM_TIMEOUT"
-ENV_RETRIES = "MARSRAG_LLM_RETRIES"
-ENV_BACKOFF = "MARSRAG_LLM_BACKOFF"
-
-DEFAULT_TIMEOUT = 120.0
-DEFAULT_RETRIES = 2
-DEFAULT_BACKOFF = 1.0
+# The variables and their defaults are the settings' (one place reads the environment).
+ENV_TIMEOUT, ENV_RETRIES, ENV_BACKOFF = LLM_TIMEOUT_ENV, LLM_RETRIES_ENV, LLM_BACKOFF_ENV
+_DEFAULTS = LlmCallSettings()
 MAX_BACKOFF = 30.0
 
 # Transport failures named by class, matched only in these packages (their exceptions are not imported).
@@ -97,9 +94,9 @@ class LLMTimeoutError(TimeoutError):
 class CallPolicy:
     """How long one attempt of an LLM call may take, and how transport failures are retried."""
 
-    timeout: float | None = DEFAULT_TIMEOUT
-    retries: int = DEFAULT_RETRIES
-    backoff: float = DEFAULT_BACKOFF
+    timeout: float | None = _DEFAULTS.timeout
+    retries: int = _DEFAULTS.retries
+    backoff: float = _DEFAULTS.backoff
     max_backoff: float = MAX_BACKOFF
 
     def __post_init__(self) -> None:
@@ -116,37 +113,23 @@ class CallPolicy:
         return self.retries + 1
 
     @classmethod
+    def from_settings(cls, calls: LlmCallSettings) -> CallPolicy:
+        """The policy of the resolved settings (``Settings.llm_calls``)."""
+        return cls(timeout=calls.timeout, retries=calls.retries, backoff=calls.backoff)
+
+    @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> CallPolicy:
         """The policy set by ``MARSRAG_LLM_TIMEOUT``, ``MARSRAG_LLM_RETRIES`` and ``MARSRAG_LLM_BACKOFF``.
 
         Raises:
             InputError: a variable is set to something that is not a usable number (the message names it).
         """
-        env = os.environ if environ is None else environ
-        timeout = _number(env, ENV_TIMEOUT, DEFAULT_TIMEOUT)
-        retries = _number(env, ENV_RETRIES, DEFAULT_RETRIES)
-        backoff = _number(env, ENV_BACKOFF, DEFAULT_BACKOFF)
-        if retries != int(retries):
-            raise InputError(f"{ENV_RETRIES} must be a whole number >= 0, got {env[ENV_RETRIES]!r}")
-        return cls(timeout=timeout or None, retries=int(retries), backoff=backoff)
+        return cls.from_settings(LlmCallSettings.from_env(environ))
 
     def delay(self, retry: int, *, rand: Callable[[], float] = random.random) -> float:
         """Seconds to wait before retry number ``retry`` (1-based): base * 2**(retry-1), capped, 50-100% of it."""
         ceiling = min(self.max_backoff, self.backoff * 2.0 ** (retry - 1))
         return ceiling * (0.5 + rand() / 2)
-
-
-def _number(env: Mapping[str, str], name: str, default: float) -> float:
-    text = env.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (value >= 0 and math.isfinite(value)):
-        raise InputError(f"{name} must be a number >= 0, got {text!r}")
-    return value
 
 
 def error_chain(error: BaseException) -> Iterator[BaseException]:

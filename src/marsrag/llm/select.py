@@ -13,21 +13,21 @@ __all__ = ["COMPOSER", "REPLAY_PREFIX", "resolve_llm"]
 REPLAY_PREFIX = "replay:"
 
 
-def resolve_llm(spec: str | None, *, base_url: str | None = None) -> Any:
+def resolve_llm(spec: str | None, *, base_url: str | None = None, policy: CallPolicy | None = None) -> Any:
     """The LLM object for a resolved spec (:attr:`marsrag.settings.Settings.llm`; None means the composer).
 
     ``composer`` (the default) is the offline composer; ``replay:FILE`` is the replay LLM over a JSON Lines
     script; anything else is handed to CrewAI as a model string (``openai/gpt-4o-mini``, ``ollama/llama3.1``),
     with ``base_url`` for OpenAI-compatible servers (Ollama, llama.cpp, vLLM).
 
-    Every one gets the call policy of ``MARSRAG_LLM_TIMEOUT``, ``MARSRAG_LLM_RETRIES`` and
-    ``MARSRAG_LLM_BACKOFF`` (see :mod:`marsrag.llm.resilient`): a time limit per attempt, retries with
-    backoff for transport errors only, and answers cleaned to valid Unicode.
+    Every one gets the call ``policy`` (the resolved settings' ``llm_calls``; None: ``MARSRAG_LLM_TIMEOUT``,
+    ``MARSRAG_LLM_RETRIES`` and ``MARSRAG_LLM_BACKOFF``, see :mod:`marsrag.llm.resilient`): a time limit per
+    attempt, retries with backoff for transport errors only, and answers cleaned to valid Unicode.
 
     Raises:
         InputError: the replay file cannot be used, or a call-policy variable is not a usable number.
     """
-    policy = CallPolicy.from_env()
+    policy = policy or CallPolicy.from_env()
     return make_resilient(_choose(spec, base_url, policy), policy)
 
 
