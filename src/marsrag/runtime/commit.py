@@ -23,6 +23,7 @@ from marsrag.events.sinks import EventSink, dispatch
 from marsrag.faults import failpoint
 from marsrag.runtime.routing import Candidate, Router
 from marsrag.state import (
+    AttemptKind,
     AttemptRecord,
     EventName,
     LoopEvent,
@@ -79,14 +80,14 @@ def settle(
     )
 
 
-def failed_attempt(state: TaskState, kind: str, reason: str) -> AttemptRecord:
+def failed_attempt(state: TaskState, kind: AttemptKind, reason: str) -> AttemptRecord:
     """An attempt that produced no answer (the LLM or provider failed), naming the reason."""
     return AttemptRecord(
         number=len(state.attempts) + 1,
         raw="",
         status="failed",
         errors=[ContractIssue(None, "action_failed", f"the {kind.replace('_', ' ')} failed: {reason}")],
-        kind=kind,  # type: ignore[arg-type]
+        kind=kind,
     )
 
 
