@@ -76,6 +76,21 @@ class AttemptRecord(BaseModel):
     errors: list[ContractIssue] = Field(default_factory=list)
     kind: AttemptKind = "answer"
     created_at: datetime = Field(default_factory=utcnow)
+    # The LLM call behind the attempt, filled in at the LLM boundary; None (or []) when unknown, as for
+    # attempts stored before migration 0006.
+    #: The model name asked ("smollm2", "gpt-4o-mini", "replay", "offline-composer").
+    model: str | None = None
+    #: ``host[:port]`` of the endpoint only: never a key, a path or a query.
+    endpoint: str | None = None
+    #: The structured-output mode used: "json_schema", "json_object", "grammar" or "prompt".
+    structured_output: str | None = None
+    #: The modes the endpoint refused before this attempt, in the order tried (e.g. ``["json_schema"]``).
+    structured_output_refused: list[str] = Field(default_factory=list)
+    latency_ms: int | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    #: Why the model stopped ("stop", "length").
+    finish_reason: str | None = None
 
 
 class Retrieval(BaseModel):

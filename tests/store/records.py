@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from marsrag.store.conformance.records import (
+    CALL,
     PLUS_TWO,
     T0,
     attempt,
@@ -14,4 +15,4 @@ from marsrag.store.conformance.records import (
     transition,
 )
 
-__all__ = ["PLUS_TWO", "T0", "attempt", "aware_utc", "bare_task", "event", "run", "task", "transition"]
+__all__ = ["CALL", "PLUS_TWO", "T0", "attempt", "aware_utc", "bare_task", "event", "run", "task", "transition"]

@@ -21,7 +21,7 @@ from marsrag.store._migrate import HEAD
 from marsrag.store.conformance import RunStoreConformance, in_threads
 from marsrag.store.schema import VERSION_TABLE, include_name, metadata
 from marsrag.store.sql import SqlRunStore
-from tests.store.records import T0, bare_task, run, task
+from tests.store.records import CALL, T0, bare_task, run, task
 
 
 def sql(store: RunStore, statement: str, **params: Any) -> list[Any]:
@@ -214,3 +214,75 @@ def test_migration_0003_names_the_kind_of_existing_attempts(db_url: str) -> None
         engine.dispose()
     with open_store(db_url) as migrated:
         assert [(a.number, a.kind) for a in migrated.get_tasks("r")[0].attempts] == [(1, "answer"), (2, "repair")]
+
+
+def test_migration_0006_keeps_attempts_stored_before_it_with_unknown_calls(db_url: str) -> None:
+    """Attempts stored at revision 0005 keep their rows; their LLM call fields read back None and []."""
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import insert
+
+    from marsrag.store import _engine, _rows
+    from marsrag.store._migrate import MIGRATIONS
+    from marsrag.store.schema import runs, task_states
+
+    engine = _engine.create(_engine.parse_url(db_url))
+    stored = task(run_id="r")
+    try:
+        with engine.begin() as connection:
+            config = Config()
+            config.set_main_option("script_location", str(MIGRATIONS))
+            config.attributes["connection"] = connection
+            command.upgrade(config, "0005")
+            connection.execute(insert(runs), [_rows.run_row(run("r"))])
+            connection.execute(insert(task_states), [_rows.task_row(stored)])
+            for row in _rows.attempt_rows(stored):
+                connection.execute(
+                    text(
+                        "INSERT INTO attempts (run_id, task_id, number, raw, status, errors, kind, created_at)"
+                        " VALUES (:run_id, :task_id, :number, :raw, :status, '[]', :kind, :created_at)"
+                    ),
+                    {key: row[key] for key in ("run_id", "task_id", "number", "raw", "status", "kind", "created_at")},
+                )
+    finally:
+        engine.dispose()
+    with open_store(db_url) as migrated:
+        assert sql(migrated, f"SELECT version_num FROM {VERSION_TABLE}") == [(HEAD,)]
+        columns = ", ".join(_rows.ATTEMPT_CALL_FIELDS)
+        assert sql(migrated, f"SELECT {columns} FROM attempts ORDER BY number") == [(None,) * 8] * 2
+        loaded = migrated.get_tasks("r")[0].attempts
+        assert [(a.number, a.raw, a.kind) for a in loaded] == [(a.number, a.raw, a.kind) for a in stored.attempts]
+        for attempt in loaded:
+            assert (attempt.model, attempt.endpoint, attempt.structured_output, attempt.latency_ms) == (None,) * 4
+            assert (attempt.prompt_tokens, attempt.completion_tokens, attempt.finish_reason) == (None,) * 3
+            assert attempt.structured_output_refused == []
+        # New attempts of a migrated store keep their calls.
+        with_call = loaded[0].model_copy(update=CALL)
+        migrated.save_task(task(run_id="r", attempts=[with_call]))
+        assert migrated.get_tasks("r")[0].attempts == [with_call]
+
+
+def test_migration_0006_downgrades_to_0005(db_url: str) -> None:
+    """Downgrading from 0006 drops the call columns and keeps the attempts."""
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import inspect
+
+    from marsrag.store import _engine
+    from marsrag.store._migrate import MIGRATIONS
+
+    with open_store(db_url) as opened:
+        opened.create_run(run())
+        opened.save_task(task())
+    engine = _engine.create(_engine.parse_url(db_url))
+    try:
+        with engine.begin() as connection:
+            config = Config()
+            config.set_main_option("script_location", str(MIGRATIONS))
+            config.attributes["connection"] = connection
+            command.downgrade(config, "0005")
+            names = {column["name"] for column in inspect(connection).get_columns("attempts")}
+            assert names == {"run_id", "task_id", "number", "raw", "status", "errors", "created_at", "kind"}
+            assert connection.execute(text("SELECT count(*) FROM attempts")).scalar() == 2
+    finally:
+        engine.dispose()

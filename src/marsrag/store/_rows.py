@@ -32,6 +32,18 @@ _RUN_COLUMNS = tuple(RunRecord.model_fields)
 _EVENT_COLUMNS = tuple(LoopEvent.model_fields)
 _RUNNING_MAJOR = parse_version(LOOP_CONTRACT_VERSION).major
 
+#: The attempt's LLM call fields (migration 0006): one column each, of the same name.
+ATTEMPT_CALL_FIELDS = (
+    "model",
+    "endpoint",
+    "structured_output",
+    "structured_output_refused",
+    "latency_ms",
+    "prompt_tokens",
+    "completion_tokens",
+    "finish_reason",
+)
+
 
 def as_utc(moment: datetime) -> datetime:
     """``moment`` timezone-aware in UTC; naive means UTC.
@@ -114,6 +126,7 @@ def attempt_rows(state: TaskState) -> list[dict[str, Any]]:
             "errors": _issues(attempt.errors),
             "kind": attempt.kind,
             "created_at": as_utc(attempt.created_at),
+            **{name: getattr(attempt, name) for name in ATTEMPT_CALL_FIELDS},
         }
         for attempt in state.attempts
     ]
@@ -187,6 +200,9 @@ def task_from(row: Row, attempts: Iterable[Row]) -> TaskState:
                 "errors": attempt["errors"],
                 "kind": attempt["kind"],
                 "created_at": as_utc(attempt["created_at"]),
+                **{name: attempt[name] for name in ATTEMPT_CALL_FIELDS},
+                # NULL (an attempt stored before migration 0006) is "none refused".
+                "structured_output_refused": attempt["structured_output_refused"] or [],
             }
             for attempt in attempts
         ],

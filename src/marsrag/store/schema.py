@@ -117,6 +117,17 @@ attempts = Table(
     Column("errors", JSON, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("kind", String, nullable=False, server_default="answer"),
+    # The LLM call behind the attempt (migration 0006); NULL when unknown (every attempt stored before it).
+    Column("model", String, nullable=True),
+    # host[:port] only, never a key or a path.
+    Column("endpoint", String, nullable=True),
+    Column("structured_output", String, nullable=True),
+    # The modes refused before the attempt, a JSON list; NULL (as in older rows) reads back as none.
+    Column("structured_output_refused", JSON(none_as_null=True), nullable=True),
+    Column("latency_ms", Integer, nullable=True),
+    Column("prompt_tokens", Integer, nullable=True),
+    Column("completion_tokens", Integer, nullable=True),
+    Column("finish_reason", String, nullable=True),
     PrimaryKeyConstraint("run_id", "task_id", "number", name="pk_attempts"),
     ForeignKeyConstraint(
         ["run_id", "task_id"],

@@ -43,16 +43,30 @@ def run(run_id: str = "run-1", **changes: Any) -> RunRecord:
     return RunRecord(**{**values, **changes})
 
 
-def attempt(number: int, *, status: str = "valid", minutes: int = 0) -> AttemptRecord:
-    """An attempt with raw text and (unless valid) an error."""
+#: An attempt's LLM call, every field set to a distinctive value (``attempt(1, **CALL)``).
+CALL: dict[str, Any] = {
+    "model": "smollm2",
+    "endpoint": "127.0.0.1:8088",
+    "structured_output": "json_object",
+    "structured_output_refused": ["json_schema", "grammar"],
+    "latency_ms": 2950,
+    "prompt_tokens": 412,
+    "completion_tokens": 96,
+    "finish_reason": "stop",
+}
+
+
+def attempt(number: int, *, status: str = "valid", minutes: int = 0, **changes: Any) -> AttemptRecord:
+    """An attempt with raw text and (unless valid) an error; no LLM call metadata unless given (see ``CALL``)."""
     errors = [] if status == "valid" else [ContractIssue(field="grip", code="missing_field", message="grip is missing")]
-    return AttemptRecord(
-        number=number,
-        raw=f"attempt {number} raw text\nHOOK: ...",
-        status=status,  # type: ignore[arg-type]
-        errors=errors,
-        created_at=T0 + timedelta(minutes=minutes),
-    )
+    values: dict[str, Any] = {
+        "number": number,
+        "raw": f"attempt {number} raw text\nHOOK: ...",
+        "status": status,
+        "errors": errors,
+        "created_at": T0 + timedelta(minutes=minutes),
+    }
+    return AttemptRecord(**{**values, **changes})
 
 
 def task(run_id: str = "run-1", task_id: str = "t1", position: int = 0, **changes: Any) -> TaskState:

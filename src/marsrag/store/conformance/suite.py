@@ -17,7 +17,7 @@ import pytest
 from marsrag.errors import RunNotFoundError, StoreError
 from marsrag.state import LoopEvent, LoopFields, Retrieval, Routing, Validation, utcnow
 from marsrag.store.base import RunStore
-from marsrag.store.conformance.records import T0, attempt, aware_utc, bare_task, event, run, task, transition
+from marsrag.store.conformance.records import CALL, T0, attempt, aware_utc, bare_task, event, run, task, transition
 from marsrag.store.queries import ChunkText, LoopCounts, OutcomeCount, TaskFailure
 
 __all__ = ["RunStoreConformance", "in_threads"]
@@ -325,6 +325,24 @@ class RunStoreConformance:
         attempts = [attempt(n + 1, minutes=n).model_copy(update={"kind": kind}) for n, kind in enumerate(kinds)]
         store.save_task(task(attempts=attempts))
         assert [a.kind for a in store.get_tasks("run-1")[0].attempts] == kinds
+
+    def test_attempt_calls_round_trip_every_field(self, store: RunStore) -> None:
+        """Each attempt keeps its LLM call: model, endpoint, structured output used and refused, cost, finish."""
+        store.create_run(run())
+        length = {**CALL, "structured_output": "prompt", "completion_tokens": 0, "finish_reason": "length"}
+        saved = task(attempts=[attempt(1, status="failed", **CALL), attempt(2, minutes=1, **length)])
+        store.save_task(saved)
+        loaded = store.get_tasks("run-1")[0]
+        assert loaded.attempts == saved.attempts
+        assert [a.model_dump(include=set(CALL)) for a in loaded.attempts] == [CALL, length]
+
+    def test_an_attempt_without_call_metadata_reads_back_unknown(self, store: RunStore) -> None:
+        """An attempt saved without its LLM call reads back None in each field and no refused modes ([])."""
+        store.create_run(run())
+        store.save_task(task(attempts=[attempt(1, **CALL), attempt(2, minutes=1)]))
+        bare = store.get_tasks("run-1")[0].attempts[1]
+        assert bare.structured_output_refused == []
+        assert [getattr(bare, name) for name in CALL if name != "structured_output_refused"] == [None] * 7
 
     def test_events_come_back_in_stored_order_with_every_field(self, store: RunStore) -> None:
         """Events from every write method read back in order, equal, and only for their run."""
