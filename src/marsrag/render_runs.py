@@ -76,7 +76,16 @@ def _print_task(out: Console, task: TaskView) -> None:
         out.print(Text(task.fallback_message, style="yellow"))
     if not task.cards:
         out.print(Text(task.machine_output or ""))
-        return
+    else:
+        _print_cards(out, task)
+    for attempt in task.attempts:
+        # Only attempts whose LLM call is known: older runs print as before.
+        if attempt.call:
+            heading = f"attempt {attempt.number} · {attempt.kind} · {attempt.status}"
+            out.print(Text(f"{heading}: {attempt.call}", style="dim"))
+
+
+def _print_cards(out: Console, task: TaskView) -> None:
     table = Table(show_header=False, box=None, padding=(0, 1), expand=False)
     table.add_column(style="bold", no_wrap=True)
     table.add_column(overflow="fold")

@@ -124,3 +124,37 @@ def test_a_run_with_a_failed_task_says_so_in_its_header_in_cli_runs_list_and_ses
     assert rows[clean_id]["outcome"] == {"valid": 3, "partial": 0, "failed": 0, "skipped": 0}
     cli_rows = json.loads(marsrag("runs", "list", "--db", site.db, "--format", "json").stdout)
     assert {row["run_id"]: row["outcome"] for row in cli_rows} == {r: rows[r]["outcome"] for r in (run_id, clean_id)}
+
+
+def test_an_attempts_llm_call_shows_on_the_run_page_and_in_runs_show_text_and_json(
+    site_factory: Callable[..., Site],
+) -> None:
+    """A stored attempt's call: one line on the page and in the CLI text, every key in the JSON; none unknown."""
+    from tests.store.records import CALL, attempt, run, task
+
+    site = site_factory()
+    # A model name is text like any other: the page escapes it.
+    call = {**CALL, "model": "smollm2<b>", "structured_output_refused": ["json_schema"]}
+    line = "smollm2<b> @ 127.0.0.1:8088 · json_object (json_schema refused) · 2,950 ms · 412+96 tokens · stop"
+    stored = task(
+        "called", attempts=[attempt(1, status="failed", **call), attempt(2, minutes=1)], validation=task().validation
+    )
+    site.backend.store.create_run(run("called", status="completed"))
+    site.backend.store.save_task(stored)
+
+    page = site.client.get("/runs/called").text
+    calls = re.findall(r'<p class="hint attempt-call">([^<]*)</p>', page)
+    assert calls == [line.replace("<", "&lt;").replace(">", "&gt;")]
+    assert "smollm2<b>" not in page
+
+    shown = marsrag("runs", "show", "called", "--db", site.db)
+    assert shown.returncode == 0, shown.stderr
+    attempt_lines = [text for text in shown.stdout.splitlines() if text.startswith("attempt ")]
+    assert attempt_lines == [f"attempt 1 · answer · failed: {line}"]
+
+    document = json.loads(marsrag("runs", "show", "called", "--db", site.db, "--format", "json").stdout)
+    first, second = document["tasks"][0]["attempts"]
+    assert {key: first[key] for key in CALL} == call
+    unknown = {key: [] if key == "structured_output_refused" else None for key in CALL}
+    assert {key: second[key] for key in CALL} == unknown
+    assert site.client.get("/api/runs/called").json()["tasks"][0]["attempts"] == document["tasks"][0]["attempts"]

@@ -20,6 +20,7 @@ from marsrag.views.viewmodel import (
     task_view,
 )
 from tests.contract.samples import CONTENT
+from tests.store.records import CALL
 
 FIELDS = ("hook", "grip", "payoff", "reinforce", "loop")
 
@@ -194,3 +195,16 @@ def test_a_running_run_shows_progress_and_no_next_action_yet() -> None:
     assert view.in_progress and view.next_action is None
     # The first task, done while the run goes on, is not treated as the run's last.
     assert task_view(state("failed"), is_last=False).fallback_message is not None
+
+
+def test_each_attempt_carries_its_llm_call_line() -> None:
+    """The attempts' call lines, in order: the known call in full, nothing for an attempt with none known."""
+    attempts = [
+        AttemptRecord(number=1, raw="r1", status="failed", **CALL),
+        AttemptRecord(number=2, raw="r2", status="valid", kind="repair"),
+    ]
+    view = task_view(state(attempts=attempts))
+    assert [(a.number, a.call) for a in view.attempts] == [
+        (1, "smollm2 @ 127.0.0.1:8088 · json_object (json_schema, grammar refused) · 2,950 ms · 412+96 tokens · stop"),
+        (2, ""),
+    ]

@@ -102,13 +102,15 @@ class TransitionView:
 
 @dataclass(frozen=True)
 class AttemptView:
-    """One attempt: number, where it came from, verdict, problems and raw text."""
+    """One attempt: number, where it came from, verdict, problems, raw text and its LLM call."""
 
     number: int
     kind: str
     status: str
     problems: tuple[str, ...]
     raw: str
+    #: What was asked, of whom, and what it cost (:func:`attempt_call_line`); "" when nothing is known.
+    call: str = ""
 
 
 @dataclass(frozen=True)
@@ -339,6 +341,33 @@ def _fallback_message(state: TaskState, transition_out: TransitionRecord | None,
     return message
 
 
+def attempt_call_line(attempt: AttemptRecord) -> str:
+    """An attempt's LLM call in one line, its unknown parts left out ("" when none is known).
+
+    Example: ``smollm2 @ 127.0.0.1:8088 · json_object (json_schema refused) · 2,950 ms · 412+96 tokens · stop``.
+    The run page and ``marsrag runs show`` both print this line, so they agree.
+    """
+    who = attempt.model or ""
+    if attempt.endpoint:
+        who = f"{who} @ {attempt.endpoint}".lstrip()
+    mode = attempt.structured_output or ""
+    if attempt.structured_output_refused:
+        mode = f"{mode} ({', '.join(attempt.structured_output_refused)} refused)".lstrip()
+    parts = [part for part in (who, mode) if part]
+    if attempt.latency_ms is not None:
+        parts.append(f"{attempt.latency_ms:,} ms")
+    prompt, completion = attempt.prompt_tokens, attempt.completion_tokens
+    if prompt is not None and completion is not None:
+        parts.append(f"{prompt:,}+{completion:,} tokens")
+    elif prompt is not None:
+        parts.append(f"{prompt:,} prompt tokens")
+    elif completion is not None:
+        parts.append(f"{completion:,} completion tokens")
+    if attempt.finish_reason:
+        parts.append(attempt.finish_reason)
+    return " · ".join(parts)
+
+
 def _attempt_view(attempt: AttemptRecord) -> AttemptView:
     return AttemptView(
         number=attempt.number,
@@ -346,6 +375,7 @@ def _attempt_view(attempt: AttemptRecord) -> AttemptView:
         status=attempt.status,
         problems=tuple(_problem(issue.field, issue.message) for issue in attempt.errors),
         raw=attempt.raw,
+        call=attempt_call_line(attempt),
     )
 
 
@@ -365,6 +395,7 @@ __all__ = [
     "StatusBadge",
     "TaskView",
     "TransitionView",
+    "attempt_call_line",
     "next_action_card",
     "operator_action",
     "read_run_view",
