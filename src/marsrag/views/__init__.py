@@ -10,12 +10,13 @@ from __future__ import annotations
 from marsrag.views.document import run_document, run_summary_row
 from marsrag.views.outcome import OUTCOMES, RunHeader, run_header, task_outcome
 from marsrag.views.summary import summarize
-from marsrag.views.viewmodel import RunView, read_run_view, run_view
+from marsrag.views.viewmodel import RunView, attempt_call_line, read_run_view, run_view
 
 __all__ = [
     "OUTCOMES",
     "RunHeader",
     "RunView",
+    "attempt_call_line",
     "read_run_view",
     "run_document",
     "run_header",
