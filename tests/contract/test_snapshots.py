@@ -63,6 +63,8 @@ def _changed(edit: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         (lambda s: s["rules"]["placeholders"].append("n.a."), "major"),
         (lambda s: s["rules"]["placeholders"].remove("tbd"), "minor"),
         (lambda s: s["rules"].update(soft_sentences=[1, 5]), "minor"),
+        (lambda s: s["rules"].pop("reject_truncated"), "major"),
+        (lambda s: s["rules"].update(reject_truncated=False), "major"),
         (lambda s: s["rules"].update(partial_min_fields=4), "major"),
         (lambda s: s["rules"]["fields"].remove("grip"), "major"),
         (lambda s: s["rules"]["required"].append("summary"), "major"),
@@ -89,4 +91,22 @@ def test_released_snapshots_are_never_rewritten(tmp_path: Path) -> None:
         write_snapshot(tmp_path, changed)
     bumped = {**changed, "version": "2.0.0"}
     assert write_snapshot(tmp_path, bumped).name == "2.0.0.json"
-    assert [str(v) for v in load_snapshots(tmp_path)] == ["1.0.0", "2.0.0"]
+    assert [str(v) for v in load_snapshots(tmp_path)] == [LOOP_CONTRACT_VERSION, "2.0.0"]
+
+
+def test_adding_the_truncated_rejection_is_minor() -> None:
+    """1.0.0 -> 1.1.0 adds only ``reject_truncated`` (a rejection of input that never was a whole answer)."""
+    snapshots = {str(version): snapshot for version, snapshot in load_snapshots().items()}
+    old, new = snapshots["1.0.0"], snapshots["1.1.0"]
+    assert set(new["rules"]) - set(old["rules"]) == {"reject_truncated"} and new["rules"]["reject_truncated"] is True
+    assert required_bump(old, new) == "minor"
+    assert bump_between(parse_version("1.0.0"), parse_version("1.1.0")) == "minor"
+    without = copy.deepcopy(old)
+    without["rules"]["reject_truncated"] = True
+    assert required_bump(old, without) == "minor" and required_bump(without, old) == "major"
+
+
+def test_released_1_0_0_snapshot_is_kept() -> None:
+    """The 1.0.0 snapshot stays as released: no truncation rule, its own schema $id."""
+    old = load_snapshots()[parse_version("1.0.0")]
+    assert "reject_truncated" not in old["rules"] and old["schema"]["$id"] == "urn:marsrag:loop-output:1.0.0"

@@ -44,3 +44,18 @@ def test_partial_raw_output_is_partial_and_soft_completes(task_output_cls: type)
     assert validate_output(output, mode="hard").status == "partial"
     assert not validate_output(output, mode="hard").completes
     assert validate_output(output, mode="soft").completes
+
+
+def test_cut_task_output_is_judged_on_its_raw_text(task_output_cls: type) -> None:
+    """After a cut, the raw text decides: a model CrewAI converted from it may have had its end filled in."""
+    output = task_output_cls(description="d", agent="a", raw=CLEAN_JSON[:-1], pydantic=LoopOutput(**CONTENT))
+    assert validate_output(output).status == "valid"
+    result = validate_output(output, cut=True)
+    assert [(issue.field, issue.code) for issue in result.errors] == [("loop", "truncated")]
+
+
+def test_cut_task_output_with_only_raw_passes_cut_through(task_output_cls: type) -> None:
+    """A first attempt with only .raw is validated with the provider's cut."""
+    output = task_output_cls(description="d", agent="a", raw=labelled("{L}: {v}"))
+    assert validate_output(output).status == "valid"
+    assert validate_output(output, cut=True).failing_fields == ("loop",)

@@ -15,9 +15,15 @@ from marsrag.contract import (
 from marsrag.errors import ContractVersionError
 
 
-def test_running_contract_is_1_0_0() -> None:
-    """The initial contract version is 1.0.0."""
-    assert LOOP_CONTRACT_VERSION == "1.0.0"
+def test_running_contract_is_1_1_0() -> None:
+    """The running contract is 1.1.0: 1.0.0 plus the ``truncated`` error code, a minor (additive) change."""
+    assert LOOP_CONTRACT_VERSION == "1.1.0"
+
+
+def test_configs_declaring_1_0_0_run_on_1_1_0() -> None:
+    """An older minor of the same major runs: configs written for 1.0.0 need no change."""
+    assert compatibility_problem("1.0.0") is None
+    assert check_compatible("1.0.0") == Version(1, 0, 0)
 
 
 @pytest.mark.parametrize(

@@ -116,15 +116,19 @@ def test_n_tasks_cost_n_calls_plus_one_per_repair(sample_project: ProjectConfig)
 
 
 def test_contract_version_and_mode_survive_crew_copy(sample_project: ProjectConfig) -> None:
-    """loop_contract_version, loop_mode and the config name are declared fields: Crew.copy() keeps them."""
+    """loop_contract_version, loop_mode and the config name are declared fields: Crew.copy() keeps them.
+
+    The sample tasks declare 1.0.0, an older minor than the running contract: each keeps its own version.
+    """
     from marsrag.integrations.crewai_builders import build_crew
     from marsrag.llm.replay import ReplayLLM
 
     built = build_crew(sample_project, "support_answer", ReplayLLM.from_outputs([]))
     copied = built.crew.copy()
     assert [(t.loop_contract_version, t.loop_mode, t.marsrag_task) for t in copied.tasks] == [
-        (LOOP_CONTRACT_VERSION, "hard", name) for name in ("diagnose", "recommend", "plan")
+        (sample_project.tasks[name].loop_contract_version, "hard", name) for name in ("diagnose", "recommend", "plan")
     ]
+    assert {t.loop_contract_version for t in copied.tasks} == {"1.0.0"} != {LOOP_CONTRACT_VERSION}
     assert all(t.output_pydantic is LoopOutput for t in copied.tasks)
 
 

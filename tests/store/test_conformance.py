@@ -6,6 +6,7 @@ fresh store. The SQL-only tests after them look at the tables themselves (column
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import text
 
+from marsrag.contract import LOOP_CONTRACT_VERSION
 from marsrag.errors import IncompatibleRecordError, StoreError
 from marsrag.store import RunStore, open_store
 from marsrag.store._migrate import HEAD
@@ -89,7 +91,7 @@ def test_a_task_of_another_major_version_raises_incompatible_record(store: RunSt
     with pytest.raises(IncompatibleRecordError) as raised:
         store.get_tasks("run-1")
     message = str(raised.value)
-    assert all(part in message for part in ("run-1", "'t2'", "2.1.0", "1.0.0")), message
+    assert all(part in message for part in ("run-1", "'t2'", "2.1.0", LOOP_CONTRACT_VERSION)), message
     assert "\n" not in message
 
 
@@ -102,11 +104,21 @@ def test_a_run_of_another_major_version_raises_incompatible_record(store: RunSto
         " created_at, updated_at) VALUES ('future', 's', 'g', 'w', 'strict', 'running', '', '2.0.0', :t, :t)",
         t=T0,
     )
-    with pytest.raises(IncompatibleRecordError, match=r"'future'.*2\.0\.0.*1\.0\.0"):
+    with pytest.raises(IncompatibleRecordError, match=rf"'future'.*2\.0\.0.*{re.escape(LOOP_CONTRACT_VERSION)}"):
         store.get_run("future")
     with pytest.raises(IncompatibleRecordError, match="future"):
         store.list_runs()
     assert store.get_run("run-1") == run()
+
+
+def test_records_of_an_older_minor_version_stay_readable(store: RunStore) -> None:
+    """Runs and tasks stored under contract 1.0.0 read back unchanged under the running 1.1.0."""
+    assert LOOP_CONTRACT_VERSION != "1.0.0"
+    store.create_run(run())
+    store.save_task(task())
+    sql(store, "UPDATE runs SET loop_contract_version = '1.0.0'")
+    assert store.get_run("run-1").loop_contract_version == "1.0.0"  # type: ignore[union-attr]
+    assert [stored.loop_contract_version for stored in store.get_tasks("run-1")] == ["1.0.0"]
 
 
 def test_a_malformed_stored_version_raises_incompatible_record(store: RunStore) -> None:

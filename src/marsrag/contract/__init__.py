@@ -2,7 +2,7 @@
 
 Public interface::
 
-    from marsrag.contract import LoopOutput, ValidationResult, validate_output
+    from marsrag.contract import LoopOutput, ValidationResult, is_cut_finish, validate_output
 """
 
 from marsrag.contract._sections import section_labels
@@ -18,6 +18,7 @@ from marsrag.contract.template import (
     render_expected_output,
     render_sections,
 )
+from marsrag.contract.truncation import is_cut_finish
 from marsrag.contract.validate import validate_output
 from marsrag.contract.version import (
     LOOP_CONTRACT_VERSION,
@@ -44,6 +45,7 @@ __all__ = [
     "check_compatible",
     "compatibility_problem",
     "is_compatible",
+    "is_cut_finish",
     "loop_output_json_schema",
     "parse_version",
     "render_expected_output",

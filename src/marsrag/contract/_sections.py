@@ -99,7 +99,10 @@ def _usable(body: str) -> bool:
 
 
 def _pick(found: list[tuple[str, str]]) -> tuple[dict[str, str], list[ContractIssue]]:
-    """Keep one body per section: the last one that is content, else the last one."""
+    """Keep one body per section: the last one that is content, else the last one.
+
+    Sections come in the order of their last label, so the last one is the one the text ends in.
+    """
     if len({name for name, _ in found}) == len(found):
         return dict(found), []
     sections: dict[str, str] = {}
@@ -109,8 +112,9 @@ def _pick(found: list[tuple[str, str]]) -> tuple[dict[str, str], list[ContractIs
         if name in seen:
             if name not in {note.field for note in notes}:
                 notes.append(ContractIssue(name, "duplicate_section", f"{name} appears more than once"))
-            if _usable(body) or not _usable(sections[name]):
-                sections[name] = body
+            kept = body if _usable(body) or not _usable(sections[name]) else sections[name]
+            del sections[name]
+            sections[name] = kept
         else:
             seen.add(name)
             sections[name] = body
@@ -136,7 +140,10 @@ def _xml_sections(text: str) -> list[tuple[str, str]]:
 
 
 def find_sections(text: str) -> tuple[dict[str, str], list[ContractIssue]] | None:
-    """Return ``({section: body}, notes)`` for labelled text, or None when it has no section labels."""
+    """Return ``({section: body}, notes)`` for labelled text, or None when it has no section labels.
+
+    The sections are in text order (of each one's last label).
+    """
     if "</" in text:
         tagged = _xml_sections(text)
         if tagged:

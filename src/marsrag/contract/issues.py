@@ -9,9 +9,10 @@ from dataclasses import dataclass
 class ContractIssue:
     """One error or warning: the field it concerns (None for the whole input), a stable code, a message.
 
-    Error codes: ``missing``, ``empty``, ``too_long``, ``not_string``, ``placeholder``, ``template_echo``
-    (fields) and ``unparseable``, ``too_long`` (whole input). Warning codes: ``sentences``, ``unknown_key``,
-    ``duplicate_key``, ``duplicate_section``, ``repaired_json``.
+    Error codes: ``missing``, ``empty``, ``too_long``, ``not_string``, ``placeholder``, ``template_echo``,
+    ``truncated`` (fields; ``truncated`` since contract 1.1.0) and ``unparseable``, ``too_long`` (whole
+    input). Warning codes: ``sentences``, ``unknown_key``, ``duplicate_key``, ``duplicate_section``,
+    ``repaired_json``.
     """
 
     field: str | None

@@ -132,5 +132,7 @@ def rules_snapshot() -> dict[str, object]:
         "reject_punctuation_only": True,
         "placeholder_bracketed": _BRACKETED.pattern,
         "reject_template_echo": sorted(_INSTRUCTION_FOLDS),
+        # Since 1.1.0: a field cut off before it ended (an open JSON string, or the provider's cut) fails.
+        "reject_truncated": True,
         "template": [f"{field.upper()}: {SECTION_INSTRUCTIONS[field]}" for field in FIELDS],
     }

@@ -24,6 +24,10 @@ SNAPSHOT_DIR = Path(__file__).with_name("versions")
 # Keys that identify a version or only explain it; changing them alone is a patch.
 _WORDING_KEYS = frozenset({"$id", "x-loop-contract-version", "description", "title", "template"})
 
+# Rules that reject input which never was a complete answer (a truncated one): adding one fails no answer
+# that a model finished, so it is an addition (minor); dropping or changing one is major.
+_ADDITIVE_REJECTIONS = frozenset({"reject_truncated"})
+
 
 def current_snapshot() -> dict[str, Any]:
     """The running contract's version, JSON Schema and rules, as stored in a snapshot file."""
@@ -57,6 +61,8 @@ def _max(*bumps: Bump) -> Bump:
 
 def _rule_bump(key: str, old: Any, new: Any) -> Bump:
     """The bump one changed rule needs: loosening what is accepted is minor, tightening is major."""
+    if key in _ADDITIVE_REJECTIONS:
+        return "minor" if old is None and new is True else "major"
     if key in ("max_chars",) and isinstance(old, int) and isinstance(new, int):
         return "minor" if new > old else "major"
     if key in ("min_chars",) and isinstance(old, int) and isinstance(new, int):

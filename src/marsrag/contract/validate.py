@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ValidationError
 
+from marsrag.contract._json_cut import cut_field
 from marsrag.contract._json_forms import (
     decoded_objects,
     json_spans,
@@ -29,19 +30,24 @@ from marsrag.contract.model import LoopOutput
 from marsrag.contract.result import MODES, Mode, ValidationResult, status_for
 from marsrag.contract.rules import MAX_INPUT_BYTES, MAX_INPUT_CHARS, text_problem
 from marsrag.contract.template import FIELDS
+from marsrag.contract.truncation import truncated_issue
 
 _NON_SPACE: Final = re.compile(r"\S")
 _FINAL_ANSWER_MARKERS: Final = ("Final Answer:", "final answer:", "FINAL ANSWER:", "Final answer:")
 _NO_FIELDS: Final[Mapping[str, str | None]] = MappingProxyType(dict.fromkeys(FIELDS))
 
 
-def validate_output(raw: object, mode: Mode = "hard") -> ValidationResult:
+def validate_output(raw: object, mode: Mode = "hard", *, cut: bool = False) -> ValidationResult:
     """Validate and normalize a raw task output against the Loop Contract.
 
     Args:
         raw: ``str``, ``bytes``, a mapping, a :class:`LoopOutput` (or any pydantic model with the five
             fields), or a CrewAI ``TaskOutput`` (its ``pydantic``/``json_dict`` when set, else ``raw``).
         mode: ``hard``, ``soft`` or ``none``; it decides :attr:`ValidationResult.completes`, never the status.
+        cut: the provider reported that the answer stopped at its token limit (see
+            :func:`~marsrag.contract.is_cut_finish`). Text whose JSON never closed, or labelled sections, then
+            fail ``truncated`` on the last field written. A JSON value string left open at the end fails
+            ``truncated`` whatever ``cut`` says. A closed JSON object, a mapping or a model is complete.
 
     Returns:
         The verdict. Bad input never raises: it yields a ``failed`` result whose errors say why.
@@ -52,14 +58,14 @@ def validate_output(raw: object, mode: Mode = "hard") -> ValidationResult:
     if mode not in MODES:
         raise ValueError(f"unknown loop_mode {mode!r}: use hard, soft or none")
     if isinstance(raw, str):
-        return _from_text(raw, mode)
+        return _from_text(raw, mode, cut)
     if isinstance(raw, bytes | bytearray | memoryview):
         data = bytes(raw)
         if len(data) > MAX_INPUT_BYTES:
             return _input_failure(mode, "too_long", f"the output has more than {MAX_INPUT_BYTES:,} bytes")
-        return _from_text(data.decode("utf-8-sig", errors="replace"), mode)
+        return _from_text(data.decode("utf-8-sig", errors="replace"), mode, cut)
     if _is_task_output(raw):
-        return _from_task_output(raw, mode)
+        return _from_task_output(raw, mode, cut)
     if isinstance(raw, BaseModel):
         return validate_output(raw.model_dump(), mode)
     if isinstance(raw, Mapping):
@@ -76,7 +82,12 @@ def _is_task_output(value: object) -> bool:
     return hasattr(value, "raw") and hasattr(value, "pydantic") and hasattr(value, "json_dict")
 
 
-def _from_task_output(task_output: Any, mode: Mode) -> ValidationResult:
+def _from_task_output(task_output: Any, mode: Mode, cut: bool) -> ValidationResult:
+    text = getattr(task_output, "raw", None)
+    if cut and isinstance(text, str | bytes) and text.strip():
+        # The raw text is what the model wrote before the cut; a structured form CrewAI converted from it
+        # may have had its ending filled in, so it cannot say whether the answer was complete.
+        return validate_output(text, mode, cut=True)
     # CrewAI leaves .pydantic and .json_dict None on a guardrail's first attempt: fall back to .raw.
     structured = getattr(task_output, "pydantic", None)
     if isinstance(structured, BaseModel):
@@ -84,11 +95,10 @@ def _from_task_output(task_output: Any, mode: Mode) -> ValidationResult:
     json_dict = getattr(task_output, "json_dict", None)
     if isinstance(json_dict, Mapping) and unwrap(json_dict) is not None:
         return validate_output(json_dict, mode)
-    text = getattr(task_output, "raw", None)
-    return validate_output(text if isinstance(text, str | bytes) else None, mode)
+    return validate_output(text if isinstance(text, str | bytes) else None, mode, cut=cut)
 
 
-def _from_text(text: str, mode: Mode) -> ValidationResult:
+def _from_text(text: str, mode: Mode, cut: bool) -> ValidationResult:
     if len(text) > MAX_INPUT_CHARS:
         return _input_failure(mode, "too_long", f"the output has more than {MAX_INPUT_CHARS:,} characters")
     if text[:1] == "\ufeff":
@@ -103,7 +113,7 @@ def _from_text(text: str, mode: Mode) -> ValidationResult:
     best: ValidationResult | None = None
     repair_tried = False
     if text[first] == "{":
-        best, repair_tried = _from_leading_object(text, first, mode)
+        best, repair_tried = _from_leading_object(text, first, mode, cut)
         if best is not None and best.ok:
             return best
     region = _final_answer_region(text)
@@ -119,19 +129,21 @@ def _from_text(text: str, mode: Mode) -> ValidationResult:
     found = find_sections(region)
     if found is not None:
         sections, section_notes = found
-        best = _better(best, _from_mapping(sections, mode, tuple(section_notes)))
+        # Sections have no closing mark to prove the last one ended: after a cut, it did not.
+        last = next(reversed(sections)) if cut and sections else None
+        best = _better(best, _from_mapping(sections, mode, tuple(section_notes), truncated=last))
         if best is not None and best.ok:
             return best
     if needs_repair:
         span = repair_span(region)
         if span is not None:
-            best = _better(best, _repaired(span, mode))
+            best = _better(best, _repaired(span, mode, cut))
     if best is not None:
         return best
     return _input_failure(mode, "unparseable", "no JSON object or labelled sections with contract fields found")
 
 
-def _from_leading_object(text: str, first: int, mode: Mode) -> tuple[ValidationResult | None, bool]:
+def _from_leading_object(text: str, first: int, mode: Mode, cut: bool) -> tuple[ValidationResult | None, bool]:
     """Text starting with ``{``: one pydantic parse when it is clean JSON, else straight to repair.
 
     Returns the result (None when nothing was recovered) and whether repair was already tried.
@@ -147,7 +159,7 @@ def _from_leading_object(text: str, first: int, mode: Mode) -> tuple[ValidationR
             return _valid(model, mode, json_source=text), False
     # One malformed JSON document: the exact parsers cannot succeed and labelled sections do not apply.
     span = repair_span(text, first)
-    return (_repaired(span, mode) if span is not None else None), True
+    return (_repaired(span, mode, cut) if span is not None else None), True
 
 
 def _from_json(region: str, mode: Mode) -> ValidationResult | None:
@@ -177,11 +189,12 @@ def _is_broken_json(error: ValidationError) -> bool:
 _REPAIRED: Final = ContractIssue(None, "repaired_json", "the JSON was malformed and was repaired")
 
 
-def _repaired(span: str, mode: Mode) -> ValidationResult | None:
+def _repaired(span: str, mode: Mode, cut: bool) -> ValidationResult | None:
     mapping = repair(span)
     if mapping is None:
         return None
-    return _from_keys(mapping, mode, _REPAIRED)
+    # Repair closes whatever was left open, so a value cut mid-string would read as complete: ask the text.
+    return _from_keys(mapping, mode, _REPAIRED, truncated=cut_field(span, cut))
 
 
 def _better(best: ValidationResult | None, candidate: ValidationResult | None) -> ValidationResult | None:
@@ -204,17 +217,30 @@ def _final_answer_region(text: str) -> str:
     return text
 
 
-def _from_keys(mapping: Mapping[str, Any], mode: Mode, *lead_notes: ContractIssue) -> ValidationResult:
+def _from_keys(
+    mapping: Mapping[str, Any], mode: Mode, *lead_notes: ContractIssue, truncated: str | None = None
+) -> ValidationResult:
     """Validate a mapping whose keys may be in any case or unknown (those become warnings)."""
     values, notes = normalize_keys(mapping)
-    return _from_mapping(values, mode, (*lead_notes, *notes))
+    return _from_mapping(values, mode, (*lead_notes, *notes), truncated=truncated)
 
 
-def _from_mapping(values: Mapping[str, Any], mode: Mode, notes: tuple[ContractIssue, ...]) -> ValidationResult:
-    """Validate exactly-named field values with the contract's field rules (the model's own validator)."""
+def _from_mapping(
+    values: Mapping[str, Any], mode: Mode, notes: tuple[ContractIssue, ...], *, truncated: str | None = None
+) -> ValidationResult:
+    """Validate exactly-named field values with the contract's field rules (the model's own validator).
+
+    ``truncated`` names the field a cut left unfinished: it fails ``truncated`` and keeps what was written.
+    """
     loop_output: dict[str, str | None] = {}
     errors: list[ContractIssue] = []
     for name in FIELDS:
+        if name == truncated:
+            # The field rules judge a whole value; an unfinished one has only this error.
+            value = values.get(name)
+            loop_output[name] = value.strip() if isinstance(value, str) else None
+            errors.append(truncated_issue(name))
+            continue
         if name not in values:
             loop_output[name] = None
             errors.append(ContractIssue(name, "missing", f"{name} is missing"))
