@@ -95,8 +95,26 @@ def test_the_file_is_read_only_when_needed(clean: Path, monkeypatch: pytest.Monk
     with pytest.raises(InputError, match="settings.toml: not a readable TOML settings file"):
         resolve_settings()
     monkeypatch.setenv("MARSRAG_BROKER", "redis://127.0.0.1:6379/0")
-    chosen = resolve_settings(llm="composer", base_url="http://x:1/v1", db="sqlite:////x.db")
+    chosen = resolve_settings(
+        llm="composer", base_url="http://x:1/v1", db="sqlite:////x.db", structured_output="prompt"
+    )
     assert isinstance(chosen, Settings) and chosen.db == "sqlite:////x.db"
+
+
+def test_structured_output_comes_from_flag_env_or_file_and_is_checked(
+    clean: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``structured_output``: flag, else MARSRAG_STRUCTURED_OUTPUT, else the file, else auto; a bad value names them."""
+    assert resolve_settings().structured_output == "auto"
+    clean.write_text('structured_output = "json_object"\n', encoding="utf-8")
+    assert resolve_settings().structured_output == "json_object"
+    monkeypatch.setenv("MARSRAG_STRUCTURED_OUTPUT", "grammar")
+    assert resolve_settings().structured_output == "grammar"
+    assert resolve_settings(structured_output="prompt").structured_output == "prompt"
+    with pytest.raises(
+        InputError, match=r"structured_output must be one of auto, json_schema, json_object, grammar, prompt"
+    ):
+        resolve_settings(structured_output="strict")
 
 
 def test_a_non_string_value_is_an_error_naming_the_key(clean: Path) -> None:

@@ -58,6 +58,13 @@ LlmOption = Annotated[str | None, typer.Option(help="composer (default), replay:
 BaseUrlOption = Annotated[
     str | None, typer.Option(help="OpenAI-compatible server for --llm (Ollama, vLLM...); or MARSRAG_BASE_URL.")
 ]
+StructuredOutputOption = Annotated[
+    str | None,
+    typer.Option(
+        help="How the LLM is asked for structure: auto (default: the richest the server accepts), json_schema, "
+        "json_object, grammar or prompt; or MARSRAG_STRUCTURED_OUTPUT."
+    ),
+]
 BrokerOption = Annotated[
     str | None,
     typer.Option(help="Job queue (redis://host:6379/0) run by `marsrag worker`; default MARSRAG_BROKER, else none."),
@@ -71,9 +78,12 @@ def _settings(
     db: str | None = None,
     base_url: str | None = None,
     broker: str | None = None,
+    structured_output: str | None = None,
 ) -> Settings:
     """The settings of this command: its flags, else the environment, else the settings file, else defaults."""
-    return resolve_settings(config=config, llm=llm, db=db, base_url=base_url, broker=broker)
+    return resolve_settings(
+        config=config, llm=llm, db=db, base_url=base_url, broker=broker, structured_output=structured_output
+    )
 
 
 def _progress(format: FormatChoice) -> list[EventSink]:
@@ -216,6 +226,7 @@ def run(
     db: DbOption = None,
     session: Annotated[str | None, typer.Option(help="Session id; default a new session.")] = None,
     base_url: BaseUrlOption = None,
+    structured_output: StructuredOutputOption = None,
     format: Annotated[FormatChoice, typer.Option(help="text, or json (the runs show document).")] = FormatChoice.text,
 ) -> None:
     """Run a workflow for GOAL: each task's loop becomes the next task's hook; every step is stored.
@@ -227,7 +238,7 @@ def run(
     # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.compose import run_goal
 
-    settings = _settings(config=config, llm=llm, db=db, base_url=base_url)
+    settings = _settings(config=config, llm=llm, db=db, base_url=base_url, structured_output=structured_output)
     with _stdout_kept_for(format):
         document = run_goal(settings, goal, workflow=workflow, session=session, sinks=_progress(format))
     _print_run(document, format, settings.db)
@@ -241,6 +252,7 @@ def resume(
     llm: LlmOption = None,
     db: DbOption = None,
     base_url: BaseUrlOption = None,
+    structured_output: StructuredOutputOption = None,
     format: Annotated[FormatChoice, typer.Option(help="text, or json (the runs show document).")] = FormatChoice.text,
 ) -> None:
     """Finish a run that stopped (a crash, a killed process) without redoing its committed tasks.
@@ -252,7 +264,7 @@ def resume(
     # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.compose import resume_run
 
-    settings = _settings(config=config, llm=llm, db=db, base_url=base_url)
+    settings = _settings(config=config, llm=llm, db=db, base_url=base_url, structured_output=structured_output)
     with _stdout_kept_for(format):
         document = resume_run(settings, run_id, sinks=_progress(format))
     _print_run(document, format, settings.db)
@@ -267,6 +279,7 @@ def follow(
     llm: LlmOption = None,
     db: DbOption = None,
     base_url: BaseUrlOption = None,
+    structured_output: StructuredOutputOption = None,
     format: Annotated[FormatChoice, typer.Option(help="text, or json (the runs show document).")] = FormatChoice.text,
 ) -> None:
     """Follow a run's next action: the next run of its session, with that action as the goal.
@@ -278,7 +291,7 @@ def follow(
     # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.compose import follow_run
 
-    settings = _settings(config=config, llm=llm, db=db, base_url=base_url)
+    settings = _settings(config=config, llm=llm, db=db, base_url=base_url, structured_output=structured_output)
     with _stdout_kept_for(format):
         document = follow_run(settings, run_id, workflow=workflow, sinks=_progress(format))
     _print_run(document, format, settings.db)
@@ -293,6 +306,7 @@ def serve(
     config: ConfigOption = None,
     llm: LlmOption = None,
     base_url: BaseUrlOption = None,
+    structured_output: StructuredOutputOption = None,
     run_threads: Annotated[
         int, typer.Option(min=1, max=64, help="Runs executing at once in this process (without a broker).")
     ] = 2,
@@ -310,7 +324,9 @@ def serve(
     from marsrag.web.server import serve as run_server
     from marsrag.web.settings import WebSettings
 
-    settings = _settings(config=config, llm=llm, db=db, base_url=base_url, broker=broker)
+    settings = _settings(
+        config=config, llm=llm, db=db, base_url=base_url, broker=broker, structured_output=structured_output
+    )
     run_server(WebSettings(settings, host=host, run_threads=run_threads), port=port)
 
 
@@ -320,6 +336,7 @@ def worker(
     config: ConfigOption = None,
     llm: LlmOption = None,
     base_url: BaseUrlOption = None,
+    structured_output: StructuredOutputOption = None,
     broker: BrokerOption = None,
     concurrency: Annotated[int, typer.Option(min=1, max=64, help="Jobs executing at once in this process.")] = 1,
 ) -> None:
@@ -334,7 +351,9 @@ def worker(
     # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.compose import run_worker_process
 
-    settings = _settings(config=config, llm=llm, db=db, base_url=base_url, broker=broker)
+    settings = _settings(
+        config=config, llm=llm, db=db, base_url=base_url, broker=broker, structured_output=structured_output
+    )
     run_worker_process(settings, concurrency=concurrency)
 
 
@@ -504,6 +523,7 @@ def runs_repair(
     llm: LlmOption = None,
     db: DbOption = None,
     base_url: BaseUrlOption = None,
+    structured_output: StructuredOutputOption = None,
     format: Annotated[FormatChoice, typer.Option(help="text, or json (the runs show document).")] = FormatChoice.text,
 ) -> None:
     """Run a task's repair again (the web UI's "Run repair task"); exit 0 when the task is valid after it.
@@ -512,7 +532,13 @@ def runs_repair(
 
     Example: marsrag runs repair 3f2a9c... diagnose
     """
-    _act("repair", run_id, task_id, _settings(config=config, llm=llm, db=db, base_url=base_url), format)
+    _act(
+        "repair",
+        run_id,
+        task_id,
+        _settings(config=config, llm=llm, db=db, base_url=base_url, structured_output=structured_output),
+        format,
+    )
 
 
 @runs_app.command("regenerate")
@@ -523,13 +549,20 @@ def runs_regenerate(
     llm: LlmOption = None,
     db: DbOption = None,
     base_url: BaseUrlOption = None,
+    structured_output: StructuredOutputOption = None,
     format: Annotated[FormatChoice, typer.Option(help="text, or json (the runs show document).")] = FormatChoice.text,
 ) -> None:
     """Regenerate only a task's failing sections and merge them with the passing ones (the UI's "Regenerate section").
 
     Example: marsrag runs regenerate 3f2a9c... diagnose --format json
     """
-    _act("regenerate", run_id, task_id, _settings(config=config, llm=llm, db=db, base_url=base_url), format)
+    _act(
+        "regenerate",
+        run_id,
+        task_id,
+        _settings(config=config, llm=llm, db=db, base_url=base_url, structured_output=structured_output),
+        format,
+    )
 
 
 def _print_run(document: dict[str, Any], format: FormatChoice, db: str | None = None) -> None:

@@ -62,7 +62,12 @@ def open_llm(settings: Settings) -> Any:
     Raises:
         InputError: the replay file cannot be used, or a call-policy variable is not a usable number.
     """
-    return resolve_llm(settings.llm, base_url=settings.base_url, policy=CallPolicy.from_settings(settings.llm_calls))
+    return resolve_llm(
+        settings.llm,
+        base_url=settings.base_url,
+        policy=CallPolicy.from_settings(settings.llm_calls),
+        structured_output=settings.structured_output,
+    )
 
 
 def open_store(settings: Settings) -> RunStore:

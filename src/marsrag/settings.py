@@ -1,13 +1,14 @@
 """MarsRAG's settings, resolved once: a command-line flag, else the environment, else the settings file, else a default.
 
 The settings file is TOML, named by ``$MARSRAG_CONFIG``, else ``<data dir>/config.toml``; it may set ``llm``,
-``base_url``, ``db`` and ``broker`` (other keys are ignored). It is read only when a flag or the environment
-leaves one of those unset. ``--config`` names the *config folder* (agents, tasks, workflows), not this file.
+``base_url``, ``db``, ``broker`` and ``structured_output`` (other keys are ignored). It is read only when a
+flag or the environment leaves one of those unset. ``--config`` names the *config folder* (agents, tasks,
+workflows), not this file.
 
 This is the only module reading the configuration variables ``MARSRAG_CONFIG``, ``MARSRAG_LLM``,
-``MARSRAG_BASE_URL``, ``MARSRAG_DB``, ``MARSRAG_BROKER``, ``MARSRAG_TOKEN``, ``MARSRAG_ALLOWED_HOSTS``,
-``MARSRAG_QUEUE``, ``MARSRAG_REDELIVER_AFTER``, ``MARSRAG_ACTION_TIMEOUT`` and the LLM call policy's
-``MARSRAG_LLM_TIMEOUT``, ``MARSRAG_LLM_RETRIES`` and ``MARSRAG_LLM_BACKOFF`` (the data directory's
+``MARSRAG_BASE_URL``, ``MARSRAG_DB``, ``MARSRAG_BROKER``, ``MARSRAG_STRUCTURED_OUTPUT``, ``MARSRAG_TOKEN``,
+``MARSRAG_ALLOWED_HOSTS``, ``MARSRAG_QUEUE``, ``MARSRAG_REDELIVER_AFTER``, ``MARSRAG_ACTION_TIMEOUT`` and the LLM
+call policy's ``MARSRAG_LLM_TIMEOUT``, ``MARSRAG_LLM_RETRIES`` and ``MARSRAG_LLM_BACKOFF`` (the data directory's
 ``MARSRAG_HOME`` is :mod:`marsrag.paths`'; OpenTelemetry reads its own ``OTEL_*`` variables).
 """
 
@@ -29,6 +30,7 @@ __all__ = [
     "COMPOSER",
     "ENV",
     "FILE_KEYS",
+    "STRUCTURED_OUTPUTS",
     "LlmCallSettings",
     "default_store_url",
     "resolve_settings",
@@ -38,8 +40,17 @@ __all__ = [
 #: The embedded default LLM: the offline composer (deterministic, grounded in retrieved passages; not an LLM).
 COMPOSER = "composer"
 
+#: How the LLM may be asked for structure (see :mod:`marsrag.llm.structured`); ``auto`` steps down on refusal.
+STRUCTURED_OUTPUTS = ("auto", "json_schema", "json_object", "grammar", "prompt")
+
 #: The environment variable of each setting a flag, the environment and the settings file can all give.
-ENV = {"llm": "MARSRAG_LLM", "base_url": "MARSRAG_BASE_URL", "db": "MARSRAG_DB", "broker": "MARSRAG_BROKER"}
+ENV = {
+    "llm": "MARSRAG_LLM",
+    "base_url": "MARSRAG_BASE_URL",
+    "db": "MARSRAG_DB",
+    "broker": "MARSRAG_BROKER",
+    "structured_output": "MARSRAG_STRUCTURED_OUTPUT",
+}
 #: The keys the settings file may set.
 FILE_KEYS = tuple(ENV)
 
@@ -102,6 +113,8 @@ class Settings:
         redeliver_after: seconds before an unacknowledged job goes to another worker (``$MARSRAG_REDELIVER_AFTER``).
         action_timeout: seconds a server waits for a worker's operator action (``$MARSRAG_ACTION_TIMEOUT``).
         llm_calls: the time limit and transport retries of every LLM call (``$MARSRAG_LLM_*``).
+        structured_output: how the LLM is asked for structure: ``auto`` (default), ``json_schema``,
+            ``json_object``, ``grammar`` or ``prompt``.
     """
 
     data_dir: Path
@@ -117,6 +130,7 @@ class Settings:
     redeliver_after: float = 3600.0
     action_timeout: float = 300.0
     llm_calls: LlmCallSettings = LlmCallSettings()
+    structured_output: str = "auto"
 
     @classmethod
     def resolve(
@@ -127,6 +141,7 @@ class Settings:
         base_url: str | None = None,
         db: str | None = None,
         broker: str | None = None,
+        structured_output: str | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> Settings:
         """The settings from these flags (None: not given), else the environment, else the settings file, else defaults.
@@ -135,14 +150,14 @@ class Settings:
 
         Raises:
             InputError: the settings file is not readable TOML or sets a key to a non-string, an LLM call
-                variable is not a usable number, or (with a broker) a queue timeout is not a positive number of
-                seconds.
+                variable is not a usable number, ``structured_output`` is not one of its values, or (with a
+                broker) a queue timeout is not a positive number of seconds.
         """
         env = os.environ if environ is None else environ
         home = data_dir()
         path = settings_file(env)
         from_file = _FileValues(path)
-        flags = {"llm": llm, "base_url": base_url, "db": db, "broker": broker}
+        flags = {"llm": llm, "base_url": base_url, "db": db, "broker": broker, "structured_output": structured_output}
 
         def pick(name: str) -> str | None:
             return _text(flags[name]) or _text(env.get(ENV[name])) or from_file.get(name)
@@ -166,8 +181,17 @@ class Settings:
             token=_text(env.get(TOKEN_ENV)),
             allowed_hosts=tuple(name.strip() for name in env.get(ALLOWED_HOSTS_ENV, "").split(",") if name.strip()),
             llm_calls=LlmCallSettings.from_env(env),
+            structured_output=_structured_output(pick("structured_output")),
             **queue_options,
         )
+
+
+def _structured_output(value: str | None) -> str:
+    if value is None:
+        return "auto"
+    if value not in STRUCTURED_OUTPUTS:
+        raise InputError(f"structured_output must be one of {', '.join(STRUCTURED_OUTPUTS)}, got {value!r}")
+    return value
 
 
 #: :meth:`Settings.resolve` as a function.

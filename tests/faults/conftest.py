@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from marsrag.llm.resilient import CallPolicy, make_resilient
+from marsrag.llm.boundary import make_resilient
+from marsrag.llm.resilient import CallPolicy
 from marsrag.store import RunStore, open_store
 from marsrag.tasks import ProjectConfig, load_config, sample_config_dir
 from tests.faults.fault_llm import FaultLLM

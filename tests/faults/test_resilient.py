@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from marsrag.errors import InputError
+from marsrag.llm.boundary import make_resilient
 from marsrag.llm.resilient import (
     CallPolicy,
     LLMCallError,
@@ -20,7 +21,6 @@ from marsrag.llm.resilient import (
     call_with_policy,
     clean_text,
     is_transport_error,
-    make_resilient,
 )
 from marsrag.store import RunStore
 from marsrag.tasks import ProjectConfig
@@ -184,8 +184,8 @@ def test_crewai_s_per_call_stop_words_reach_the_llm_through_the_time_limit() -> 
 
 def test_resolve_llm_applies_the_policy_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Every LLM resolve_llm returns runs its calls under the environment's policy."""
+    from marsrag.llm.boundary import BoundaryCalls
     from marsrag.llm.composer import OfflineComposer
-    from marsrag.llm.resilient import ResilientCalls
     from marsrag.llm.select import resolve_llm
 
     monkeypatch.setenv("MARSRAG_CONFIG", str(tmp_path / "none.toml"))
@@ -193,7 +193,7 @@ def test_resolve_llm_applies_the_policy_from_the_environment(monkeypatch: pytest
     monkeypatch.setenv("MARSRAG_LLM_TIMEOUT", "9")
     monkeypatch.setenv("MARSRAG_LLM_RETRIES", "4")
     llm = resolve_llm(None)
-    assert isinstance(llm, OfflineComposer) and isinstance(llm, ResilientCalls)
+    assert isinstance(llm, OfflineComposer) and isinstance(llm, BoundaryCalls)
     assert llm.call_policy == CallPolicy(timeout=9.0, retries=4, backoff=1.0)
 
 
@@ -251,7 +251,7 @@ def test_a_real_provider_llm_recovers_from_503_and_429(
     run = _run(sqlite_store, project, flaky.base_url, monkeypatch, MARSRAG_LLM_RETRIES="2")
     assert run.status == "completed", run.status_reason
     assert [e.status for e in flaky.exchanges] == [503, 429, 200, 200]
-    assert flaky.exchanges[2].response_format["json_schema"]["name"] == "LoopOutputDraft"
+    assert flaky.exchanges[2].response_format["json_schema"]["name"] == "LoopOutput"
     assert [t.validation.status for t in sqlite_store.get_tasks(run.run_id)] == ["valid", "valid"]
 
 

@@ -10,7 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from marsrag.llm.resilient import CallPolicy, make_resilient
+from marsrag.llm.boundary import make_resilient
+from marsrag.llm.resilient import CallPolicy
 from tests.contract.samples import CONTENT
 from tests.faults.fault_llm import HANG, HUGE, FaultLLM
 from tests.web._live_server import live_server

@@ -45,11 +45,13 @@ def marsrag(*args: str, failpoints: str | None = None) -> subprocess.CompletedPr
 
 
 def comparable(document: dict[str, Any]) -> dict[str, Any]:
-    """The run without ids and timestamps: what must be equal between a resumed and an uninterrupted run."""
+    """The run without ids, timestamps and call latencies: what a resumed and an uninterrupted run share."""
+
+    varying = {"run_id", "created_at", "timestamp", "latency_ms"}
 
     def strip(value: Any) -> Any:
         if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if k not in {"run_id", "created_at", "timestamp"}}
+            return {k: strip(v) for k, v in value.items() if k not in varying}
         if isinstance(value, list):
             return [strip(item) for item in value]
         return value

@@ -17,6 +17,7 @@ How a narrative task is bound (see CREWAI_NOTES for the CrewAI behaviour each ch
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -25,10 +26,45 @@ from marsrag.integrations.crewai_env import prepare_crewai_environment
 prepare_crewai_environment()
 
 import crewai  # noqa: E402 - must follow the environment set-up above
+from crewai.events import event_context as _event_context  # noqa: E402
 from crewai.utilities.converter import Converter, ConverterError  # noqa: E402
 from pydantic import BaseModel, Field  # noqa: E402
 
 from marsrag.contract import LoopOutput, validate_output  # noqa: E402
+from marsrag.errors import InputError  # noqa: E402
+
+# CrewAI prints event-scope warnings to stdout ("[CrewAIEventsBus] Warning: Event pairing mismatch"), e.g.
+# when a call the LLM boundary retried or stepped down emitted its failure; stdout is the user's (JSON).
+_event_context._default_config.mismatch_behavior = _event_context.MismatchBehavior.SILENT
+_event_context._default_config.empty_pop_behavior = _event_context.MismatchBehavior.SILENT
+
+_CREWAI_DIR = os.path.dirname(crewai.__file__) + os.sep
+
+
+class _HandledHere(logging.Filter):
+    """Demotes CrewAI's log records to DEBUG: the errors it logs (to the root logger) and then raises are
+    handled and recorded by MarsRAG (a refusal stepped down, a failed attempt), and its per-call warnings
+    ("approximate input token count") say nothing the user can act on. With DEBUG logging on, they show."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.pathname.startswith(_CREWAI_DIR) and record.levelno < logging.CRITICAL:
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+            return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+        return True
+
+
+_HANDLED_HERE = _HandledHere()
+
+
+def quiet_crewai_logs() -> None:
+    """Put the filter on the root logger and on every CrewAI logger created so far (idempotent)."""
+    names = [name for name in logging.root.manager.loggerDict if name == "crewai" or name.startswith("crewai.")]
+    for logger in [logging.getLogger(), *map(logging.getLogger, names)]:
+        if _HANDLED_HERE not in logger.filters:
+            logger.addFilter(_HANDLED_HERE)
+
+
+quiet_crewai_logs()
 
 Agent = crewai.Agent
 Crew = crewai.Crew
@@ -94,10 +130,34 @@ __all__ = [
 ]
 
 
+#: The variable holding each provider's key, where it is not ``<PROVIDER>_API_KEY``.
+_KEY_VARIABLES = {"gemini": "GEMINI_API_KEY", "google": "GEMINI_API_KEY", "claude": "ANTHROPIC_API_KEY"}
+
+
 def crewai_llm(model: str, *, base_url: str | None = None) -> Any:
-    """A CrewAI LLM for a model string (any provider CrewAI supports), optionally at ``base_url``."""
+    """A CrewAI LLM for a model string (any provider CrewAI supports), optionally at ``base_url``.
+
+    Checked before anything runs: a provider CrewAI cannot load, or one that needs a key none is set for, is
+    an :class:`InputError` naming what to install or set. With ``base_url`` (a local OpenAI-compatible server)
+    no key is needed: a placeholder is sent unless ``OPENAI_API_KEY`` is set.
+
+    Raises:
+        InputError: the provider is not installed or not known to CrewAI, or its key is not set.
+    """
     options: dict[str, Any] = {"model": model}
     if base_url:
         options["base_url"] = base_url
         options.setdefault("api_key", os.environ.get("OPENAI_API_KEY") or "not-needed")
-    return crewai.LLM(**options)
+    try:
+        llm = crewai.LLM(**options)
+    except (ImportError, ValueError) as error:
+        first = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
+        raise InputError(f"cannot use LLM {model!r}: {first}") from None
+    quiet_crewai_logs()  # the provider's module loggers exist now
+    if not base_url and "api_key" in getattr(type(llm), "model_fields", {}) and not getattr(llm, "api_key", None):
+        provider = str(getattr(llm, "provider", None) or model.split("/", 1)[0])
+        variable = _KEY_VARIABLES.get(provider, f"{provider.upper()}_API_KEY")
+        raise InputError(
+            f"LLM {model!r} needs an API key: set {variable} (or give --base-url for a local OpenAI-compatible server)"
+        )
+    return llm

@@ -105,6 +105,7 @@ def build_task(config: TaskConfig, agent: Any, loop_mode: Mode, context: list[An
         loop_contract_version=config.loop_contract_version or LOOP_CONTRACT_VERSION,
         **common,
     )
+    guardrail.bind(task)
     return BuiltTask(config, task, guardrail)
 
 

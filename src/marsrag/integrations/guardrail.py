@@ -1,7 +1,8 @@
 """The contract guardrail: validate each attempt, allow one repair, never make CrewAI raise.
 
 It works on CrewAI's ``TaskOutput`` by duck typing (``raw``, ``pydantic``, ``model_copy``), so it is tested
-and usable without importing CrewAI. Attempts are kept on the guardrail, in order, for the runtime to store.
+and usable without importing CrewAI. Attempts are kept on the guardrail, in order, for the runtime to store,
+each with what the LLM boundary recorded of its calls (model, endpoint, mode, cost, finish reason).
 """
 
 # No "from __future__ import annotations" here: CrewAI inspects the guardrail's return annotation at
@@ -11,8 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from marsrag.contract import FIELD_LIMITS, FIELDS, Mode, ValidationResult, validate_output
+from marsrag.contract import FIELD_LIMITS, FIELDS, Mode, ValidationResult, is_cut_finish, validate_output
 from marsrag.faults import failpoint
+from marsrag.integrations.calls import JOURNAL, AttemptCalls
+from marsrag.state import AttemptKind, AttemptRecord
 
 #: How many attempts a contract task gets: its first answer and one repair.
 MAX_ATTEMPTS = 2
@@ -20,16 +23,28 @@ MAX_ATTEMPTS = 2
 
 @dataclass(frozen=True)
 class Attempt:
-    """One validated answer of a task: its number (1 = first answer, 2 = repair), raw text and verdict."""
+    """One validated answer of a task: its number (1 = first answer, 2 = repair), raw text, verdict and calls."""
 
     number: int
     raw: str
     result: ValidationResult
+    calls: AttemptCalls = AttemptCalls()
 
     @property
     def is_repair(self) -> bool:
         """Whether this attempt was the repair."""
         return self.number > 1
+
+    def record(self, number: int, kind: AttemptKind) -> AttemptRecord:
+        """This attempt as the task's attempt ``number`` of ``kind``, with what its LLM calls were and cost."""
+        return AttemptRecord(
+            number=number,
+            raw=self.raw,
+            status=self.result.status,
+            errors=list(self.result.errors),
+            kind=kind,
+            **self.calls.fields(),
+        )
 
 
 def needs_repair(result: ValidationResult) -> bool:
@@ -68,7 +83,12 @@ class ContractGuardrail:
         self.mode: Mode = mode
         self.on_attempt = on_attempt
         self.attempts: list[Attempt] = []
+        self.task: Any = None
         self._lock = threading.Lock()
+
+    def bind(self, task: Any) -> None:
+        """The CrewAI task this guardrail judges: its LLM calls are read from the journal for each attempt."""
+        self.task = task
 
     @property
     def final(self) -> Attempt | None:
@@ -77,10 +97,12 @@ class ContractGuardrail:
 
     def check(self, output: Any) -> tuple[bool, Any]:
         """Validate one attempt (CrewAI calls this bound method: it reads a guardrail's source for events)."""
-        result = validate_output(output, mode=self.mode)
+        calls = AttemptCalls.of(JOURNAL.drain(self.task)) if self.task is not None else AttemptCalls()
+        # An answer the provider says it cut at its token limit is never taken as complete.
+        result = validate_output(output, mode=self.mode, cut=is_cut_finish(calls.finish_reason))
         raw = output.raw if isinstance(getattr(output, "raw", None), str) else ""
         with self._lock:
-            attempt = Attempt(len(self.attempts) + 1, raw, result)
+            attempt = Attempt(len(self.attempts) + 1, raw, result, calls)
             self.attempts.append(attempt)
         if self.on_attempt is not None:
             self.on_attempt(attempt)

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 from marsrag.integrations.crewai import BaseLLM
 
 
 class LocalLLM(BaseLLM):
     """A text-only LLM answering in-process: no tool calls, and a token estimate without warnings."""
+
+    #: At the LLM boundary: gets the response model as asked (it only records it), and no structure is
+    #: negotiated with it unless a subclass accepts offers.
+    boundary_local: ClassVar[bool] = True
+    boundary_offers: ClassVar[bool] = False
 
     def supports_function_calling(self) -> bool:
         """Plain text only: CrewAI's converter asks this before using structured output."""

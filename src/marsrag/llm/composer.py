@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from marsrag.integrations.calls import report
 from marsrag.llm._local import LocalLLM
 from marsrag.tokens import tokens
 
@@ -78,7 +79,9 @@ class OfflineComposer(LocalLLM):
         """Compose this task's answer as LoopOutput JSON."""
         prompt = messages if isinstance(messages, str) else "\n".join(str(m.get("content", "")) for m in messages)
         task = str(getattr(from_task, "marsrag_task", None) or getattr(from_task, "name", None) or "step")
-        return json.dumps(compose(prompt, task))
+        answer = json.dumps(compose(prompt, task))
+        report(finish_reason="stop")  # it always finishes its answer; it counts no tokens
+        return answer
 
 
 def compose(prompt: str, task: str) -> dict[str, str]:

@@ -2,6 +2,12 @@
 
 For tests (yours and ours) and offline demos: the only fake is at the LLM boundary, everything else is the
 real CrewAI. A ReAct-style ``Final Answer:`` is not required; CrewAI takes unparseable text as the answer.
+
+A script step may also say how the answer ended and what it cost (``finish_reason``, ``prompt_tokens``,
+``completion_tokens``), as a provider's response does, or be a server's error (``{"error": {"status": 500,
+"body": "..."}}``), raised as :class:`ScriptedHTTPError` with that status and body: that is how a script
+plays a server refusing a structured-output request. The replay LLM accepts structured-output offers like
+an OpenAI-compatible server, and records the mode of each call.
 """
 
 from __future__ import annotations
@@ -13,16 +19,46 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from pydantic import PrivateAttr
+from pydantic import BaseModel, PrivateAttr
 
 from marsrag.errors import MarsRAGError
+from marsrag.integrations.calls import report
 from marsrag.llm._local import LocalLLM
+from marsrag.llm.structured import take_offer
 
 
 class ReplayExhaustedError(MarsRAGError):
     """The replay LLM was called more times than it has scripted outputs."""
+
+
+class ScriptedHTTPError(MarsRAGError):
+    """A server error a replay script plays (an HTTP status and the body a real server would send)."""
+
+    def __init__(self, status_code: int, body: str) -> None:
+        super().__init__(f"Error code: {status_code} - {body}")
+        self.status_code = status_code
+        self.body = body
+
+
+class ReplayStep(BaseModel):
+    """One scripted call: an output (with how it ended and its token counts), or a server error."""
+
+    output: str | None = None
+    finish_reason: str | None = "stop"
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    error: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, item: str | dict[str, Any] | ReplayStep) -> ReplayStep:
+        """A step from an output text, a script object or a step."""
+        if isinstance(item, ReplayStep):
+            return item
+        if isinstance(item, str):
+            return cls(output=item)
+        return cls.model_validate(item)
 
 
 @dataclass(frozen=True)
@@ -34,32 +70,38 @@ class RecordedCall:
     response_model: str | None
     output: str
     prompt: str = field(repr=False, default="")
+    #: The structured-output mode the call was made with (``prompt``: none asked for).
+    structured_output: str = "prompt"
 
 
 class ReplayLLM(LocalLLM):
     """Answers each call with the next scripted output; raises :class:`ReplayExhaustedError` past the end."""
 
     model: str = "replay"
-    outputs: list[str]
+    outputs: list[str | ReplayStep]
     #: Seconds each call takes, to stand in for a real model's latency (0: answer at once).
     latency: float = 0.0
     _position: int = PrivateAttr(default=0)
     _calls: list[RecordedCall] = PrivateAttr(default_factory=list)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
+    #: Accepts structured-output offers as an OpenAI-compatible server does (a script can refuse them).
+    boundary_offers: ClassVar[bool] = True
+
     @classmethod
-    def from_outputs(cls, outputs: Iterable[str], *, latency: float = 0.0) -> ReplayLLM:
-        """A replay LLM answering with ``outputs`` in order, each call taking ``latency`` seconds."""
-        return cls(model="replay", outputs=list(outputs), latency=latency)
+    def from_outputs(cls, outputs: Iterable[str | dict[str, Any]], *, latency: float = 0.0) -> ReplayLLM:
+        """A replay LLM answering with ``outputs`` (texts or script steps) in order, each call taking ``latency`` s."""
+        steps = [item if isinstance(item, str) else ReplayStep.of(item) for item in outputs]
+        return cls(model="replay", outputs=steps, latency=latency)
 
     @classmethod
     def from_file(cls, path: str | Path) -> ReplayLLM:
-        """A replay LLM from JSON Lines, one ``{"output": "..."}`` per call.
+        """A replay LLM from JSON Lines, one ``{"output": "..."}`` (or a script step, see the module) per call.
 
         Raises:
             MarsRAGError: the file cannot be read or a line is not such an object (the message names it).
         """
-        outputs: list[str] = []
+        outputs: list[str | ReplayStep] = []
         try:
             lines = Path(path).read_text(encoding="utf-8").splitlines()
         except OSError as error:
@@ -71,9 +113,10 @@ class ReplayLLM(LocalLLM):
                 item = json.loads(line)
             except ValueError:
                 item = None
-            if not isinstance(item, dict) or not isinstance(item.get("output"), str):
+            step = _step(item)
+            if step is None:
                 raise MarsRAGError(f'{path}:{number}: expected a JSON object like {{"output": "..."}}')
-            outputs.append(item["output"])
+            outputs.append(step.output if set(item) == {"output"} and step.output is not None else step)
         return cls(model="replay", outputs=outputs)
 
     @property
@@ -100,13 +143,36 @@ class ReplayLLM(LocalLLM):
         if self.latency > 0:
             time.sleep(self.latency)
         recorded = [{"role": "user", "content": messages}] if isinstance(messages, str) else copy.deepcopy(messages)
+        offer = take_offer()
+        mode = offer.mode if offer is not None else "prompt"
         with self._lock:
             if self._position >= len(self.outputs):
                 raise ReplayExhaustedError(
                     f"the replay LLM ran out of outputs after {len(self.outputs)} call(s); add more to the script"
                 )
-            output = self.outputs[self._position]
+            step = ReplayStep.of(self.outputs[self._position])
             self._position += 1
             task_name = getattr(from_task, "marsrag_task", None) or getattr(from_task, "name", None)
-            self._calls.append(RecordedCall(recorded, task_name, getattr(response_model, "__name__", None), output))
+            model_name = getattr(response_model, "__name__", None)
+            output = step.output if step.output is not None else ""
+            self._calls.append(RecordedCall(recorded, task_name, model_name, output, structured_output=mode))
+        if step.error is not None:
+            raise ScriptedHTTPError(int(step.error.get("status", 500)), str(step.error.get("body", "")))
+        report(
+            finish_reason=step.finish_reason,
+            prompt_tokens=step.prompt_tokens,
+            completion_tokens=step.completion_tokens,
+        )
         return output
+
+
+def _step(item: Any) -> ReplayStep | None:
+    """A script line's step, or None when it is neither an output nor an error."""
+    if not isinstance(item, dict):
+        return None
+    if not isinstance(item.get("output"), str) and not isinstance(item.get("error"), dict):
+        return None
+    try:
+        return ReplayStep.model_validate(item)
+    except ValueError:
+        return None

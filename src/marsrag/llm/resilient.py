@@ -6,10 +6,8 @@ answer in time, HTTP 408/429/5xx) is made again, after an exponential, jittered,
 error is raised at once. A call still failing after its last attempt raises :class:`LLMCallError`, which
 names the attempts and the cause; the runner then records the run ``failed`` with that reason.
 
-:func:`make_resilient` changes the class of the LLM object itself to a subclass whose ``call``/``acall``
-apply the policy (the object is not wrapped in another): CrewAI keys per-call state by the LLM's identity
-(``call_stop_override`` stores the stop words under ``id(llm)``), checks ``isinstance(llm, BaseLLM)`` and sets
-fields such as ``stop`` on it, so anything but the same object would silently drop the stop words.
+The policy is applied at the LLM boundary (:mod:`marsrag.llm.boundary`), which also negotiates structured
+output and records each call.
 
 Settings come from the environment, resolved with the others in :class:`marsrag.settings.Settings`
 (``llm_calls``; :meth:`CallPolicy.from_settings`), or read alone by :meth:`CallPolicy.from_env`:
@@ -35,7 +33,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
 from marsrag.errors import MarsRAGError
 from marsrag.settings import LLM_BACKOFF_ENV, LLM_RETRIES_ENV, LLM_TIMEOUT_ENV, LlmCallSettings
@@ -243,9 +241,16 @@ def _within_time_limit(operation: Callable[[], _T], timeout: float | None) -> _T
 
 
 def call_with_policy(
-    operation: Callable[[], _T], policy: CallPolicy, *, model: str = "llm", sleep: Callable[[float], None] = time.sleep
+    operation: Callable[[], _T],
+    policy: CallPolicy,
+    *,
+    model: str = "llm",
+    sleep: Callable[[float], None] = time.sleep,
+    retryable: Callable[[BaseException], bool] = is_transport_error,
 ) -> _T:
     """Run one LLM call under ``policy``: each attempt time-limited, transport failures retried with backoff.
+
+    ``retryable`` decides what a transport failure is (default :func:`is_transport_error`).
 
     Raises:
         LLMCallError: every attempt failed in transport.
@@ -255,7 +260,7 @@ def call_with_policy(
         try:
             return _within_time_limit(operation, policy.timeout)
         except Exception as error:
-            if not is_transport_error(error):
+            if not retryable(error):
                 raise
             if attempt == policy.attempts:
                 raise _failure(model, policy, attempt, error) from error
@@ -263,7 +268,13 @@ def call_with_policy(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-async def acall_with_policy(operation: Callable[[], Awaitable[_T]], policy: CallPolicy, *, model: str = "llm") -> _T:
+async def acall_with_policy(
+    operation: Callable[[], Awaitable[_T]],
+    policy: CallPolicy,
+    *,
+    model: str = "llm",
+    retryable: Callable[[BaseException], bool] = is_transport_error,
+) -> _T:
     """The async :func:`call_with_policy` (``asyncio.wait_for`` limits each attempt)."""
     flag = _crewai_retry_flag()
     token = flag.set(True) if flag is not None else None
@@ -274,7 +285,7 @@ async def acall_with_policy(operation: Callable[[], Awaitable[_T]], policy: Call
             except Exception as error:
                 if isinstance(error, TimeoutError) and not isinstance(error, LLMTimeoutError):
                     error = LLMTimeoutError(f"no answer within {policy.timeout:g} s")
-                if not is_transport_error(error):
+                if not retryable(error):
                     raise
                 if attempt == policy.attempts:
                     raise _failure(model, policy, attempt, error) from error
@@ -283,77 +294,6 @@ async def acall_with_policy(operation: Callable[[], Awaitable[_T]], policy: Call
     finally:
         if flag is not None and token is not None:
             flag.reset(token)
-
-
-class ResilientCalls:
-    """Mixin placed before an LLM's own class: its ``call``/``acall`` run under :attr:`call_policy`."""
-
-    call_policy: ClassVar[CallPolicy] = CallPolicy()
-
-    def call(self, *args: Any, **kwargs: Any) -> Any:
-        """The LLM's own call, time-limited and retried on transport errors; the answer as clean text."""
-        parent = super()
-        answer = call_with_policy(
-            lambda: parent.call(*args, **kwargs),  # type: ignore[attr-defined]
-            self.call_policy,
-            model=str(getattr(self, "model", "llm")),
-        )
-        return clean_text(answer)
-
-    async def acall(self, *args: Any, **kwargs: Any) -> Any:
-        """The LLM's own acall, time-limited and retried on transport errors; the answer as clean text."""
-        parent = super()
-        answer = await acall_with_policy(
-            lambda: parent.acall(*args, **kwargs),  # type: ignore[attr-defined]
-            self.call_policy,
-            model=str(getattr(self, "model", "llm")),
-        )
-        return clean_text(answer)
-
-
-# CrewAI's BaseLLM wraps every ``call`` a subclass defines in its 429 retry; ours is the policy instead.
-ResilientCalls.call._crewai_rate_limit_wrapped = True  # type: ignore[attr-defined]
-ResilientCalls.acall._crewai_rate_limit_wrapped = True  # type: ignore[attr-defined]
-
-_classes: dict[tuple[type[Any], CallPolicy], type[Any]] = {}
-_classes_lock = threading.Lock()
-
-
-def _resilient_class(base: type[Any], policy: CallPolicy) -> type[Any]:
-    if issubclass(base, ResilientCalls):  # given a new policy: replace the old one, never stack them
-        base = next(k for k in base.__mro__ if not issubclass(k, ResilientCalls))
-    with _classes_lock:
-        made = _classes.get((base, policy))
-        if made is None:
-            namespace = {
-                "__module__": base.__module__,
-                "__qualname__": base.__qualname__,
-                "__annotations__": {"call_policy": ClassVar[CallPolicy]},
-                "call_policy": policy,
-            }
-            made = type(base.__name__, (ResilientCalls, base), namespace)
-            _classes[(base, policy)] = made
-        return made
-
-
-def make_resilient(llm: _T, policy: CallPolicy | None = None) -> _T:
-    """Give a ``crewai.BaseLLM`` object ``policy`` (default: from the environment), in place; returns it.
-
-    The object keeps its identity, fields, private state and ``isinstance`` relations; only its calls change.
-
-    Raises:
-        TypeError: ``llm`` is not a ``crewai.BaseLLM``.
-        InputError: the environment's settings are unusable.
-    """
-    # lazy: CrewAI, loads only when an LLM or a crew is built
-    from marsrag.integrations.crewai import BaseLLM
-
-    if not isinstance(llm, BaseLLM):
-        raise TypeError(f"expected a crewai.BaseLLM, got {type(llm).__name__}")
-    chosen = policy or CallPolicy.from_env()
-    # The same layout (pydantic's slots, no new fields): assigning __class__ is safe and keeps the object.
-    object.__setattr__(llm, "__class__", _resilient_class(type(llm), chosen))
-    return llm
 
 
 def tune_native_client(llm: _T, policy: CallPolicy) -> _T:
@@ -379,11 +319,9 @@ __all__ = [
     "CallPolicy",
     "LLMCallError",
     "LLMTimeoutError",
-    "ResilientCalls",
     "acall_with_policy",
     "call_with_policy",
     "clean_text",
     "is_transport_error",
-    "make_resilient",
     "tune_native_client",
 ]

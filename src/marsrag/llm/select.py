@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from marsrag.errors import InputError
-from marsrag.llm.resilient import CallPolicy, make_resilient, tune_native_client
+from marsrag.llm.boundary import make_resilient
+from marsrag.llm.resilient import CallPolicy, tune_native_client
 from marsrag.settings import COMPOSER
 
 __all__ = ["COMPOSER", "REPLAY_PREFIX", "resolve_llm"]
@@ -13,7 +14,13 @@ __all__ = ["COMPOSER", "REPLAY_PREFIX", "resolve_llm"]
 REPLAY_PREFIX = "replay:"
 
 
-def resolve_llm(spec: str | None, *, base_url: str | None = None, policy: CallPolicy | None = None) -> Any:
+def resolve_llm(
+    spec: str | None,
+    *,
+    base_url: str | None = None,
+    policy: CallPolicy | None = None,
+    structured_output: str = "auto",
+) -> Any:
     """The LLM object for a resolved spec (:attr:`marsrag.settings.Settings.llm`; None means the composer).
 
     ``composer`` (the default) is the offline composer; ``replay:FILE`` is the replay LLM over a JSON Lines
@@ -22,13 +29,14 @@ def resolve_llm(spec: str | None, *, base_url: str | None = None, policy: CallPo
 
     Every one gets the call ``policy`` (the resolved settings' ``llm_calls``; None: ``MARSRAG_LLM_TIMEOUT``,
     ``MARSRAG_LLM_RETRIES`` and ``MARSRAG_LLM_BACKOFF``, see :mod:`marsrag.llm.resilient`): a time limit per
-    attempt, retries with backoff for transport errors only, and answers cleaned to valid Unicode.
+    attempt, retries with backoff for transport errors only, and answers cleaned to valid Unicode. Structure is
+    asked for as ``structured_output`` says (:mod:`marsrag.llm.structured`).
 
     Raises:
         InputError: the replay file cannot be used, or a call-policy variable is not a usable number.
     """
     policy = policy or CallPolicy.from_env()
-    return make_resilient(_choose(spec, base_url, policy), policy)
+    return make_resilient(_choose(spec, base_url, policy), policy, structured_output=structured_output)
 
 
 def _choose(spec: str | None, base_url: str | None, policy: CallPolicy) -> Any:

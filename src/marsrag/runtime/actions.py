@@ -16,16 +16,16 @@ from typing import Any, Literal
 
 from marsrag.contract import FIELD_LIMITS, FIELDS, render_sections, validate_output
 from marsrag.errors import ActionConflictError, TaskNotFoundError
+from marsrag.integrations.calls import JOURNAL, AttemptCalls
 from marsrag.liveness import STALE_AFTER, is_stale, owner_id
 from marsrag.runtime.briefing import briefing, without_placeholders
-from marsrag.runtime.commit import failed_attempt, settle
+from marsrag.runtime.commit import Outcome, failed_attempt, settle
 from marsrag.runtime.runner import WorkflowRunner
 from marsrag.state import (
     AttemptKind,
     AttemptRecord,
     RunRecord,
     TaskState,
-    ValidationStatus,
     utcnow,
 )
 from marsrag.views.summary import summarize
@@ -66,17 +66,11 @@ def _repair(runner: WorkflowRunner, run: RunRecord, state: TaskState) -> TaskSta
     if error is not None or not item.guardrail.attempts:
         return _record_failure(runner, run, state, "operator_repair", error or "the task produced no answer")
     attempts = [
-        AttemptRecord(
-            number=len(state.attempts) + offset + 1,
-            raw=attempt.raw,
-            status=attempt.result.status,
-            errors=list(attempt.result.errors),
-            kind="operator_repair",
-        )
+        attempt.record(len(state.attempts) + offset + 1, "operator_repair")
         for offset, attempt in enumerate(item.guardrail.attempts)
     ]
-    final = item.guardrail.attempts[-1].result
-    return _commit(runner, run, state, dict(final.loop_output), final.status, attempts)
+    outcomes = [Outcome.of(attempt.result) for attempt in item.guardrail.attempts]
+    return _commit(runner, run, state, outcomes, attempts)
 
 
 def regenerate_sections(runner: WorkflowRunner, run_id: str, task_id: str) -> TaskState:
@@ -121,14 +115,16 @@ def _regenerate(runner: WorkflowRunner, run: RunRecord, state: TaskState) -> Tas
         if name in answer.passing_fields:
             merged[name] = answer.loop_output[name]
     result = validate_output(merged, mode=_mode(run))
+    calls = AttemptCalls.of(JOURNAL.drain(item.task))
     attempt = AttemptRecord(
         number=len(state.attempts) + 1,
         raw=raw,
         status=result.status,
         errors=list(result.errors),
         kind="regenerate",
+        **calls.fields(),
     )
-    return _commit(runner, run, state, dict(result.loop_output), result.status, [attempt])
+    return _commit(runner, run, state, [Outcome.of(result)], [attempt])
 
 
 def apply_action(runner: WorkflowRunner, action: Action, run_id: str, task_id: str) -> TaskState:
@@ -228,13 +224,17 @@ def _commit(
     runner: WorkflowRunner,
     run: RunRecord,
     state: TaskState,
-    values: dict[str, str | None],
-    status: ValidationStatus,
+    outcomes: list[Outcome],
     new_attempts: list[AttemptRecord],
 ) -> TaskState:
-    """Store the task's new output with its attempts, events and (when its loop changed) a re-planned transition."""
+    """Store the task's new attempts, events and (when its loop changed) a re-planned transition.
+
+    The task ends with the best of what it holds now and what the action produced (an action that made it
+    worse keeps the earlier output; its attempts are stored all the same).
+    """
     attempts = [*state.attempts, *new_attempts]
-    updated = settle(state, attempts, values, status, router=runner.router, candidates=runner.candidates)
+    candidates = [Outcome.stored(state), *outcomes]
+    updated = settle(state, attempts, candidates, router=runner.router, candidates=runner.candidates)
     runner.commits.commit(run, updated, new_attempts, replan=True)
     tasks = [updated if task.task_id == updated.task_id else task for task in runner.store.get_tasks(run.run_id)]
     runner.store.set_run_status(run.run_id, run.status, summary=summarize(tasks))

@@ -4,8 +4,9 @@ transaction, then the sinks.
 The runner (after each task CrewAI finishes) and every operator action (repair, regenerate) call it; neither
 builds these records itself, so a task reads the same whichever of them produced it:
 
-- :func:`settle` turns attempts into the task's final state: the verdict of the last attempt, the stored hook
-  of a chained task (the derived one, whatever the model answered), routing on the loop, the rendered text;
+- :func:`settle` turns attempts into the task's final state: the best of its outcomes (:func:`best_outcome`: a
+  repair worse than the answer before it is not what the task ends with), the stored hook of a chained task
+  (the derived one, whatever the model answered), routing on the loop, the rendered text;
 - :meth:`TaskCommitter.commit` records the new attempts' events, plans the transition out of the task with
   the planner (for an action: re-plans the current one, superseding it only when it changes), and stores the
   state, the transition and all their events in one transaction before any sink sees them;
@@ -18,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from marsrag.chain.planner import plan_transition
-from marsrag.contract import ContractIssue
+from marsrag.contract import FIELDS, ContractIssue, ValidationResult
 from marsrag.events.sinks import EventSink, dispatch
 from marsrag.faults import failpoint
 from marsrag.runtime.routing import Candidate, Router
@@ -51,27 +52,81 @@ def _store_then_dispatch(write: Callable[[], None], events: Sequence[LoopEvent],
     dispatch(events, sinks)
 
 
+#: The order of verdicts when attempts are compared (then the number of passing fields).
+STATUS_RANK: dict[str, int] = {"valid": 3, "partial": 2, "failed": 1, "skipped": 0}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One candidate for a task's final output: its fields, their verdict and the errors behind it."""
+
+    values: Mapping[str, str | None]
+    status: ValidationStatus
+    errors: tuple[ContractIssue, ...] = ()
+
+    @classmethod
+    def of(cls, result: ValidationResult) -> Outcome:
+        """The outcome of a validated answer."""
+        return cls(dict(result.loop_output), result.status, tuple(result.errors))
+
+    @classmethod
+    def stored(cls, state: TaskState) -> Outcome:
+        """The outcome a stored task state holds now (what an operator action competes with)."""
+        values = {name: getattr(state.loop_output, name) for name in FIELDS}
+        return cls(values, state.validation.status, tuple(state.validation.errors))
+
+    @property
+    def passing(self) -> int:
+        """How many fields have a value that no error names."""
+        failing = {issue.field for issue in self.errors}
+        return sum(1 for name in FIELDS if self.values.get(name) and name not in failing)
+
+    @property
+    def rank(self) -> tuple[int, int]:
+        """Verdict first (valid > partial > failed), then passing fields."""
+        return STATUS_RANK.get(self.status, 0), self.passing
+
+
+def best_outcome(outcomes: Iterable[Outcome]) -> Outcome:
+    """The best of a task's outcomes, earlier ones first: a later one wins unless it is strictly worse.
+
+    So a repair as good as the answer before it is kept (it answered the feedback), and a repair that made
+    things worse is not what the task ends with, nor what the next task is given.
+
+    Raises:
+        ValueError: no outcome.
+    """
+    best: Outcome | None = None
+    for outcome in outcomes:
+        if best is None or outcome.rank >= best.rank:
+            best = outcome
+    if best is None:
+        raise ValueError("a task needs at least one outcome to settle")
+    return best
+
+
 def settle(
     base: TaskState,
     attempts: Sequence[AttemptRecord],
-    values: Mapping[str, str | None],
-    status: ValidationStatus,
+    outcomes: Iterable[Outcome],
     *,
     router: Router,
     candidates: Sequence[Candidate],
 ) -> TaskState:
-    """The task's state after ``attempts`` (all of them, earlier ones first), whose last one gave ``values``.
+    """The task's state after ``attempts`` (all of them, earlier ones first), built from the best of ``outcomes``.
 
-    A chained task (``hook_source`` other than ``goal``) keeps its derived hook (spec section 3); the loop
-    is routed anew when there is one, else the earlier routing stays.
+    ``outcomes`` are what the task could end with, earlier ones first (an action gives the stored outcome and
+    its new one); :func:`best_outcome` picks. A chained task (``hook_source`` other than ``goal``) keeps its
+    derived hook (spec section 3); the loop is routed anew when there is one, else the earlier routing stays.
     """
-    fields = LoopFields(**dict(values))
+    chosen = best_outcome(outcomes)
+    fields = LoopFields(**dict(chosen.values))
     if base.hook_source != "goal":
         fields.hook = base.loop_output.hook
     routing = router.route(fields.loop, candidates) if fields.loop else base.routing
     return base.model_copy(
         update={
-            "validation": Validation(status=status, errors=list(attempts[-1].errors) if attempts else []),
+            "validation": Validation(status=chosen.status, errors=list(chosen.errors)),
             "loop_output": fields,
             "routing": routing,
             "attempts": list(attempts),

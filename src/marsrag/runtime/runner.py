@@ -18,11 +18,12 @@ from marsrag.chain.planner import plan_next_action
 from marsrag.contract import LOOP_CONTRACT_VERSION
 from marsrag.errors import ActionConflictError, InputError, StoreError
 from marsrag.events.sinks import EventSink
+from marsrag.integrations.calls import JOURNAL, AttemptCalls
 from marsrag.integrations.crewai import TaskOutput
 from marsrag.integrations.crewai_builders import BuiltCrew, BuiltTask, build_crew
 from marsrag.liveness import is_stale, owner_id
 from marsrag.runtime.briefing import briefing, without_placeholders
-from marsrag.runtime.commit import TaskCommitter, settle
+from marsrag.runtime.commit import Outcome, TaskCommitter, settle
 from marsrag.runtime.retrieval import NoRetriever, Retriever, retrieval_query
 from marsrag.runtime.routing import LexicalRouter, Router, project_candidates
 from marsrag.state import (
@@ -293,25 +294,13 @@ class _Execution:
             loop_output=LoopFields(hook=hook),
         )
         if item.guardrail is None or not item.guardrail.attempts:
-            attempts = [AttemptRecord(number=1, raw=raw, status="skipped")]
+            calls = AttemptCalls.of(JOURNAL.drain(item.task))
+            attempts = [AttemptRecord(number=1, raw=raw, status="skipped", **calls.fields())]
             return base.model_copy(update={"loop_output": LoopFields(), "attempts": attempts, "rendered": raw})
         attempts = [
-            AttemptRecord(
-                number=attempt.number,
-                raw=attempt.raw,
-                status=attempt.result.status,
-                errors=list(attempt.result.errors),
-                kind="repair" if attempt.is_repair else "answer",
-            )
+            attempt.record(attempt.number, "repair" if attempt.is_repair else "answer")
             for attempt in item.guardrail.attempts
         ]
-        final = item.guardrail.attempts[-1].result
+        outcomes = [Outcome.of(attempt.result) for attempt in item.guardrail.attempts]
         base.loop_contract_version = item.task.loop_contract_version or LOOP_CONTRACT_VERSION
-        return settle(
-            base,
-            attempts,
-            final.loop_output,
-            final.status,
-            router=self.runner.router,
-            candidates=self.runner.candidates,
-        )
+        return settle(base, attempts, outcomes, router=self.runner.router, candidates=self.runner.candidates)
