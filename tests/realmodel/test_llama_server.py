@@ -1,0 +1,125 @@
+"""Real-model tests: MarsRAG against llama-cpp-python's OpenAI-compatible server running SmolLM2-135M.
+
+The server accepts ``response_format`` only as ``text`` or ``json_object`` (with an optional ``schema``, which
+it turns into a grammar): ``auto`` must step down from ``json_schema`` once per process, record it, and then
+get constrained, structurally valid answers from even this tiny model. Under ``prompt`` the model writes
+what it likes; the run still completes, each task with a stored verdict. Kept few: a call takes seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO
+from tests.realmodel.conftest import ModelServer
+
+pytestmark = [pytest.mark.realmodel, pytest.mark.xdist_group("llama-server")]
+
+GOAL = "Checkout latency breached its SLO in three regions right after cache nodes restarted. What should we do?"
+STATUSES = {"valid", "partial", "failed"}
+
+
+def marsrag(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    """Run the CLI in its own process, as a user would, with no API key set and generous call limits."""
+    env = {**os.environ, "MARSRAG_HOME": str(home), "NO_COLOR": "1", "MARSRAG_LLM_TIMEOUT": "900"}
+    env.pop("OPENAI_API_KEY", None)
+    return subprocess.run(
+        [sys.executable, "-m", "marsrag", *args], capture_output=True, text=True, env=env, check=False, cwd=REPO
+    )
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data directory whose default store holds the sample knowledge base."""
+    path = tmp_path_factory.mktemp("realmodel-home")
+    ingested = marsrag("ingest", str(REPO / "examples" / "knowledge_base"), home=path)
+    assert ingested.returncode == 0, ingested.stderr
+    return path
+
+
+def run(server: ModelServer, home: Path, *extra: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    proc = marsrag("run", GOAL, "--llm", server.llm, "--base-url", server.base_url, "--format", "json", *extra, home=home)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc, json.loads(proc.stdout)
+
+
+def attempts(document: dict[str, Any]) -> list[dict[str, Any]]:
+    return [attempt for task in document["tasks"] for attempt in task["attempts"]]
+
+
+def test_auto_steps_down_once_and_the_tiny_model_answers_the_contract(model_server: ModelServer, home: Path) -> None:
+    """The default (auto, --base-url, no key): json_schema refused once, json_object with the schema after.
+
+    At least 2 of the 3 tasks are valid, every attempt says how it finished and what it cost, the refusal
+    is recorded on the first attempt and is no attempt itself; following the result works.
+    """
+    proc, document = run(model_server, home)
+    assert document["status"] == "completed"
+    assert [task["validation"]["status"] in STATUSES for task in document["tasks"]] == [True] * 3
+    assert sum(task["validation"]["status"] == "valid" for task in document["tasks"]) >= 2, document["tasks"]
+    every = attempts(document)
+    assert all(attempt["finish_reason"] for attempt in every), every
+    assert all(attempt["structured_output"] == "json_object" for attempt in every)
+    assert every[0]["structured_output_refused"] == ["json_schema"]
+    assert all(attempt["structured_output_refused"] == [] for attempt in every[1:])  # remembered
+    host = model_server.base_url.split("//", 1)[1].split("/", 1)[0]
+    assert {(a["model"], a["endpoint"]) for a in every} == {("smollm2", host)}
+    assert all(a["prompt_tokens"] and a["completion_tokens"] and a["latency_ms"] > 0 for a in every)
+    assert document["tasks"][0]["attempts"][0]["kind"] == "answer"  # the refused request was not an attempt
+    assert "[CrewAIEventsBus]" not in proc.stdout + proc.stderr
+    assert "ERROR:root" not in proc.stderr and "Traceback" not in proc.stderr
+
+    followed = marsrag(
+        "follow", document["run_id"], "--llm", model_server.llm, "--base-url", model_server.base_url,
+        "--format", "json", home=home,
+    )  # fmt: skip
+    assert followed.returncode == 0, followed.stderr[-3000:]
+    after = json.loads(followed.stdout)
+    assert after["session_id"] == document["session_id"] and after["run_id"] != document["run_id"]
+    assert after["status"] == "completed"
+
+
+@pytest.mark.parametrize("mode", ["prompt", "json_object"])
+def test_each_mode_completes_with_a_verdict_for_every_task(model_server: ModelServer, home: Path, mode: str) -> None:
+    """Under prompt and under the constrained mode the server supports, the run completes; each attempt says its mode."""
+    _, document = run(model_server, home, "--structured-output", mode)
+    assert document["status"] == "completed"
+    assert [task["validation"]["status"] in STATUSES for task in document["tasks"]] == [True] * 3
+    assert {attempt["structured_output"] for attempt in attempts(document)} == {mode}
+    assert all(attempt["structured_output_refused"] == [] for attempt in attempts(document))
+    assert all(attempt["finish_reason"] for attempt in attempts(document))
+
+
+def test_an_answer_cut_at_its_token_limit_is_never_valid(model_server: ModelServer, tmp_path: Path) -> None:
+    """With max_tokens too small for an answer, the server reports ``length``: the cut field fails ``truncated``.
+
+    No task is valid, and no cut loop is handed on: every transition falls back.
+    """
+    import crewai
+
+    from marsrag.llm.boundary import make_resilient
+    from marsrag.llm.resilient import CallPolicy, tune_native_client
+    from marsrag.runtime.runner import WorkflowRunner
+    from marsrag.store import open_store
+    from marsrag.tasks import load_config
+
+    policy = CallPolicy(timeout=900, retries=0, backoff=0)
+    raw = crewai.LLM(model=model_server.llm, base_url=model_server.base_url, api_key="not-needed", max_tokens=24)
+    llm = make_resilient(tune_native_client(raw, policy), policy, structured_output="json_object")
+    with open_store(f"sqlite:///{tmp_path / 'cut.db'}") as store:
+        record = WorkflowRunner(store, load_config(None), llm).run(GOAL)
+        tasks, transitions = store.get_tasks(record.run_id), store.get_transitions(record.run_id)
+    assert record.status == "completed"
+    assert [task.validation.status for task in tasks] != [] and all(t.validation.status != "valid" for t in tasks)
+    every = [attempt for task in tasks for attempt in task.attempts]
+    assert {attempt.finish_reason for attempt in every} == {"length"}
+    assert all(attempt.status != "valid" for attempt in every)
+    assert all(any(issue.code == "truncated" for issue in attempt.errors) for attempt in every), every
+    assert [t.transition_mode for t in transitions] == ["fallback", "fallback"]
