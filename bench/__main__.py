@@ -22,6 +22,7 @@ def main() -> None:
             main_job_bench,
             metrics_bench,
             rag_bench,
+            realmodel_bench,
             runtime_bench,
             store_bench,
             web_bench,
@@ -37,6 +38,7 @@ def main() -> None:
         web_bench.run()
         load_bench.run()
         metrics_bench.run()
+        realmodel_bench.run()
 
 
 if __name__ == "__main__":

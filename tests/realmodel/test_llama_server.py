@@ -45,7 +45,8 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def run(server: ModelServer, home: Path, *extra: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
-    proc = marsrag("run", GOAL, "--llm", server.llm, "--base-url", server.base_url, "--format", "json", *extra, home=home)
+    flags = ["--llm", server.llm, "--base-url", server.base_url, "--format", "json", *extra]
+    proc = marsrag("run", GOAL, *flags, home=home)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc, json.loads(proc.stdout)
 
@@ -88,7 +89,7 @@ def test_auto_steps_down_once_and_the_tiny_model_answers_the_contract(model_serv
 
 @pytest.mark.parametrize("mode", ["prompt", "json_object"])
 def test_each_mode_completes_with_a_verdict_for_every_task(model_server: ModelServer, home: Path, mode: str) -> None:
-    """Under prompt and under the constrained mode the server supports, the run completes; each attempt says its mode."""
+    """Under prompt and under the constrained mode the server supports, the run completes; attempts say the mode."""
     _, document = run(model_server, home, "--structured-output", mode)
     assert document["status"] == "completed"
     assert [task["validation"]["status"] in STATUSES for task in document["tasks"]] == [True] * 3
@@ -123,3 +124,27 @@ def test_an_answer_cut_at_its_token_limit_is_never_valid(model_server: ModelServ
     assert all(attempt.status != "valid" for attempt in every)
     assert all(any(issue.code == "truncated" for issue in attempt.errors) for attempt in every), every
     assert [t.transition_mode for t in transitions] == ["fallback", "fallback"]
+
+
+def test_grammar_mode_sends_the_contract_grammar_and_the_answer_has_its_shape(model_server: ModelServer) -> None:
+    """``grammar`` (explicit only): llama.cpp's grammar field makes even this model answer the five keys in order."""
+    import types
+
+    from marsrag.integrations.calls import JOURNAL
+    from marsrag.integrations.crewai import LoopOutputDraft, crewai_llm
+    from marsrag.llm.boundary import make_resilient
+    from marsrag.llm.resilient import CallPolicy
+
+    llm = make_resilient(
+        crewai_llm(model_server.llm, base_url=model_server.base_url),
+        CallPolicy(timeout=900, retries=0, backoff=0),
+        structured_output="grammar",
+    )
+    task = types.SimpleNamespace(id="grammar-probe", name="probe", agent=None, description="probe")
+    prompt = "Cache restarts slowed checkout. Answer as JSON with keys hook, grip, payoff, reinforce, loop."
+    answer = llm.call([{"role": "user", "content": prompt}], response_model=LoopOutputDraft, from_task=task)
+    assert list(json.loads(answer)) == ["hook", "grip", "payoff", "reinforce", "loop"]
+    assert all(value.strip() for value in json.loads(answer).values())
+    [record] = JOURNAL.drain(task)
+    assert (record.structured_output, record.structured_output_refused) == ("grammar", ())
+    assert record.finish_reason == "stop" and record.completion_tokens
