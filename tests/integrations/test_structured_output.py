@@ -76,6 +76,9 @@ class StrictChatServer(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.script: list[str] = []
         self.exchanges: list[Exchange] = []
+        #: Plays a server that refuses some structured-output requests: given a request body, the status and
+        #: JSON body of its refusal, or None to answer it (a refused request uses up no place in the script).
+        self.refuse: Callable[[dict[str, Any]], tuple[int, dict[str, Any]] | None] | None = None
         self._lock = threading.Lock()
 
     @property
@@ -98,6 +101,9 @@ class StrictChatServer(ThreadingHTTPServer):
     def _decide(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any], str | None]:
         if path != "/v1/chat/completions":
             return _error(404, f"no route for {path}")
+        refusal = self.refuse(body) if self.refuse is not None else None
+        if refusal is not None:
+            return refusal[0], refusal[1], json.dumps(refusal[1])
         if not self.script:
             return _error(400, "the test script has no reply left")
         content = self.script.pop(0)

@@ -80,6 +80,8 @@ def report(*, finish_reason: str | None = None, prompt_tokens: Any = None, compl
 
 def endpoint_of(llm: Any) -> str | None:
     """The host (and port) an LLM object sends to, never a key or a path; None for in-process LLMs."""
+    if getattr(llm, "boundary_local", False):
+        return None  # the replay LLM and the composer: BaseLLM's default provider ("openai") is not theirs
     for name in ("base_url", "api_base", "endpoint"):
         value = getattr(llm, name, None)
         if isinstance(value, str) and value:
