@@ -14,6 +14,10 @@ model's pydantic schema made strict (``additionalProperties: false``, every prop
 such as ``minLength`` kept) and parses the reply with the same model. A 400 is raised as
 ``openai.BadRequestError`` (the SDK does not retry a 400); the agent then re-runs the task with the same prompt
 up to ``max_retry_limit`` (2) more times and raises the error.
+
+These tests kick off crews on a bare ``crewai.LLM``: CrewAI's own behaviour, the controls. At MarsRAG's LLM
+boundary (``marsrag.llm.boundary``) the task's response model never reaches the provider; the structure is
+asked for in the request and every reply reaches the guardrail as text (test_structured_near_miss.py).
 """
 
 from __future__ import annotations
