@@ -48,7 +48,7 @@ typecheck: $(VENV)/.test-installed
 	$(BIN)/mypy
 
 pytest: $(VENV)/.test-installed
-	$(BIN)/pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+	$(BIN)/pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 ## bench: benchmarks, each figure next to its baseline measured in the same run
 bench: $(VENV)/.test-installed

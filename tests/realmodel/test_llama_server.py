@@ -20,7 +20,7 @@ import pytest
 from tests.conftest import REPO
 from tests.realmodel.conftest import ModelServer
 
-pytestmark = [pytest.mark.realmodel, pytest.mark.xdist_group("llama-server")]
+pytestmark = pytest.mark.realmodel
 
 GOAL = "Checkout latency breached its SLO in three regions right after cache nodes restarted. What should we do?"
 STATUSES = {"valid", "partial", "failed"}
