@@ -42,3 +42,8 @@ REPO = Path(__file__).resolve().parents[1]
 def sandbox() -> Path:
     """The throwaway directory standing in for $HOME and CrewAI's storage in this test session."""
     return _SANDBOX
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The real-model tests first: the longest file (minutes on one worker) overlaps everything else."""
+    items.sort(key=lambda item: "tests/realmodel/" not in item.nodeid.replace("\\", "/"))
