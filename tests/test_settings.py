@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from marsrag.errors import InputError
-from marsrag.settings import COMPOSER, Settings, default_store_url, resolve_settings, settings_file
+from marsrag.settings import COMPOSER, LlmCallSettings, Settings, default_store_url, resolve_settings, settings_file
 
 #: Each setting the flag, the environment and the file can all give: its environment variable and three values.
 CASES = {
@@ -140,3 +140,21 @@ def test_the_llm_call_policy_is_resolved_with_the_rest(clean: Path, monkeypatch:
     monkeypatch.setenv("MARSRAG_LLM_RETRIES", "1.5")
     with pytest.raises(InputError, match="MARSRAG_LLM_RETRIES must be a whole number >= 0, got '1.5'"):
         resolve_settings()
+
+
+def test_max_tokens_caps_answers_when_set() -> None:
+    """MARSRAG_LLM_MAX_TOKENS: unset or 0 is the provider's limit; a whole number caps; anything else is an error."""
+    assert LlmCallSettings.from_env({}).max_tokens is None
+    assert LlmCallSettings.from_env({"MARSRAG_LLM_MAX_TOKENS": "0"}).max_tokens is None
+    assert LlmCallSettings.from_env({"MARSRAG_LLM_MAX_TOKENS": "1200"}).max_tokens == 1200
+    with pytest.raises(InputError, match="MARSRAG_LLM_MAX_TOKENS must be a whole number"):
+        LlmCallSettings.from_env({"MARSRAG_LLM_MAX_TOKENS": "12.5"})
+
+
+@pytest.mark.crewai
+def test_max_tokens_reaches_the_crewai_model() -> None:
+    """The cap is the CrewAI model's own max_tokens (sent with every request)."""
+    from marsrag.llm.select import resolve_llm
+
+    assert resolve_llm("openai/x", base_url="http://127.0.0.1:9/v1", max_tokens=64).max_tokens == 64
+    assert resolve_llm("openai/x", base_url="http://127.0.0.1:9/v1").max_tokens is None

@@ -67,6 +67,7 @@ def open_llm(settings: Settings) -> Any:
         base_url=settings.base_url,
         policy=CallPolicy.from_settings(settings.llm_calls),
         structured_output=settings.structured_output,
+        max_tokens=settings.llm_calls.max_tokens,
     )
 
 

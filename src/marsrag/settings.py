@@ -8,8 +8,9 @@ workflows), not this file.
 This is the only module reading the configuration variables ``MARSRAG_CONFIG``, ``MARSRAG_LLM``,
 ``MARSRAG_BASE_URL``, ``MARSRAG_DB``, ``MARSRAG_BROKER``, ``MARSRAG_STRUCTURED_OUTPUT``, ``MARSRAG_TOKEN``,
 ``MARSRAG_ALLOWED_HOSTS``, ``MARSRAG_QUEUE``, ``MARSRAG_REDELIVER_AFTER``, ``MARSRAG_ACTION_TIMEOUT`` and the LLM
-call policy's ``MARSRAG_LLM_TIMEOUT``, ``MARSRAG_LLM_RETRIES`` and ``MARSRAG_LLM_BACKOFF`` (the data directory's
-``MARSRAG_HOME`` is :mod:`marsrag.paths`'; OpenTelemetry reads its own ``OTEL_*`` variables).
+call policy's ``MARSRAG_LLM_TIMEOUT``, ``MARSRAG_LLM_RETRIES``, ``MARSRAG_LLM_BACKOFF`` and
+``MARSRAG_LLM_MAX_TOKENS`` (the data directory's ``MARSRAG_HOME`` is :mod:`marsrag.paths`'; OpenTelemetry
+reads its own ``OTEL_*`` variables).
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ ACTION_TIMEOUT_ENV = "MARSRAG_ACTION_TIMEOUT"
 LLM_TIMEOUT_ENV = "MARSRAG_LLM_TIMEOUT"
 LLM_RETRIES_ENV = "MARSRAG_LLM_RETRIES"
 LLM_BACKOFF_ENV = "MARSRAG_LLM_BACKOFF"
+LLM_MAX_TOKENS_ENV = "MARSRAG_LLM_MAX_TOKENS"
 
 
 @dataclass(frozen=True)
@@ -73,11 +75,15 @@ class LlmCallSettings:
         timeout: seconds one attempt may take (``$MARSRAG_LLM_TIMEOUT``, default 120; ``0`` gives None: no limit).
         retries: attempts after the first, for transport errors only (``$MARSRAG_LLM_RETRIES``, default 2).
         backoff: the first retry's delay in seconds, doubled per retry (``$MARSRAG_LLM_BACKOFF``, default 1).
+        max_tokens: the most tokens an answer may have (``$MARSRAG_LLM_MAX_TOKENS``; None, the default: the
+            provider's own limit). A local model that never stops writing holds its server past any time limit;
+            a cut answer fails ``truncated``.
     """
 
     timeout: float | None = 120.0
     retries: int = 2
     backoff: float = 1.0
+    max_tokens: int | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> LlmCallSettings:
@@ -92,7 +98,10 @@ class LlmCallSettings:
         backoff = _number(env, LLM_BACKOFF_ENV, 1.0)
         if retries != int(retries):
             raise InputError(f"{LLM_RETRIES_ENV} must be a whole number >= 0, got {env[LLM_RETRIES_ENV]!r}")
-        return cls(timeout=timeout or None, retries=int(retries), backoff=backoff)
+        max_tokens = _number(env, LLM_MAX_TOKENS_ENV, 0)
+        if max_tokens != int(max_tokens):
+            raise InputError(f"{LLM_MAX_TOKENS_ENV} must be a whole number >= 0, got {env[LLM_MAX_TOKENS_ENV]!r}")
+        return cls(timeout=timeout or None, retries=int(retries), backoff=backoff, max_tokens=int(max_tokens) or None)
 
 
 @dataclass(frozen=True, kw_only=True)

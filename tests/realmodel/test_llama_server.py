@@ -28,7 +28,9 @@ STATUSES = {"valid", "partial", "failed"}
 
 def marsrag(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     """Run the CLI in its own process, as a user would, with no API key set and generous call limits."""
-    env = {**os.environ, "MARSRAG_HOME": str(home), "NO_COLOR": "1", "MARSRAG_LLM_TIMEOUT": "900"}
+    # A cap on answers: a tiny model under `prompt` may write until its context is full, holding the server.
+    limits = {"MARSRAG_LLM_TIMEOUT": "900", "MARSRAG_LLM_MAX_TOKENS": "1500"}
+    env = {**os.environ, "MARSRAG_HOME": str(home), "NO_COLOR": "1", **limits}
     env.pop("OPENAI_API_KEY", None)
     return subprocess.run(
         [sys.executable, "-m", "marsrag", *args], capture_output=True, text=True, env=env, check=False, cwd=REPO

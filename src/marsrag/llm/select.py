@@ -20,6 +20,7 @@ def resolve_llm(
     base_url: str | None = None,
     policy: CallPolicy | None = None,
     structured_output: str = "auto",
+    max_tokens: int | None = None,
 ) -> Any:
     """The LLM object for a resolved spec (:attr:`marsrag.settings.Settings.llm`; None means the composer).
 
@@ -30,16 +31,17 @@ def resolve_llm(
     Every one gets the call ``policy`` (the resolved settings' ``llm_calls``; None: ``MARSRAG_LLM_TIMEOUT``,
     ``MARSRAG_LLM_RETRIES`` and ``MARSRAG_LLM_BACKOFF``, see :mod:`marsrag.llm.resilient`): a time limit per
     attempt, retries with backoff for transport errors only, and answers cleaned to valid Unicode. Structure is
-    asked for as ``structured_output`` says (:mod:`marsrag.llm.structured`).
+    asked for as ``structured_output`` says (:mod:`marsrag.llm.structured`); ``max_tokens`` caps a CrewAI
+    model's answers (None: the provider's limit).
 
     Raises:
         InputError: the replay file cannot be used, or a call-policy variable is not a usable number.
     """
     policy = policy or CallPolicy.from_env()
-    return make_resilient(_choose(spec, base_url, policy), policy, structured_output=structured_output)
+    return make_resilient(_choose(spec, base_url, policy, max_tokens), policy, structured_output=structured_output)
 
 
-def _choose(spec: str | None, base_url: str | None, policy: CallPolicy) -> Any:
+def _choose(spec: str | None, base_url: str | None, policy: CallPolicy, max_tokens: int | None = None) -> Any:
     if not spec or spec == COMPOSER:
         # lazy: CrewAI, loads only when an LLM or a crew is built
         from marsrag.llm.composer import OfflineComposer
@@ -56,4 +58,4 @@ def _choose(spec: str | None, base_url: str | None, policy: CallPolicy) -> Any:
     # lazy: CrewAI, loads only when an LLM or a crew is built
     from marsrag.integrations.crewai import crewai_llm
 
-    return tune_native_client(crewai_llm(spec, base_url=base_url), policy)
+    return tune_native_client(crewai_llm(spec, base_url=base_url, max_tokens=max_tokens), policy)
