@@ -157,12 +157,17 @@ def run() -> None:
             db = f"sqlite:///{home}/bench.db"
             base = {"llm": "openai/smollm2", "base_url": f"http://127.0.0.1:{port}/v1", "db": db}
             ingest(Settings.resolve(**base), [ROOT / "examples" / "knowledge_base"], progress=False)
-            for goal in goals:
+            for number, goal in enumerate(goals, start=1):
                 for mode, arm in arms.items():  # alternated, so both arms meet the same machine load
                     settings = Settings.resolve(**base, structured_output=mode)
                     start = time.perf_counter()
                     document = run_goal(settings, goal)
                     arm.add(document, time.perf_counter() - start)
+                progress = "; ".join(
+                    f"{a.mode}: {a.first_valid}/{a.tasks} first valid, {a.valid} valid, {a.calls} calls, {a.seconds:.0f} s"
+                    for a in arms.values()
+                )
+                print(f"  goal {number}/{len(goals)}: {progress}", file=sys.stderr, flush=True)
         finally:
             server.terminate()
             server.wait(timeout=30)
