@@ -164,7 +164,7 @@ def run() -> None:
                     document = run_goal(settings, goal)
                     arm.add(document, time.perf_counter() - start)
                 progress = "; ".join(
-                    f"{a.mode}: {a.first_valid}/{a.tasks} first valid, {a.valid} valid, {a.calls} calls, {a.seconds:.0f} s"
+                    f"{a.mode}: {a.first_valid}/{a.tasks} first valid, {a.valid} valid, {a.calls} calls"
                     for a in arms.values()
                 )
                 print(f"  goal {number}/{len(goals)}: {progress}", file=sys.stderr, flush=True)
