@@ -169,8 +169,12 @@ def run() -> None:
                 )
                 print(f"  goal {number}/{len(goals)}: {progress}", file=sys.stderr, flush=True)
         finally:
-            server.terminate()
-            server.wait(timeout=30)
+            server.terminate()  # uvicorn waits for the request in progress: kill it if it will not stop
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
     ours, baseline = arms["json_object"], arms["prompt"]
 
     def row(name: str, value: float, base_value: float, fmt: str, target: str, ok: bool) -> None:
