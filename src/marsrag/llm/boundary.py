@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, ClassVar, TypeVar
 
 from marsrag.integrations.calls import JOURNAL, CallRecord, Capture, close_capture, endpoint_of, open_capture, report
@@ -61,6 +62,7 @@ class _Exchange:
         self.setting = llm.structured_output if structured and offers else "prompt"
         self.key = (self.endpoint or type(llm).__name__, self.model)
         self.refused: list[str] = []
+        self.stepped = False
         self.started = time.monotonic()
 
     def first(self) -> Offer:
@@ -70,13 +72,29 @@ class _Exchange:
         """Transport failures, except a refusal of the offer (a 5xx naming response_format is an answer)."""
         return lambda error: is_transport_error(error) and not (offer.constrains and is_refusal(error))
 
-    def next_after(self, offer: Offer, error: BaseException) -> Offer | None:
-        """The offer to make after ``error``, when it was a refusal of ``offer``; None: the error stands."""
+    def step_down(self, offer: Offer, error: BaseException) -> Offer:
+        """The offer to make after ``error`` when it was a refusal of ``offer``; else ``error`` is raised again."""
         if not (offer.constrains and is_refusal(error)):
-            return None
+            raise error
         if offer.mode not in self.refused:
             self.refused.append(offer.mode)
+        self.stepped = True
         return NEGOTIATOR.refused(self.key, self.setting, offer) or PROMPT
+
+    @contextmanager
+    def sending(self, offer: Offer) -> Iterator[None]:
+        """One request with ``offer``: what it reports is captured, and recorded when it answers."""
+        request, request_token = begin_request(offer)
+        capture, capture_token = open_capture()
+        self.stepped = False
+        try:
+            yield
+        finally:
+            close_capture(capture_token)
+            end_request(request_token)
+        # Reached when the block ended without an error: an answer, or a refusal stepped down (no record).
+        if not self.stepped:
+            self.record(request, capture)
 
     def record(self, request: Request, capture: Capture) -> None:
         JOURNAL.add(
@@ -101,11 +119,21 @@ class BoundaryCalls:
     #: The structured-output setting: auto, json_schema, json_object, grammar or prompt.
     structured_output: ClassVar[str] = AUTO
 
-    def _arguments(self, kwargs: dict[str, Any], response_model: Any) -> dict[str, Any]:
+    def _exchange(
+        self, tools: Any, callbacks: Any, available_functions: Any, from_task: Any, from_agent: Any, response_model: Any
+    ) -> tuple[_Exchange, dict[str, Any]]:
+        """The exchange of one call and the keyword arguments the LLM's own call gets."""
+        kwargs = {
+            "tools": tools,
+            "callbacks": callbacks,
+            "available_functions": available_functions,
+            "from_task": from_task,
+            "from_agent": from_agent,
+        }
         # In-process LLMs (replay, composer) get the response model as asked: they only record it.
         if getattr(self, "boundary_local", False):
             kwargs["response_model"] = response_model
-        return kwargs
+        return _Exchange(self, structured=response_model is not None and not tools, task=from_task), kwargs
 
     def call(
         self,
@@ -119,38 +147,20 @@ class BoundaryCalls:
     ) -> Any:
         """The LLM's own call at the boundary: time-limited, retried, structure negotiated, recorded."""
         parent = super()
-        kwargs = self._arguments(
-            {
-                "tools": tools,
-                "callbacks": callbacks,
-                "available_functions": available_functions,
-                "from_task": from_task,
-                "from_agent": from_agent,
-            },
-            response_model,
-        )
-        exchange = _Exchange(self, structured=response_model is not None and not tools, task=from_task)
+        exchange, kwargs = self._exchange(tools, callbacks, available_functions, from_task, from_agent, response_model)
         offer = exchange.first()
         while True:
-            request, request_token = begin_request(offer)
-            capture, capture_token = open_capture()
-            try:
-                answer = call_with_policy(
-                    lambda: parent.call(messages, **kwargs),  # type: ignore[attr-defined]
-                    self.call_policy,
-                    model=exchange.model,
-                    retryable=exchange.retryable(offer),
-                )
-            except Exception as error:
-                following = exchange.next_after(offer, error)
-                if following is None:
-                    raise
-                offer = following
-                continue
-            finally:
-                close_capture(capture_token)
-                end_request(request_token)
-            exchange.record(request, capture)
+            with exchange.sending(offer):
+                try:
+                    answer = call_with_policy(
+                        lambda: parent.call(messages, **kwargs),  # type: ignore[attr-defined]
+                        self.call_policy,
+                        model=exchange.model,
+                        retryable=exchange.retryable(offer),
+                    )
+                except Exception as error:
+                    offer = exchange.step_down(offer, error)
+                    continue
             return clean_text(answer)
 
     async def acall(
@@ -165,36 +175,18 @@ class BoundaryCalls:
     ) -> Any:
         """The async :meth:`call`."""
         parent = super()
-        kwargs = self._arguments(
-            {
-                "tools": tools,
-                "callbacks": callbacks,
-                "available_functions": available_functions,
-                "from_task": from_task,
-                "from_agent": from_agent,
-            },
-            response_model,
-        )
-        exchange = _Exchange(self, structured=response_model is not None and not tools, task=from_task)
+        exchange, kwargs = self._exchange(tools, callbacks, available_functions, from_task, from_agent, response_model)
         offer = exchange.first()
         while True:
-            request, request_token = begin_request(offer)
-            capture, capture_token = open_capture()
-            operation: Callable[[], Awaitable[Any]] = lambda: parent.acall(messages, **kwargs)  # type: ignore[attr-defined]  # noqa: E731
-            try:
-                answer = await acall_with_policy(
-                    operation, self.call_policy, model=exchange.model, retryable=exchange.retryable(offer)
-                )
-            except Exception as error:
-                following = exchange.next_after(offer, error)
-                if following is None:
-                    raise
-                offer = following
-                continue
-            finally:
-                close_capture(capture_token)
-                end_request(request_token)
-            exchange.record(request, capture)
+            with exchange.sending(offer):
+                operation: Callable[[], Awaitable[Any]] = lambda: parent.acall(messages, **kwargs)  # type: ignore[attr-defined]  # noqa: E731
+                try:
+                    answer = await acall_with_policy(
+                        operation, self.call_policy, model=exchange.model, retryable=exchange.retryable(offer)
+                    )
+                except Exception as error:
+                    offer = exchange.step_down(offer, error)
+                    continue
             return clean_text(answer)
 
     # -- what CrewAI's providers report, captured for the call being made --------------------------------
