@@ -42,3 +42,15 @@ class TaskNotFoundError(MarsRAGError, LookupError):
 
 class ActionConflictError(InputError):
     """An operator action does not apply to the task or run in its current state (e.g. repairing a valid task)."""
+
+
+class HolderLostError(ActionConflictError):
+    """A write was refused: its writer no longer holds the run (another process took it over) or the task."""
+
+
+class AlreadyFollowedError(ActionConflictError):
+    """The run's next action was followed already; ``run_id`` is the run that follows it."""
+
+    def __init__(self, message: str, run_id: str) -> None:
+        super().__init__(message)
+        self.run_id = run_id

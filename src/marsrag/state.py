@@ -153,8 +153,11 @@ class RunRecord(BaseModel):
     loop_contract_version: str = LOOP_CONTRACT_VERSION
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
-    #: "host:pid" of the process executing the run (None before it starts).
+    #: "host:pid" of the process holding the run: its executor once running, before that the process that
+    #: accepted it (None for runs stored before owners were recorded for pending runs).
     owner: str | None = None
+    #: The run whose next action this run follows (a run's next action is followed at most once).
+    followed_from: str | None = None
 
 
 #: The loop events of spec section 8.

@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import text
+from sqlalchemy import Connection, text
 
 from marsrag.contract import LOOP_CONTRACT_VERSION
 from marsrag.errors import IncompatibleRecordError, StoreError
+from marsrag.state import RunRecord
 from marsrag.store import RunStore, open_store
 from marsrag.store._migrate import HEAD
 from marsrag.store.conformance import RunStoreConformance, in_threads
@@ -32,6 +34,36 @@ def sql(store: RunStore, statement: str, **params: Any) -> list[Any]:
     with store.engine.begin() as connection:
         result = connection.execute(text(statement), params)
         return list(result.all()) if result.returns_rows else []
+
+
+@contextmanager
+def upgraded_to(db_url: str, revision: str) -> Iterator[Connection]:
+    """A connection on the (new) database at ``db_url`` migrated only up to ``revision``; committed at the end."""
+    from alembic import command
+    from alembic.config import Config
+
+    from marsrag.store import _engine
+    from marsrag.store._migrate import MIGRATIONS
+
+    engine = _engine.create(_engine.parse_url(db_url))
+    try:
+        with engine.begin() as connection:
+            config = Config()
+            config.set_main_option("script_location", str(MIGRATIONS))
+            config.attributes["connection"] = connection
+            command.upgrade(config, revision)
+            yield connection
+    finally:
+        engine.dispose()
+
+
+def run_row_before_0007(record: RunRecord) -> dict[str, Any]:
+    """A ``runs`` row as revisions before 0007 had it (no ``followed_from``)."""
+    from marsrag.store import _rows
+
+    row = _rows.run_row(record)
+    del row["followed_from"]
+    return row
 
 
 class SqlConformance(RunStoreConformance):
@@ -195,69 +227,47 @@ def test_a_schema_revision_from_a_newer_marsrag_is_reported(db_url: str) -> None
 
 def test_migration_0003_names_the_kind_of_existing_attempts(db_url: str) -> None:
     """Attempts stored at revision 0002 (no kind) read back as answer (number 1) and repair (later)."""
-    from alembic import command
-    from alembic.config import Config
     from sqlalchemy import insert
 
-    from marsrag.store import _engine, _rows
-    from marsrag.store._migrate import MIGRATIONS
+    from marsrag.store import _rows
     from marsrag.store.schema import runs, task_states
 
-    engine = _engine.create(_engine.parse_url(db_url))
     stored = task(run_id="r")
-    try:
-        with engine.begin() as connection:
-            config = Config()
-            config.set_main_option("script_location", str(MIGRATIONS))
-            config.attributes["connection"] = connection
-            command.upgrade(config, "0002")
-            connection.execute(insert(runs), [_rows.run_row(run("r"))])
-            connection.execute(insert(task_states), [_rows.task_row(stored)])
-            for row in _rows.attempt_rows(stored):
-                del row["kind"]
-                connection.execute(
-                    text(
-                        "INSERT INTO attempts (run_id, task_id, number, raw, status, errors, created_at)"
-                        " VALUES (:run_id, :task_id, :number, :raw, :status, '[]', :created_at)"
-                    ),
-                    {key: value for key, value in row.items() if key != "errors"},
-                )
-    finally:
-        engine.dispose()
+    with upgraded_to(db_url, "0002") as connection:
+        connection.execute(insert(runs), [run_row_before_0007(run("r"))])
+        connection.execute(insert(task_states), [_rows.task_row(stored)])
+        for row in _rows.attempt_rows(stored):
+            del row["kind"]
+            connection.execute(
+                text(
+                    "INSERT INTO attempts (run_id, task_id, number, raw, status, errors, created_at)"
+                    " VALUES (:run_id, :task_id, :number, :raw, :status, '[]', :created_at)"
+                ),
+                {key: value for key, value in row.items() if key != "errors"},
+            )
     with open_store(db_url) as migrated:
         assert [(a.number, a.kind) for a in migrated.get_tasks("r")[0].attempts] == [(1, "answer"), (2, "repair")]
 
 
 def test_migration_0006_keeps_attempts_stored_before_it_with_unknown_calls(db_url: str) -> None:
     """Attempts stored at revision 0005 keep their rows; their LLM call fields read back None and []."""
-    from alembic import command
-    from alembic.config import Config
     from sqlalchemy import insert
 
-    from marsrag.store import _engine, _rows
-    from marsrag.store._migrate import MIGRATIONS
+    from marsrag.store import _rows
     from marsrag.store.schema import runs, task_states
 
-    engine = _engine.create(_engine.parse_url(db_url))
     stored = task(run_id="r")
-    try:
-        with engine.begin() as connection:
-            config = Config()
-            config.set_main_option("script_location", str(MIGRATIONS))
-            config.attributes["connection"] = connection
-            command.upgrade(config, "0005")
-            connection.execute(insert(runs), [_rows.run_row(run("r"))])
-            connection.execute(insert(task_states), [_rows.task_row(stored)])
-            for row in _rows.attempt_rows(stored):
-                connection.execute(
-                    text(
-                        "INSERT INTO attempts (run_id, task_id, number, raw, status, errors, kind, created_at)"
-                        " VALUES (:run_id, :task_id, :number, :raw, :status, '[]', :kind, :created_at)"
-                    ),
-                    {key: row[key] for key in ("run_id", "task_id", "number", "raw", "status", "kind", "created_at")},
-                )
-    finally:
-        engine.dispose()
+    with upgraded_to(db_url, "0005") as connection:
+        connection.execute(insert(runs), [run_row_before_0007(run("r"))])
+        connection.execute(insert(task_states), [_rows.task_row(stored)])
+        for row in _rows.attempt_rows(stored):
+            connection.execute(
+                text(
+                    "INSERT INTO attempts (run_id, task_id, number, raw, status, errors, kind, created_at)"
+                    " VALUES (:run_id, :task_id, :number, :raw, :status, '[]', :kind, :created_at)"
+                ),
+                {key: row[key] for key in ("run_id", "task_id", "number", "raw", "status", "kind", "created_at")},
+            )
     with open_store(db_url) as migrated:
         assert sql(migrated, f"SELECT version_num FROM {VERSION_TABLE}") == [(HEAD,)]
         columns = ", ".join(_rows.ATTEMPT_CALL_FIELDS)
@@ -296,5 +306,53 @@ def test_migration_0006_downgrades_to_0005(db_url: str) -> None:
             names = {column["name"] for column in inspect(connection).get_columns("attempts")}
             assert names == {"run_id", "task_id", "number", "raw", "status", "errors", "created_at", "kind"}
             assert connection.execute(text("SELECT count(*) FROM attempts")).scalar() == 2
+    finally:
+        engine.dispose()
+
+
+def test_migration_0007_keeps_runs_and_tasks_stored_before_it(db_url: str) -> None:
+    """Runs and tasks stored at revision 0006 read back as they were (following nothing); follows then work."""
+    from sqlalchemy import insert
+
+    from marsrag.errors import AlreadyFollowedError
+    from marsrag.store import _rows
+    from marsrag.store.schema import runs, task_states
+
+    stored = task(run_id="r", attempts=[])
+    with upgraded_to(db_url, "0006") as connection:
+        connection.execute(insert(runs), [run_row_before_0007(run("r")), run_row_before_0007(run("s"))])
+        connection.execute(insert(task_states), [_rows.task_row(stored)])
+    with open_store(db_url) as migrated:
+        assert sql(migrated, f"SELECT version_num FROM {VERSION_TABLE}") == [(HEAD,)]
+        assert [migrated.get_run(run_id).followed_from for run_id in ("r", "s")] == [None, None]
+        assert migrated.get_tasks("r") == [stored]
+        migrated.create_run(run("next", followed_from="r"))
+        with pytest.raises(AlreadyFollowedError):
+            migrated.create_run(run("again", followed_from="r"))
+
+
+def test_migration_0007_downgrades_to_0006(db_url: str) -> None:
+    """Downgrading from 0007 drops the follow and commit columns and keeps the rows."""
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import inspect
+
+    from marsrag.store import _engine
+    from marsrag.store._migrate import MIGRATIONS
+
+    with open_store(db_url) as opened:
+        opened.create_run(run())
+        opened.create_run(run("next", followed_from="run-1"))
+        opened.save_task(task())
+    engine = _engine.create(_engine.parse_url(db_url))
+    try:
+        with engine.begin() as connection:
+            config = Config()
+            config.set_main_option("script_location", str(MIGRATIONS))
+            config.attributes["connection"] = connection
+            command.downgrade(config, "0006")
+            assert "followed_from" not in {column["name"] for column in inspect(connection).get_columns("runs")}
+            assert "commit_id" not in {column["name"] for column in inspect(connection).get_columns("task_states")}
+            assert connection.execute(text("SELECT count(*) FROM runs")).scalar() == 2
     finally:
         engine.dispose()

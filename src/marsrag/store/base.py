@@ -14,12 +14,24 @@ from datetime import datetime
 from typing import Literal
 
 from marsrag.state import LoopEvent, RunRecord, RunStatus, TaskState, TransitionRecord
-from marsrag.store.queries import ChunkHit, ChunkText, GroupedCounts, GroupKey, OutcomeCount, TaskFailure
+from marsrag.store.queries import (
+    ChunkHit,
+    ChunkText,
+    Claim,
+    GroupedCounts,
+    GroupKey,
+    Holder,
+    OutcomeCount,
+    TaskFailure,
+)
 
 #: What storing a document did: it was new, it replaced an older version, or that version was there already.
 DocumentOutcome = Literal["added", "updated", "unchanged"]
 #: Outcome counts per workflow, then per (workflow, task).
 Rankings = tuple[list[OutcomeCount], list[OutcomeCount]]
+#: Seconds between tries of a store operation whose connection dropped (about 15 s in all); the runtime rides
+#: out a brief outage of the whole store with the same schedule.
+RETRY_DELAYS: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0, 8.0)
 
 
 class RunStore(ABC):
@@ -29,8 +41,13 @@ class RunStore(ABC):
     url: str
 
     @abstractmethod
-    def create_run(self, run: RunRecord) -> None:
-        """Insert a new run (status ``pending`` or ``running``)."""
+    def create_run(self, run: RunRecord, events: Sequence[LoopEvent] = ()) -> None:
+        """Insert a new run (status ``pending`` or ``running``) with the events that describe it, in one transaction.
+
+        Raises:
+            AlreadyFollowedError: ``run.followed_from`` names a run that another run follows already (nothing is
+                stored; the error carries that run's id). Of racing follows of one run, exactly one is stored.
+        """
 
     @abstractmethod
     def set_run_status(
@@ -41,19 +58,27 @@ class RunStore(ABC):
         reason: str | None = None,
         summary: str | None = None,
         owner: str | None = None,
-    ) -> None:
-        """Update a run's status (and its reason, summary and owner when given); bumps ``updated_at``.
+        seen: RunRecord | None = None,
+    ) -> bool:
+        """Update a run's status (and its reason, summary and owner when given); bumps ``updated_at``; whether it did.
+
+        ``completed`` clears the reason unless one is given (a finished run keeps no stale failure reason).
+        With ``seen`` the update is a compare-and-set: it applies only while the run's status and owner are
+        still as ``seen`` (what the writer read), so no writer overwrites what another wrote since; without it,
+        it always applies. A write whose connection dropped is retried (see :data:`RETRY_DELAYS`).
 
         Raises:
             RunNotFoundError: no such run.
         """
 
     @abstractmethod
-    def claim_run(self, run_id: str, owner: str, *, seen: RunRecord) -> bool:
+    def claim_run(self, run_id: str, owner: str, *, seen: RunRecord) -> Claim:
         """Mark a run ``running`` under ``owner`` if it is still as ``seen`` (status and owner); whether it was.
 
         A compare-and-set: of several processes that read the same pending (or abandoned) run and race to
-        execute it, exactly one gets it. Bumps ``updated_at``.
+        execute it, exactly one gets it. Refused (``busy``, naming the task and its holder) while an operator
+        action that is not gone (:func:`marsrag.liveness.holder_gone`) holds one of the run's tasks: resume and
+        recovery respect actions' claims as actions respect the run's. Bumps ``updated_at``.
         """
 
     @abstractmethod
@@ -64,6 +89,7 @@ class RunStore(ABC):
         *,
         transition: TransitionRecord | None = None,
         transition_events: Sequence[LoopEvent] = (),
+        holder: Holder | None = None,
     ) -> None:
         """Insert (or replace) one task state with its attempts and events, in one transaction.
 
@@ -72,26 +98,39 @@ class RunStore(ABC):
         transition: storing one marks the task's current one ``superseded`` (the row is kept). Also bumps the
         run's ``updated_at``: every committed task is a heartbeat of the process running it.
 
+        ``holder`` makes the save conditional: it applies only while the run is ``running`` under
+        ``holder.run_owner``, or while ``holder.task_claim`` still claims the task. A save whose connection
+        dropped is retried on a fresh one (see :data:`RETRY_DELAYS`); when the lost commit's outcome is
+        unknown, the retry first checks whether it landed, so nothing is written (or counted) twice.
+
         Raises:
             RunNotFoundError: the task's run does not exist.
+            HolderLostError: ``holder`` no longer holds the run or the task (nothing is written).
         """
 
     @abstractmethod
-    def save_transition(self, transition: TransitionRecord, events: Sequence[LoopEvent] = ()) -> None:
+    def save_transition(
+        self, transition: TransitionRecord, events: Sequence[LoopEvent] = (), *, holder: Holder | None = None
+    ) -> None:
         """Insert one transition with its events, in one transaction.
 
         Unless it is itself marked superseded, it supersedes its source task's current outgoing transition.
+        ``holder`` makes it conditional as for :meth:`save_task`.
+
+        Raises:
+            RunNotFoundError: the transition's run does not exist.
+            HolderLostError: ``holder`` no longer holds the run.
         """
 
     @abstractmethod
-    def claim_task(
-        self, run_id: str, task_id: str, owner: str, *, statuses: Sequence[str], stale_before: datetime
-    ) -> bool:
-        """Claim a task for an operator action, atomically; whether this caller got it.
+    def claim_task(self, run_id: str, task_id: str, owner: str, *, statuses: Sequence[str], seen: RunRecord) -> Claim:
+        """Claim a task for an operator action, atomically; whether this caller got it, else why not.
 
-        The claim is taken only when the task's validation status is one of ``statuses`` and no other claim
-        holds it (a claim taken before ``stale_before`` is abandoned and may be taken over). Saving the task
-        releases its claim (the row is replaced); :meth:`release_task` releases it otherwise.
+        The claim is taken only when the task's validation status is one of ``statuses`` (else ``status``),
+        the run is still as ``seen`` (status and owner: no resume or recovery took it since the caller read
+        it; else ``changed``) and no other claim holds the task, unless its holder is gone (the liveness rule
+        of runs, :func:`marsrag.liveness.holder_gone`, with the claim's start as its heartbeat; else ``busy``).
+        Saving the task releases its claim (the row is replaced); :meth:`release_task` releases it otherwise.
         """
 
     @abstractmethod

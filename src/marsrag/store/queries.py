@@ -11,7 +11,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-__all__ = ["ChunkHit", "ChunkText", "GroupKey", "GroupedCounts", "LoopCounts", "OutcomeCount", "TaskFailure"]
+__all__ = [
+    "ChunkHit",
+    "ChunkText",
+    "Claim",
+    "GroupKey",
+    "GroupedCounts",
+    "Holder",
+    "LoopCounts",
+    "OutcomeCount",
+    "TaskFailure",
+]
 
 #: What the loop counts can be grouped by: the run's workflow, or the UTC day the run was created.
 GroupKey = Literal["workflow", "day"]
@@ -83,3 +93,34 @@ class ChunkHit:
     heading: str
     text: str
     score: float
+
+
+#: Why a claim was refused: the run is no longer as the caller read it, someone alive holds it (or one of its
+#: tasks), the task is not in a status the claim applies to, or there is no such task.
+ClaimRefusal = Literal["changed", "busy", "status", "missing"]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The answer to a claim on a run or a task: taken, or refused with the reason (true only when taken)."""
+
+    ok: bool
+    refusal: ClaimRefusal | None = None
+    #: Who holds it instead (``busy``), and which task (a run's claim refused for a task an action holds).
+    holder: str | None = None
+    task_id: str | None = None
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+@dataclass(frozen=True)
+class Holder:
+    """On whose behalf a write is made; the store applies it only while they still hold what they hold.
+
+    ``run_owner``: the executor of the run (``host:pid``), which holds it while the run is ``running`` under
+    that owner. ``task_claim``: an operator action's claim on the task it saves.
+    """
+
+    run_owner: str | None = None
+    task_claim: str | None = None

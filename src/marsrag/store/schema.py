@@ -56,7 +56,11 @@ runs = Table(
     Column("updated_at", DateTime(timezone=True), nullable=False),
     # "host:pid" of the process executing the run, so a run left running by a dead process can be told stale.
     Column("owner", String, nullable=True),
+    # The run whose next action this one follows (migration 0007): unique, so a run is followed at most once
+    # however many requests race (NULL, for every other run, is never equal to another NULL).
+    Column("followed_from", String, nullable=True),
     PrimaryKeyConstraint("run_id", name="pk_runs"),
+    Index("uq_runs_followed_from", "followed_from", unique=True),
     Index("ix_runs_created_at", "created_at"),
     # Metrics (migration 0004): what the metrics read of a run, in run_id order, so they never touch its row;
     # and a session's runs with their workflow and creation time (session depth, later runs of a session).
@@ -93,6 +97,9 @@ task_states = Table(
     # The operator action running on the task (migration 0005): who claimed it and when; NULL when none.
     Column("action_owner", String, nullable=True),
     Column("action_started_at", DateTime(timezone=True), nullable=True),
+    # A token per save (migration 0007): a save retried after its connection dropped mid-commit reads it to
+    # tell whether the lost commit landed, so nothing is written (or counted) twice.
+    Column("commit_id", String, nullable=True),
     PrimaryKeyConstraint("run_id", "task_id", name="pk_task_states"),
     ForeignKeyConstraint(["run_id"], ["runs.run_id"], name="fk_task_states_run_id_runs"),
     # Metrics (migration 0004): a covering index by run and task, and the few tasks that route to a workflow.

@@ -6,25 +6,28 @@ is thread-safe, so one store serves every thread of a process.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from itertools import groupby
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, bindparam, delete, func, insert, select, update
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
 import marsrag.store._engine as _engine
 import marsrag.store._metrics_sql as _metrics_sql
 import marsrag.store._rows as _rows
-from marsrag.errors import RunNotFoundError, StoreError
+from marsrag.errors import AlreadyFollowedError, HolderLostError, RunNotFoundError, StoreError
+from marsrag.liveness import holder_gone
 from marsrag.state import VALIDATION_STATUSES, LoopEvent, RunRecord, RunStatus, TaskState, TransitionRecord, utcnow
 from marsrag.store._knowledge_sql import SqlKnowledgeStore
 from marsrag.store._metrics_sql import Span
 from marsrag.store._migrate import ensure_schema
-from marsrag.store.base import KnowledgeStore, Rankings, RunStore
-from marsrag.store.queries import GroupedCounts, GroupKey, TaskFailure
+from marsrag.store.base import RETRY_DELAYS, KnowledgeStore, Rankings, RunStore
+from marsrag.store.queries import Claim, GroupedCounts, GroupKey, Holder, TaskFailure
 from marsrag.store.schema import attempts, events, runs, task_states, transitions
 
 # Write statements built once: building the expression each call cost more than executing it on SQLite.
@@ -55,6 +58,21 @@ _OUTCOMES = (
     .group_by(task_states.c.run_id, task_states.c.validation_status)
 )
 _OUTCOME_BATCH = 500
+_COMMIT_ID = select(task_states.c.commit_id).where(
+    (task_states.c.run_id == bindparam("run_id")) & (task_states.c.task_id == bindparam("task_id"))
+)
+_RUN_FOR_UPDATE = select(runs).where(runs.c.run_id == bindparam("run_id")).with_for_update()
+
+Result = TypeVar("Result")
+
+
+def _dropped(error: BaseException) -> bool:
+    """Whether a database error means the connection was lost (the server closed it, or the network did)."""
+    return isinstance(error, DBAPIError) and bool(error.connection_invalidated)
+
+
+def _as_seen(row: Any, seen: RunRecord) -> bool:
+    return bool(row["status"] == seen.status and row["owner"] == seen.owner)
 
 
 class SqlRunStore(RunStore):
@@ -96,24 +114,91 @@ class SqlRunStore(RunStore):
         with self._errors(action), self._writer.begin() as connection:
             yield connection
 
+    def _writing(
+        self,
+        action: str,
+        body: Callable[[Connection], Result],
+        landed: Callable[[Connection], Result | None] | None = None,
+    ) -> Result:
+        """Run ``body`` in one write transaction; on a dropped connection, again on a fresh one (bounded).
+
+        ``landed`` tells, on a fresh connection, whether a try whose connection dropped committed after all
+        (a drop during COMMIT leaves its outcome unknown): its result, else None and ``body`` runs again.
+        Without it the write is retried as it is, so ``body`` must be safe to apply twice.
+        """
+        lost = False
+        for delay in (*RETRY_DELAYS, None):
+            try:
+                with self._writer.begin() as connection:
+                    if lost and landed is not None and (done := landed(connection)) is not None:
+                        return done
+                    return body(connection)
+            except SQLAlchemyError as error:
+                if not _dropped(error) or delay is None:
+                    raise self._store_error(action, error) from error
+                lost = True
+                time.sleep(delay)
+        raise AssertionError("unreachable")  # the loop returns or raises
+
     @contextmanager
     def _read(self, action: str) -> Iterator[Connection]:
         # One (deferred) transaction per read, so a task and its attempts come from the same snapshot.
         with self._errors(action), self._engine.begin() as connection:
             yield connection
 
+    def _reading(self, action: str, body: Callable[[Connection], Result]) -> Result:
+        """Run ``body`` in one read transaction; on a dropped connection, again on a fresh one (bounded)."""
+        for delay in (*RETRY_DELAYS, None):
+            try:
+                with self._engine.begin() as connection:
+                    return body(connection)
+            except SQLAlchemyError as error:
+                if not _dropped(error) or delay is None:
+                    raise self._store_error(action, error) from error
+                time.sleep(delay)
+        raise AssertionError("unreachable")  # the loop returns or raises
+
     @contextmanager
     def _errors(self, action: str) -> Iterator[None]:
         try:
             yield
         except SQLAlchemyError as error:
-            detail = _engine.one_line(getattr(error, "orig", None) or error)
-            raise StoreError(f"cannot {action} in {self.url}: {detail}") from error
+            raise self._store_error(action, error) from error
 
-    def create_run(self, run: RunRecord) -> None:
-        """Insert a new run (status ``pending`` or ``running``)."""
-        with self._write(f"create run {run.run_id!r}") as connection:
+    def _store_error(self, action: str, error: SQLAlchemyError) -> StoreError:
+        detail = _engine.one_line(getattr(error, "orig", None) or error)
+        return StoreError(f"cannot {action} in {self.url}: {detail}")
+
+    def create_run(self, run: RunRecord, events: Sequence[LoopEvent] = ()) -> None:
+        """Insert a new run with the events that describe it, in one transaction (see RunStore).
+
+        Raises:
+            AlreadyFollowedError: another run follows ``run.followed_from`` already (nothing is stored).
+        """
+
+        def body(connection: Connection) -> bool:
             connection.execute(_INSERT_RUN, [_rows.run_row(run)])
+            self._insert_events(connection, events)
+            return True
+
+        def landed(connection: Connection) -> bool | None:
+            return True if connection.execute(_RUN_EXISTS, {"run_id": run.run_id}).first() is not None else None
+
+        try:
+            self._writing(f"create run {run.run_id!r}", body, landed)
+        except StoreError as error:
+            if run.followed_from is None or not isinstance(error.__cause__, IntegrityError):
+                raise
+            follower = self._follower(run.followed_from)
+            if follower is None:
+                raise
+            raise AlreadyFollowedError(
+                f"the next action of run {run.followed_from!r} was followed already, by run {follower!r}", follower
+            ) from None
+
+    def _follower(self, run_id: str) -> str | None:
+        query = select(runs.c.run_id).where(runs.c.followed_from == run_id)
+        return self._reading(f"read the follower of run {run_id!r}", lambda c: c.execute(query).scalar())
 
     def set_run_status(
         self,
@@ -123,35 +208,71 @@ class SqlRunStore(RunStore):
         reason: str | None = None,
         summary: str | None = None,
         owner: str | None = None,
-    ) -> None:
-        """Update a run's status (and its reason, summary and owner when given); bumps ``updated_at``.
+        seen: RunRecord | None = None,
+    ) -> bool:
+        """Update a run's status (and reason, summary, owner when given), as a compare-and-set with ``seen``.
 
         Raises:
             RunNotFoundError: no such run.
         """
         values: dict[str, Any] = {"status": status, "updated_at": _rows.as_utc(utcnow())}
-        if reason is not None:
+        if reason is not None or status == "completed":
             values["status_reason"] = reason
         if summary is not None:
             values["summary"] = summary
         if owner is not None:
             values["owner"] = owner
-        with self._write(f"set the status of run {run_id!r}") as connection:
-            result = connection.execute(update(runs).where(runs.c.run_id == run_id).values(values))
-            if result.rowcount == 0:
-                raise RunNotFoundError(f"no run {run_id!r}")
+        statement = update(runs).where(runs.c.run_id == run_id).values(values)
+        if seen is not None:
+            statement = statement.where(runs.c.status == seen.status, self._owned_by(seen.owner))
 
-    def claim_run(self, run_id: str, owner: str, *, seen: RunRecord) -> bool:
-        """Mark a run ``running`` under ``owner`` if it is still as ``seen``; whether it was (see RunStore)."""
-        held_by = runs.c.owner.is_(None) if seen.owner is None else runs.c.owner == seen.owner
-        statement = (
-            update(runs)
-            .where(runs.c.run_id == run_id, runs.c.status == seen.status, held_by)
-            .values(status="running", owner=owner, updated_at=_rows.as_utc(utcnow()))
+        def body(connection: Connection) -> bool:
+            if connection.execute(statement).rowcount == 1:
+                return True
+            self._require_run(connection, run_id)
+            return False
+
+        def landed(connection: Connection) -> bool | None:
+            # A lost update that landed shows its values (its own compare-and-set would now refuse).
+            row = connection.execute(select(runs).where(runs.c.run_id == run_id)).mappings().first()
+            done = row is not None and all(row[k] == v for k, v in values.items() if k != "updated_at")
+            return True if done else None
+
+        return self._writing(f"set the status of run {run_id!r}", body, landed)
+
+    @staticmethod
+    def _owned_by(owner: str | None) -> Any:
+        return runs.c.owner.is_(None) if owner is None else runs.c.owner == owner
+
+    def claim_run(self, run_id: str, owner: str, *, seen: RunRecord) -> Claim:
+        """Mark a run ``running`` under ``owner`` if still as ``seen`` and no action holds a task (see RunStore)."""
+        claims = select(task_states.c.task_id, task_states.c.action_owner, task_states.c.action_started_at).where(
+            task_states.c.run_id == run_id, task_states.c.action_owner.is_not(None)
         )
-        with self._write(f"claim run {run_id!r}") as connection:
-            # One conditional UPDATE: the row lock (PostgreSQL) or the write lock (SQLite) lets one caller win.
-            return connection.execute(statement).rowcount == 1
+
+        def body(connection: Connection) -> Claim:
+            # The run row is locked first (PostgreSQL; SQLite's write lock serializes anyway), then the claims
+            # are read by a later statement: an action claiming a task locks the same row, so the two queue.
+            row = connection.execute(_RUN_FOR_UPDATE, {"run_id": run_id}).mappings().first()
+            if row is None:
+                return Claim(False, "missing")
+            if not _as_seen(row, seen):
+                return Claim(False, "changed", holder=row["owner"])
+            for task_id, holder, started in connection.execute(claims):
+                if not holder_gone(holder, _rows.as_utc(started)):
+                    return Claim(False, "busy", holder=holder, task_id=task_id)
+            connection.execute(
+                update(runs)
+                .where(runs.c.run_id == run_id)
+                .values(status="running", owner=owner, updated_at=_rows.as_utc(utcnow()))
+            )
+            return Claim(True)
+
+        def landed(connection: Connection) -> Claim | None:
+            row = connection.execute(select(runs.c.status, runs.c.owner).where(runs.c.run_id == run_id)).first()
+            return Claim(True) if row is not None and tuple(row) == ("running", owner) else None
+
+        return self._writing(f"claim run {run_id!r}", body, landed)
 
     def save_task(
         self,
@@ -160,60 +281,123 @@ class SqlRunStore(RunStore):
         *,
         transition: TransitionRecord | None = None,
         transition_events: Sequence[LoopEvent] = (),
+        holder: Holder | None = None,
     ) -> None:
         """Insert (or replace) one task state with its attempts and events (and its outgoing transition).
 
         Raises:
             RunNotFoundError: the task's run does not exist.
+            HolderLostError: ``holder`` no longer holds the run or the task.
         """
         key = {"run_id": state.run_id, "task_id": state.task_id}
-        with self._write(f"save task {state.task_id!r} of run {state.run_id!r}") as connection:
+        token = uuid.uuid4().hex
+        row = {**_rows.task_row(state), "commit_id": token}
+
+        def body(connection: Connection) -> bool:
             # Touching the run row locks it (two writers replacing one task queue instead of colliding on its
             # key), checks it exists, and records a heartbeat for stale-run detection, in one statement.
-            if (
-                connection.execute(_HEARTBEAT, {"b_run_id": state.run_id, "b_now": _rows.as_utc(utcnow())}).rowcount
-                == 0
-            ):
-                raise RunNotFoundError(f"no run {state.run_id!r}")
+            self._heartbeat(connection, state.run_id, holder)
+            if holder is not None and holder.task_claim is not None:
+                self._require_claim(connection, state, holder.task_claim)
             connection.execute(_DELETE_ATTEMPTS, key)
             connection.execute(_DELETE_TASK, key)
-            connection.execute(_INSERT_TASK, [_rows.task_row(state)])
+            connection.execute(_INSERT_TASK, [row])
             if state.attempts:
                 connection.execute(_INSERT_ATTEMPTS, _rows.attempt_rows(state))
             if transition is not None:
                 self._insert_transition(connection, transition)
             # One executemany for the task's and the transition's events, in that order.
             self._insert_events(connection, [*events, *(transition_events if transition is not None else ())])
+            return True
 
-    def save_transition(self, transition: TransitionRecord, events: Sequence[LoopEvent] = ()) -> None:
+        def landed(connection: Connection) -> bool | None:
+            return True if connection.execute(_COMMIT_ID, key).scalar() == token else None
+
+        self._writing(f"save task {state.task_id!r} of run {state.run_id!r}", body, landed)
+
+    def _heartbeat(self, connection: Connection, run_id: str, holder: Holder | None) -> None:
+        statement = _HEARTBEAT
+        if holder is not None and holder.run_owner is not None:
+            statement = _HEARTBEAT.where(runs.c.status == "running", runs.c.owner == holder.run_owner)
+        if connection.execute(statement, {"b_run_id": run_id, "b_now": _rows.as_utc(utcnow())}).rowcount == 0:
+            self._require_run(connection, run_id)
+            current = connection.execute(select(runs.c.status, runs.c.owner).where(runs.c.run_id == run_id)).first()
+            status, owner = tuple(current) if current is not None else ("gone", None)
+            raise HolderLostError(
+                f"run {run_id!r} is no longer held by {holder.run_owner if holder else None}: it is {status} "
+                f"under {owner} (another process took it over)"
+            )
+
+    @staticmethod
+    def _require_claim(connection: Connection, state: TaskState, claim: str) -> None:
+        query = select(task_states.c.action_owner).where(
+            task_states.c.run_id == state.run_id, task_states.c.task_id == state.task_id
+        )
+        current = connection.execute(query).scalar()
+        if current != claim:
+            raise HolderLostError(
+                f"the operator action's claim on task {state.task_id!r} of run {state.run_id!r} was lost "
+                f"(now {'held by ' + current if current else 'released'}): its result is not stored"
+            )
+
+    def save_transition(
+        self, transition: TransitionRecord, events: Sequence[LoopEvent] = (), *, holder: Holder | None = None
+    ) -> None:
         """Insert one transition with its events, in one transaction (superseding the source's current one).
 
         Raises:
             RunNotFoundError: the transition's run does not exist.
+            HolderLostError: ``holder`` no longer holds the run.
         """
-        with self._write(f"save a transition of run {transition.run_id!r}") as connection:
-            self._require_run(connection, transition.run_id)
+
+        def body(connection: Connection) -> bool:
+            self._heartbeat(connection, transition.run_id, holder)
             self._insert_transition(connection, transition)
             self._insert_events(connection, events)
+            return True
 
-    def claim_task(
-        self, run_id: str, task_id: str, owner: str, *, statuses: Sequence[str], stale_before: datetime
-    ) -> bool:
-        """Claim a task for an operator action, atomically; whether this caller got it (see RunStore)."""
-        free = task_states.c.action_owner.is_(None) | (task_states.c.action_started_at < _rows.as_utc(stale_before))
-        statement = (
-            update(task_states)
-            .where(
-                task_states.c.run_id == run_id,
-                task_states.c.task_id == task_id,
-                task_states.c.validation_status.in_(list(statuses)),
-                free,
+        def landed(connection: Connection) -> bool | None:
+            query = select(func.count()).where(
+                transitions.c.run_id == transition.run_id,
+                transitions.c.transition_source_task_id == transition.transition_source_task_id,
+                transitions.c.created_at == _rows.as_utc(transition.created_at),
             )
-            .values(action_owner=owner, action_started_at=_rows.as_utc(utcnow()))
-        )
-        with self._write(f"claim task {task_id!r} of run {run_id!r}") as connection:
-            # One conditional UPDATE: the row lock (PostgreSQL) or the write lock (SQLite) lets one caller win.
-            return connection.execute(statement).rowcount == 1
+            return True if connection.execute(query).scalar() else None
+
+        self._writing(f"save a transition of run {transition.run_id!r}", body, landed)
+
+    def claim_task(self, run_id: str, task_id: str, owner: str, *, statuses: Sequence[str], seen: RunRecord) -> Claim:
+        """Claim a task for an operator action, atomically; whether this caller got it, else why (see RunStore)."""
+        task = select(task_states.c.validation_status, task_states.c.action_owner, task_states.c.action_started_at)
+        task = task.where(task_states.c.run_id == run_id, task_states.c.task_id == task_id)
+
+        def body(connection: Connection) -> Claim:
+            # Lock the run row first, as claim_run does: a resume and an action racing for one run queue.
+            row = connection.execute(_RUN_FOR_UPDATE, {"run_id": run_id}).mappings().first()
+            if row is None:
+                return Claim(False, "missing")
+            if not _as_seen(row, seen):
+                return Claim(False, "changed", holder=row["owner"])
+            current = connection.execute(task).first()
+            if current is None:
+                return Claim(False, "missing")
+            status, holder, started = current
+            if status not in statuses:
+                return Claim(False, "status")
+            if holder is not None and not holder_gone(holder, _rows.as_utc(started)):
+                return Claim(False, "busy", holder=holder, task_id=task_id)
+            connection.execute(
+                update(task_states)
+                .where(task_states.c.run_id == run_id, task_states.c.task_id == task_id)
+                .values(action_owner=owner, action_started_at=_rows.as_utc(utcnow()))
+            )
+            return Claim(True)
+
+        def landed(connection: Connection) -> Claim | None:
+            current = connection.execute(task).first()
+            return Claim(True) if current is not None and current[1] == owner else None
+
+        return self._writing(f"claim task {task_id!r} of run {run_id!r}", body, landed)
 
     def release_task(self, run_id: str, task_id: str, owner: str) -> None:
         """Release ``owner``'s claim on a task (nothing when it holds none)."""
@@ -226,8 +410,8 @@ class SqlRunStore(RunStore):
             )
             .values(action_owner=None, action_started_at=None)
         )
-        with self._write(f"release task {task_id!r} of run {run_id!r}") as connection:
-            connection.execute(statement)
+        # Safe to apply twice: retried as it is when its connection drops.
+        self._writing(f"release task {task_id!r} of run {run_id!r}", lambda connection: connection.execute(statement))
 
     def add_events(self, events: Sequence[LoopEvent]) -> None:
         """Insert events that describe no new state (e.g. ``loop.ui.rendered``)."""
@@ -242,8 +426,7 @@ class SqlRunStore(RunStore):
             RunNotFoundError: no such run.
             IncompatibleRecordError: the run was made under another contract major version.
         """
-        with self._read(f"read run {run_id!r}") as connection:
-            return self._run(connection, run_id)
+        return self._reading(f"read run {run_id!r}", lambda connection: self._run(connection, run_id))
 
     def read_run(self, run_id: str) -> tuple[RunRecord, list[TaskState], list[TransitionRecord]]:
         """A run with its task states and transitions, read in one transaction (one consistent snapshot).
@@ -252,9 +435,12 @@ class SqlRunStore(RunStore):
             RunNotFoundError: no such run.
             IncompatibleRecordError: a record was made under another contract major version.
         """
-        with self._read(f"read run {run_id!r}") as connection:
+
+        def body(connection: Connection) -> tuple[RunRecord, list[TaskState], list[TransitionRecord]]:
             run = self._run(connection, run_id)
             return run, self._tasks(connection, run_id), self._transitions(connection, run_id)
+
+        return self._reading(f"read run {run_id!r}", body)
 
     def list_runs(
         self,
@@ -281,8 +467,7 @@ class SqlRunStore(RunStore):
             query = query.where(runs.c.session_id == session_id)
         if statuses is not None:
             query = query.where(runs.c.status.in_(list(statuses)))
-        with self._read("list runs") as connection:
-            rows = connection.execute(query).mappings().all()
+        rows = self._reading("list runs", lambda connection: connection.execute(query).mappings().all())
         return [_rows.run_from(row) for row in rows]
 
     def get_tasks(self, run_id: str) -> list[TaskState]:
@@ -291,19 +476,20 @@ class SqlRunStore(RunStore):
         Raises:
             IncompatibleRecordError: a record was made under another contract major version.
         """
-        with self._read(f"read the tasks of run {run_id!r}") as connection:
-            return self._tasks(connection, run_id)
+        return self._reading(f"read the tasks of run {run_id!r}", lambda connection: self._tasks(connection, run_id))
 
     def get_transitions(self, run_id: str) -> list[TransitionRecord]:
         """A run's transitions, in order (superseded ones included, marked)."""
-        with self._read(f"read the transitions of run {run_id!r}") as connection:
-            return self._transitions(connection, run_id)
+        return self._reading(
+            f"read the transitions of run {run_id!r}", lambda connection: self._transitions(connection, run_id)
+        )
 
     def get_events(self, run_id: str) -> list[LoopEvent]:
         """A run's events, in the order they were stored."""
         query = select(events).where(events.c.run_id == run_id).order_by(events.c.id)
-        with self._read(f"read the events of run {run_id!r}") as connection:
-            rows = connection.execute(query).mappings().all()
+        rows = self._reading(
+            f"read the events of run {run_id!r}", lambda connection: connection.execute(query).mappings().all()
+        )
         return [_rows.event_from(row) for row in rows]
 
     # -- read models (see RunStore); their SQL, per backend where plans differ, is in _metrics_sql -----------
@@ -317,20 +503,23 @@ class SqlRunStore(RunStore):
         by: Sequence[GroupKey] = (),
     ) -> GroupedCounts:
         """The loop metrics' counts per group of runs (see RunStore)."""
-        with self._read("read the loop metrics") as connection:
-            return _metrics_sql.loop_counts(connection, Span(since, until), workflow, by)
+        return self._reading(
+            "read the loop metrics",
+            lambda connection: _metrics_sql.loop_counts(connection, Span(since, until), workflow, by),
+        )
 
     def session_depths(
         self, *, since: datetime | None = None, until: datetime | None = None, workflow: str | None = None
     ) -> dict[int, int]:
         """Runs per session -> sessions with that many, over the window (see RunStore)."""
-        with self._read("read the loop metrics") as connection:
-            return _metrics_sql.session_depths(connection, Span(since, until), workflow)
+        return self._reading(
+            "read the loop metrics",
+            lambda connection: _metrics_sql.session_depths(connection, Span(since, until), workflow),
+        )
 
     def event_counts(self) -> dict[str, int]:
         """Stored events per event name (see RunStore)."""
-        with self._read("read the loop metrics") as connection:
-            return _metrics_sql.event_counts(connection)
+        return self._reading("read the loop metrics", lambda connection: _metrics_sql.event_counts(connection))
 
     def task_failures(
         self,
@@ -341,30 +530,34 @@ class SqlRunStore(RunStore):
         workflow: str | None = None,
     ) -> list[TaskFailure]:
         """The most recent failed or partial tasks, newest first (see RunStore)."""
-        with self._read("read the failed tasks") as connection:
-            return _metrics_sql.task_failures(connection, limit, Span(since, until), workflow)
+        return self._reading(
+            "read the failed tasks",
+            lambda connection: _metrics_sql.task_failures(connection, limit, Span(since, until), workflow),
+        )
 
     def repair_rankings(self, *, since: datetime | None = None, until: datetime | None = None) -> Rankings:
         """Executions and in-run repairs per workflow and per task (see RunStore)."""
-        with self._read("read the repairs") as connection:
-            return _metrics_sql.repair_counts(connection, Span(since, until))
+        return self._reading(
+            "read the repairs", lambda connection: _metrics_sql.repair_counts(connection, Span(since, until))
+        )
 
     def fallback_rankings(self, *, since: datetime | None = None, until: datetime | None = None) -> Rankings:
         """Current transitions and fallbacks per workflow and per source task (see RunStore)."""
-        with self._read("read the fallbacks") as connection:
-            return _metrics_sql.fallback_counts(connection, Span(since, until))
+        return self._reading(
+            "read the fallbacks", lambda connection: _metrics_sql.fallback_counts(connection, Span(since, until))
+        )
 
     def partial_counts(
         self, *, since: datetime | None = None, until: datetime | None = None
     ) -> dict[str, dict[str, int]]:
         """Partial executions and fallbacks after them, per workflow (see RunStore)."""
-        with self._read("read the partial tasks") as connection:
-            return _metrics_sql.partial_counts(connection, Span(since, until))
+        return self._reading(
+            "read the partial tasks", lambda connection: _metrics_sql.partial_counts(connection, Span(since, until))
+        )
 
     def workflow_names(self) -> set[str]:
         """The workflows of the stored runs."""
-        with self._read("list the workflows") as connection:
-            return _metrics_sql.workflow_names(connection)
+        return self._reading("list the workflows", lambda connection: _metrics_sql.workflow_names(connection))
 
     def knowledge(self) -> KnowledgeStore:
         """The knowledge base in this database (valid until the store is closed)."""

@@ -8,17 +8,21 @@ implementation can run it. Hooks let a backend add checks of its own storage wit
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, timedelta
 
 import pytest
 
-from marsrag.errors import RunNotFoundError, StoreError
-from marsrag.state import LoopEvent, LoopFields, Retrieval, Routing, Validation, utcnow
+from marsrag.errors import AlreadyFollowedError, HolderLostError, RunNotFoundError, StoreError
+from marsrag.liveness import owner_id
+from marsrag.state import LoopEvent, LoopFields, Retrieval, Routing, Validation
 from marsrag.store.base import RunStore
 from marsrag.store.conformance.records import CALL, T0, attempt, aware_utc, bare_task, event, run, task, transition
-from marsrag.store.queries import ChunkText, LoopCounts, OutcomeCount, TaskFailure
+from marsrag.store.queries import ChunkText, Holder, LoopCounts, OutcomeCount, TaskFailure
 
 __all__ = ["RunStoreConformance", "in_threads"]
 
@@ -40,6 +44,13 @@ def in_threads(count: int, work: Callable[[int], None]) -> list[BaseException]:
     for thread in threads:
         thread.join()
     return errors
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited (a claim or run held by it is abandoned)."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
 
 
 class RunStoreConformance:
@@ -135,11 +146,14 @@ class RunStoreConformance:
         assert stored.updated_at > T0
 
     def test_set_run_status_keeps_reason_and_summary_when_not_given(self, store: RunStore) -> None:
-        """Only the given fields change."""
+        """Only the given fields change; ``completed`` alone clears the reason (no stale failure on a finished run)."""
         store.create_run(run(status_reason="waiting", summary="half done"))
+        store.set_run_status("run-1", "pending")
+        stored = store.get_run("run-1")
+        assert (stored.status, stored.status_reason, stored.summary) == ("pending", "waiting", "half done")
         store.set_run_status("run-1", "completed")
         stored = store.get_run("run-1")
-        assert (stored.status, stored.status_reason, stored.summary) == ("completed", "waiting", "half done")
+        assert (stored.status, stored.status_reason, stored.summary) == ("completed", None, "half done")
 
     def test_unknown_run_raises_run_not_found(self, store: RunStore) -> None:
         """Reading, updating or adding state to a missing run raises RunNotFoundError naming it."""
@@ -247,19 +261,54 @@ class RunStoreConformance:
 
     def test_claim_task_lets_one_owner_in_until_released_or_saved(self, store: RunStore) -> None:
         """One claim at a time, only on the given statuses; release by its owner only; saving the task frees it."""
-        store.create_run(run())
+        store.create_run(run(status="failed"))
         store.save_task(task())  # status partial
-        later = utcnow() - timedelta(minutes=10)
-        assert not store.claim_task("run-1", "t1", "a", statuses=("failed",), stale_before=later)
-        assert store.claim_task("run-1", "t1", "a", statuses=("partial", "failed"), stale_before=later)
-        assert not store.claim_task("run-1", "t1", "b", statuses=("partial", "failed"), stale_before=later)
+        seen = store.get_run("run-1")
+        refused = store.claim_task("run-1", "t1", "a", statuses=("failed",), seen=seen)
+        assert (refused.ok, refused.refusal) == (False, "status")
+        assert store.claim_task("run-1", "t1", "a", statuses=("partial", "failed"), seen=seen)
+        busy = store.claim_task("run-1", "t1", "b", statuses=("partial", "failed"), seen=seen)
+        assert (busy.ok, busy.refusal, busy.holder) == (False, "busy", "a")
         store.release_task("run-1", "t1", "b")  # not b's: stays a's
-        assert not store.claim_task("run-1", "t1", "b", statuses=("partial", "failed"), stale_before=later)
+        assert not store.claim_task("run-1", "t1", "b", statuses=("partial", "failed"), seen=seen)
         store.release_task("run-1", "t1", "a")
-        assert store.claim_task("run-1", "t1", "b", statuses=("partial", "failed"), stale_before=later)
+        assert store.claim_task("run-1", "t1", "b", statuses=("partial", "failed"), seen=seen)
         store.save_task(task())  # the action's commit replaces the row: the claim goes with it
-        assert store.claim_task("run-1", "t1", "c", statuses=("partial", "failed"), stale_before=later)
-        assert not store.claim_task("run-1", "nope", "c", statuses=("partial",), stale_before=later)
+        assert store.claim_task("run-1", "t1", "c", statuses=("partial", "failed"), seen=seen)
+        assert store.claim_task("run-1", "nope", "c", statuses=("partial",), seen=seen).refusal == "missing"
+
+    def test_claim_task_is_refused_once_the_run_changed(self, store: RunStore) -> None:
+        """A claim made on a stale read of the run (a resume took it since) is refused as ``changed``."""
+        store.create_run(run(status="failed"))
+        store.save_task(task())
+        seen = store.get_run("run-1")
+        assert store.claim_run("run-1", "host:1", seen=seen)
+        refused = store.claim_task("run-1", "t1", "a", statuses=("partial",), seen=seen)
+        assert (refused.ok, refused.refusal, refused.holder) == (False, "changed", "host:1")
+
+    def test_claim_run_is_refused_while_an_action_holds_a_task(self, store: RunStore) -> None:
+        """Resume and recovery respect an operator action's claim: ``busy``, naming the task and its holder."""
+        store.create_run(run(status="failed"))
+        store.save_task(task())
+        seen = store.get_run("run-1")
+        holder = f"{owner_id()}:action"
+        assert store.claim_task("run-1", "t1", holder, statuses=("partial",), seen=seen)
+        refused = store.claim_run("run-1", "host:1", seen=seen)
+        assert (refused.ok, refused.refusal, refused.task_id, refused.holder) == (False, "busy", "t1", holder)
+        store.release_task("run-1", "t1", holder)
+        assert store.claim_run("run-1", "host:1", seen=seen)
+
+    def test_a_claim_whose_holder_died_is_taken_over(self, store: RunStore) -> None:
+        """A claim held by a dead process on this host frees its task at once, for actions and resume alike."""
+        store.create_run(run(status="failed"))
+        store.save_task(task())
+        seen = store.get_run("run-1")
+        dead = f"{socket.gethostname()}:{dead_pid()}:action"
+        assert store.claim_task("run-1", "t1", dead, statuses=("partial",), seen=seen)
+        assert store.claim_task("run-1", "t1", f"{owner_id()}:next", statuses=("partial",), seen=seen)
+        store.release_task("run-1", "t1", f"{owner_id()}:next")
+        assert store.claim_task("run-1", "t1", dead, statuses=("partial",), seen=seen)
+        assert store.claim_run("run-1", "host:1", seen=seen)
 
     def test_claim_run_lets_exactly_one_of_the_racers_in(self, store: RunStore) -> None:
         """claim_run compare-and-sets (status, owner): the first caller wins, a later one with that view loses."""
@@ -273,26 +322,76 @@ class RunStoreConformance:
         assert store.claim_run("run-1", "host:3", seen=taken)
         assert not store.claim_run("run-1", "host:4", seen=taken)
         assert store.get_run("run-1").owner == "host:3"
-        assert not store.claim_run("nope", "host:5", seen=taken)
+        assert store.claim_run("nope", "host:5", seen=taken).refusal == "missing"
 
-    def test_an_abandoned_claim_can_be_taken_over(self, store: RunStore) -> None:
-        """A claim older than stale_before no longer holds the task."""
+    def test_set_run_status_with_seen_is_a_compare_and_set(self, store: RunStore) -> None:
+        """A writer that read the run before another wrote it changes nothing (no lost update)."""
+        store.create_run(run(status="failed", status_reason="task t1 failed"))
+        read_by_action = store.get_run("run-1")
+        assert store.claim_run("run-1", "host:1", seen=read_by_action)  # a resume takes the run
+        running = store.get_run("run-1")
+        assert store.set_run_status("run-1", "completed", summary="3 of 3 valid", seen=running)
+        assert not store.set_run_status("run-1", "failed", summary="stale", seen=read_by_action)
+        stored = store.get_run("run-1")
+        assert (stored.status, stored.status_reason, stored.summary) == ("completed", None, "3 of 3 valid")
+        with pytest.raises(RunNotFoundError):
+            store.set_run_status("nope", "completed", seen=running)
+
+    def test_a_save_by_a_holder_that_lost_the_run_writes_nothing(self, store: RunStore) -> None:
+        """An executor whose run was taken over (found stale) cannot overwrite the new executor's tasks."""
         store.create_run(run())
+        assert store.claim_run("run-1", "host:1", seen=store.get_run("run-1"))
+        store.save_task(task(), holder=Holder(run_owner="host:1"))
+        assert store.claim_run("run-1", "host:2", seen=store.get_run("run-1"))  # taken over
+        with pytest.raises(HolderLostError, match="run-1"):
+            store.save_task(task(loop_output=LoopFields(hook="late")), holder=Holder(run_owner="host:1"))
+        with pytest.raises(HolderLostError):
+            store.save_transition(transition(), holder=Holder(run_owner="host:1"))
+        assert store.get_tasks("run-1")[0].loop_output.hook != "late"
+        assert store.get_transitions("run-1") == []
+
+    def test_a_save_by_an_action_that_lost_its_claim_writes_nothing(self, store: RunStore) -> None:
+        """An action's commit lands only while its claim holds the task."""
+        store.create_run(run(status="failed"))
         store.save_task(task())
-        assert store.claim_task(
-            "run-1", "t1", "a", statuses=("partial",), stale_before=utcnow() - timedelta(minutes=10)
-        )
-        assert store.claim_task("run-1", "t1", "b", statuses=("partial",), stale_before=utcnow() + timedelta(seconds=1))
+        seen = store.get_run("run-1")
+        assert store.claim_task("run-1", "t1", "a", statuses=("partial",), seen=seen)
+        store.save_task(task(loop_output=LoopFields(hook="by a")), holder=Holder(task_claim="a"))
+        with pytest.raises(HolderLostError, match="t1"):
+            store.save_task(task(loop_output=LoopFields(hook="by a again")), holder=Holder(task_claim="a"))
+        assert store.get_tasks("run-1")[0].loop_output.hook == "by a"
+
+    def test_a_run_is_followed_at_most_once(self, store: RunStore) -> None:
+        """Racing follows of one run store one run and its event; the others learn which run it is."""
+        store.create_run(run(status="completed"))
+        stored: list[str] = []
+        refused: list[str] = []
+
+        def follow(index: int) -> None:
+            follower = run(f"next-{index}", followed_from="run-1")
+            try:
+                store.create_run(follower, [event(run_id="run-1", name="loop.action.followed")])
+                stored.append(follower.run_id)
+            except AlreadyFollowedError as error:
+                refused.append(error.run_id)
+
+        assert in_threads(8, follow) == []
+        assert len(stored) == 1
+        assert refused == stored * 7
+        assert [e.name for e in store.get_events("run-1")] == ["loop.action.followed"]
+        assert store.get_run(stored[0]).followed_from == "run-1"
+        store.create_run(run("unrelated"))  # runs that follow nothing are not constrained
+        store.create_run(run("another"))
 
     def test_racing_claims_from_threads_let_exactly_one_in(self, store: RunStore) -> None:
         """Eight threads claim the same task at once: exactly one succeeds."""
         store.create_run(run())
         store.save_task(task())
         won: list[int] = []
-        stale = utcnow() - timedelta(minutes=10)
+        seen = store.get_run("run-1")
 
         def claim(index: int) -> None:
-            if store.claim_task("run-1", "t1", f"owner-{index}", statuses=("partial",), stale_before=stale):
+            if store.claim_task("run-1", "t1", f"owner-{index}", statuses=("partial",), seen=seen):
                 won.append(index)
 
         assert in_threads(8, claim) == []
