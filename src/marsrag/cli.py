@@ -311,12 +311,19 @@ def serve(
         int, typer.Option(min=1, max=64, help="Runs executing at once in this process (without a broker).")
     ] = 2,
     broker: BrokerOption = None,
+    shutdown_grace: Annotated[
+        float,
+        typer.Option(min=0, max=3600, help="On SIGTERM, seconds executing runs get to reach their next commit point."),
+    ] = 30.0,
 ) -> None:
     """Serve the web UI and JSON API: runs, their sections and badges, next actions, operator repair.
 
     Pages at /, /ask, /runs/ID, /sessions/ID; the API at /api (OpenAPI docs at /docs). Off loopback,
     mutating requests need the bearer token in MARSRAG_TOKEN. Runs and repairs execute in this process,
     or, with a broker, on `marsrag worker` processes (any number of servers and workers on one PostgreSQL).
+    Every 30 s the server hands runs no live process holds (left pending or running by a dead one) to its
+    executor. On SIGTERM it stops accepting, lets executing runs reach their next commit point within the
+    grace period, leaves the rest pending for the next server, and exits.
 
     Example: marsrag serve --port 8000 --db sqlite:///runs.db
     """
@@ -327,7 +334,8 @@ def serve(
     settings = _settings(
         config=config, llm=llm, db=db, base_url=base_url, broker=broker, structured_output=structured_output
     )
-    run_server(WebSettings(settings, host=host, run_threads=run_threads), port=port)
+    web = WebSettings(settings, host=host, run_threads=run_threads, shutdown_grace=shutdown_grace)
+    run_server(web, port=port)
 
 
 @app.command()

@@ -151,7 +151,7 @@ def open_executor(runner: WorkflowRunner, settings: Settings, *, threads: int = 
         return apply_action(runner, action, run_id, task_id)
 
     # resume executes a pending run from its start and a stale one from its last committed task.
-    return ThreadRunExecutor(runner.resume, act, threads)
+    return ThreadRunExecutor(runner.resume, act, threads, stopping=runner.stopping)
 
 
 def run_worker_process(settings: Settings, *, concurrency: int = 1) -> None:

@@ -8,15 +8,19 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from datetime import timedelta
+from collections import Counter
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
 import pytest
 
-from marsrag.runtime.recovery import PENDING_GRACE, unfinished_runs
-from marsrag.state import RunRecord, utcnow
+from marsrag.liveness import owner_id
+from marsrag.runtime.executor import ThreadRunExecutor
+from marsrag.runtime.recovery import Sweeper
+from marsrag.state import RunRecord
 from marsrag.store import open_store
 from tests._net import free_port
 from tests.contract.samples import CONTENT
@@ -24,29 +28,53 @@ from tests.contract.samples import CONTENT
 VALID = json.dumps({**CONTENT, "loop": "Which cache tier should we pre-warm first?"})
 SECOND = json.dumps({**CONTENT, "loop": "Who signs off the pre-warm runbook?"})
 THIRD = json.dumps({**CONTENT, "loop": "Should we alert on cold caches?"})
+T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
 
 def record(run_id: str, **fields: object) -> RunRecord:
     return RunRecord(run_id=run_id, session_id="s", goal="g", workflow="support_answer", loop_mode="hard", **fields)
 
 
-def test_unfinished_runs_are_old_pending_and_stale_running_ones(tmp_path: Path) -> None:
-    """Pending past the grace and running under a dead process are found, oldest first; the rest are not."""
+def test_the_sweep_hands_over_exactly_the_runs_no_live_process_holds(tmp_path: Path) -> None:
+    """Pending or running under a dead process, pending here but not queued here, or with no holder: handed over,
+    oldest first, each once while the executor holds it; a dead process's pending run is adopted first."""
     with subprocess.Popen([sys.executable, "-c", "pass"]) as gone:
         gone.wait()
-    with open_store(f"sqlite:///{tmp_path / 'runs.db'}") as store:
-        for run_id in ("pending", "dead", "alive", "done"):
-            store.create_run(record(run_id))
-        store.set_run_status("dead", "running", owner=f"{socket.gethostname()}:{gone.pid}")
-        store.set_run_status("alive", "running", owner=f"{socket.gethostname()}:{os.getpid()}")
-        store.set_run_status("done", "completed", summary="done")
-        assert unfinished_runs(store) == ["dead"]  # the pending run was just queued by someone
-        later = utcnow() + PENDING_GRACE + timedelta(seconds=1)
-        assert unfinished_runs(store, now=later) == ["pending", "dead"]
+    dead, here = f"{socket.gethostname()}:{gone.pid}", owner_id()
+    alive = f"{socket.gethostname()}:{os.getppid()}"  # the process that started this one: alive
+    release = threading.Event()
+    executed: list[str] = []
+
+    def execute(run_id: str) -> None:
+        executed.append(run_id)
+        release.wait(60)
+
+    executor = ThreadRunExecutor(execute, lambda *_: None, threads=8)  # type: ignore[arg-type,return-value]
+    rows = [
+        ("pending-dead", "pending", dead),
+        ("pending-here", "pending", here),
+        ("pending-alive", "pending", alive),
+        ("pending-nobody", "pending", None),
+        ("running-dead", "running", dead),
+        ("running-alive", "running", alive),
+        ("done", "completed", dead),
+    ]
+    try:
+        with open_store(f"sqlite:///{tmp_path / 'runs.db'}") as store:
+            for minute, (run_id, status, owner) in enumerate(rows):
+                store.create_run(record(run_id, status=status, owner=owner, created_at=T0 + timedelta(minutes=minute)))
+            sweeper = Sweeper(store, executor, interval=0)
+            assert sweeper.sweep() == ["pending-dead", "pending-here", "pending-nobody", "running-dead"]
+            assert store.get_run("pending-dead").owner == here  # adopted before it was handed over
+            assert sweeper.sweep() == []  # the executor holds them now
+    finally:
+        release.set()
+        executor.shutdown(grace=30)
+    assert sorted(executed) == ["pending-dead", "pending-here", "pending-nobody", "running-dead"]
 
 
 def serve(
-    tmp_path: Path, db: str, outputs: list[str], port: int, failpoints: str | None = None
+    tmp_path: Path, db: str, outputs: list[str], port: int, failpoints: str | None = None, threads: int = 2
 ) -> subprocess.Popen[bytes]:
     script = tmp_path / f"llm-{port}.jsonl"
     script.write_text("".join(json.dumps({"output": output}) + "\n" for output in outputs))
@@ -55,7 +83,7 @@ def serve(
     env.pop("MARSRAG_BROKER", None)
     if failpoints:
         env["MARSRAG_FAILPOINTS"] = failpoints
-    args = ["serve", "--port", str(port), "--db", db, "--llm", f"replay:{script}"]
+    args = ["serve", "--port", str(port), "--db", db, "--llm", f"replay:{script}", "--run-threads", str(threads)]
     return subprocess.Popen([sys.executable, "-m", "marsrag", *args], env=env, stderr=subprocess.PIPE)
 
 
@@ -102,3 +130,105 @@ def test_a_restarted_server_finishes_the_run_its_killed_predecessor_left(tmp_pat
         json.loads(out)["loop"] for out in (VALID, SECOND, THIRD)
     ]
     assert [len(task["attempts"]) for task in document["tasks"]] == [1, 1, 1]
+
+
+def start(base: str, goal: str) -> str:
+    """Start a run through the API; its id."""
+    run_id: str = httpx.post(f"{base}/api/runs", json={"goal": goal}, timeout=10).json()["run_id"]
+    return run_id
+
+
+def start_at_once(base: str, goals: list[str]) -> list[str]:
+    """Start runs through the API from threads at once (before the first can reach a commit); their ids."""
+    barrier, started = threading.Barrier(len(goals)), {}
+
+    def one(goal: str) -> None:
+        barrier.wait()
+        started[goal] = start(base, goal)
+
+    threads = [threading.Thread(target=one, args=(goal,)) for goal in goals]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return [started[goal] for goal in goals]
+
+
+def runs_of(db: str) -> dict[str, dict[str, object]]:
+    """``marsrag runs list --format json`` rows by run id (the CLI, in its own process)."""
+    listed = subprocess.run(
+        [sys.executable, "-m", "marsrag", "runs", "list", "--db", db, "--format", "json"],
+        capture_output=True,
+        check=True,
+    )
+    return {row["run_id"]: row for row in json.loads(listed.stdout)}
+
+
+@pytest.mark.crewai
+def test_runs_left_pending_by_a_killed_server_are_taken_at_once_by_the_next(tmp_path: Path) -> None:
+    """Runs accepted but not started when the server dies are marked stale and executed by the next server at
+    once (not only when it happens to start a minute after they were created)."""
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    port = free_port()
+    first = serve(tmp_path, db, [VALID], port, failpoints="task.after_commit:diagnose", threads=1)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(lambda: httpx.get(f"{base}/health", timeout=2).status_code == 200, "the first server")
+        ids = start_at_once(base, [f"latency {i}" for i in range(3)])
+        assert first.wait(timeout=120) == -signal.SIGKILL
+    finally:
+        first.kill()
+        first.communicate()
+    rows = runs_of(db)
+    assert [(rows[run_id]["status"], rows[run_id]["stale"]) for run_id in ids[1:]] == [("pending", True)] * 2
+    port = free_port()
+    second = serve(tmp_path, db, [SECOND] * 8, port)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(
+            lambda: all(httpx.get(f"{base}/api/runs/{i}", timeout=5).json()["status"] == "completed" for i in ids),
+            "the next server to finish every run",
+        )
+    finally:
+        second.terminate()
+        second.communicate(timeout=60)
+    rows = runs_of(db)
+    assert [(rows[run_id]["status"], rows[run_id]["stale"]) for run_id in ids] == [("completed", False)] * 3
+
+
+@pytest.mark.crewai
+def test_sigterm_stops_at_the_next_commit_and_leaves_the_queue_pending(tmp_path: Path) -> None:
+    """With ten runs queued, SIGTERM does not drain them: the executing run stops after its current task, the
+    others stay pending (none failed), and the next server finishes them all without redoing a task."""
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    port = free_port()
+    first = serve(tmp_path, db, [VALID] * 30, port, threads=1)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(lambda: httpx.get(f"{base}/health", timeout=2).status_code == 200, "the first server")
+        ids = start_at_once(base, [f"spike {i}" for i in range(10)])
+        first.send_signal(signal.SIGTERM)
+        # uvicorn shuts down gracefully, then re-raises the signal it caught: -SIGTERM is a clean stop.
+        assert first.wait(timeout=120) in (0, -signal.SIGTERM)
+    finally:
+        first.kill()
+        first.communicate()
+    statuses = Counter(str(row["status"]) for run_id, row in runs_of(db).items() if run_id in ids)
+    assert statuses["failed"] == 0 and statuses["running"] == 0, statuses
+    # Draining the queue would have completed all ten; at most the one executing (and one more, should the
+    # signal arrive between two runs) may finish before the server stops.
+    assert statuses["pending"] >= 5 and statuses["completed"] + statuses["pending"] == 10, statuses
+    port = free_port()
+    second = serve(tmp_path, db, [SECOND] * 30, port)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(
+            lambda: all(httpx.get(f"{base}/api/runs/{i}", timeout=5).json()["status"] == "completed" for i in ids),
+            "the next server to finish every run",
+        )
+        documents = [httpx.get(f"{base}/api/runs/{i}", timeout=5).json() for i in ids]
+    finally:
+        second.terminate()
+        second.communicate(timeout=60)
+    for document in documents:
+        assert [len(task["attempts"]) for task in document["tasks"]] == [1, 1, 1]

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from marsrag.errors import QueueUnavailableError
+from marsrag.liveness import STALE_AFTER
 from marsrag.queue.app import ACT_JOB, RUN_JOB, QueueSettings, celery_app
 from marsrag.queue.jobs import raise_error
 from marsrag.settings import resolve_settings
@@ -23,6 +26,9 @@ class CeleryRunExecutor:
     def __init__(self, settings: QueueSettings) -> None:
         self.settings = settings
         self.app = celery_app(settings)
+        # When each run was last sent: the broker holds it for a while; past STALE_AFTER it may have lost it.
+        self._sent: dict[str, float] = {}
+        self._lock = threading.Lock()
 
     @classmethod
     def from_url(cls, broker: str) -> CeleryRunExecutor:
@@ -44,6 +50,21 @@ class CeleryRunExecutor:
             self.app.send_task(RUN_JOB, args=[run_id], queue=self.settings.queue, retry=False, ignore_result=True)
         except Exception as error:  # noqa: BLE001 - kombu raises transport-specific errors
             raise QueueUnavailableError(_unreachable(error)) from None
+        with self._lock:
+            self._sent[run_id] = time.monotonic()
+
+    def holds(self, run_id: str) -> bool:
+        """Whether the run was sent from here within :data:`~marsrag.liveness.STALE_AFTER` (the broker has it).
+
+        Past that, a run still pending may have been lost by the broker: the sweep sends it again (a duplicate
+        job is harmless: the claim on the run lets one worker execute it, and a finished run's job is a no-op).
+        """
+        with self._lock:
+            sent = self._sent.get(run_id)
+            if sent is not None and time.monotonic() - sent > STALE_AFTER.total_seconds():
+                del self._sent[run_id]
+                sent = None
+        return sent is not None
 
     def act(self, action: Action, run_id: str, task_id: str) -> TaskState:
         """Send the action to a worker and wait (``action_timeout``) for the task's new state.
@@ -71,8 +92,8 @@ class CeleryRunExecutor:
             raise_error(result)
         return TaskState.model_validate(result["task"])
 
-    def shutdown(self) -> None:
-        """Release the broker connections (jobs already sent stay queued)."""
+    def shutdown(self, grace: float = 0.0) -> None:
+        """Release the broker connections (jobs already sent stay queued; workers execute them)."""
         self.app.close()
 
 

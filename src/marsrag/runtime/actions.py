@@ -17,17 +17,12 @@ from typing import Any, Literal
 from marsrag.contract import FIELD_LIMITS, FIELDS, render_sections, validate_output
 from marsrag.errors import ActionConflictError, TaskNotFoundError
 from marsrag.integrations.calls import JOURNAL, AttemptCalls
-from marsrag.liveness import STALE_AFTER, is_stale, owner_id
+from marsrag.liveness import is_stale, owner_id
 from marsrag.runtime.briefing import briefing, without_placeholders
 from marsrag.runtime.commit import Outcome, failed_attempt, settle
 from marsrag.runtime.runner import WorkflowRunner
-from marsrag.state import (
-    AttemptKind,
-    AttemptRecord,
-    RunRecord,
-    TaskState,
-    utcnow,
-)
+from marsrag.state import AttemptKind, AttemptRecord, RunRecord, TaskState
+from marsrag.store.queries import Claim, Holder
 from marsrag.views.summary import summarize
 
 Action = Literal["repair", "regenerate"]
@@ -44,11 +39,11 @@ def repair_task(runner: WorkflowRunner, run_id: str, task_id: str) -> TaskState:
         ActionConflictError: the task is valid or ran without the contract, the run is still executing, or
             the task is gone from the config.
     """
-    with _claimed(runner, run_id, task_id) as (run, state):
-        return _repair(runner, run, state)
+    with _claimed(runner, run_id, task_id) as (run, state, holder):
+        return _repair(runner, run, state, holder)
 
 
-def _repair(runner: WorkflowRunner, run: RunRecord, state: TaskState) -> TaskState:
+def _repair(runner: WorkflowRunner, run: RunRecord, state: TaskState, holder: Holder) -> TaskState:
     crew = _crew(runner, run, state)
     item = crew.tasks[0]
     problems = "; ".join(issue.message for issue in state.validation.errors) or "the output was invalid"
@@ -64,13 +59,13 @@ def _repair(runner: WorkflowRunner, run: RunRecord, state: TaskState) -> TaskSta
     assert item.guardrail is not None  # _crew refuses tasks without the contract
     error = _kickoff(crew, run)
     if error is not None or not item.guardrail.attempts:
-        return _record_failure(runner, run, state, "operator_repair", error or "the task produced no answer")
+        return _record_failure(runner, run, state, holder, "operator_repair", error or "the task produced no answer")
     attempts = [
         attempt.record(len(state.attempts) + offset + 1, "operator_repair")
         for offset, attempt in enumerate(item.guardrail.attempts)
     ]
     outcomes = [Outcome.of(attempt.result) for attempt in item.guardrail.attempts]
-    return _commit(runner, run, state, outcomes, attempts)
+    return _commit(runner, run, state, holder, outcomes, attempts)
 
 
 def regenerate_sections(runner: WorkflowRunner, run_id: str, task_id: str) -> TaskState:
@@ -82,11 +77,11 @@ def regenerate_sections(runner: WorkflowRunner, run_id: str, task_id: str) -> Ta
     Raises:
         RunNotFoundError, TaskNotFoundError, ActionConflictError: as for :func:`repair_task`.
     """
-    with _claimed(runner, run_id, task_id) as (run, state):
-        return _regenerate(runner, run, state)
+    with _claimed(runner, run_id, task_id) as (run, state, holder):
+        return _regenerate(runner, run, state, holder)
 
 
-def _regenerate(runner: WorkflowRunner, run: RunRecord, state: TaskState) -> TaskState:
+def _regenerate(runner: WorkflowRunner, run: RunRecord, state: TaskState, holder: Holder) -> TaskState:
     failing = _failing(state)
     crew = _crew(runner, run, state, machine_first=True)
     item = crew.tasks[0]
@@ -108,7 +103,7 @@ def _regenerate(runner: WorkflowRunner, run: RunRecord, state: TaskState) -> Tas
     output: Any = getattr(item.task, "output", None)
     raw: str | None = output.raw if isinstance(getattr(output, "raw", None), str) else None
     if error is not None or raw is None:
-        return _record_failure(runner, run, state, "regenerate", error or "the task produced no answer")
+        return _record_failure(runner, run, state, holder, "regenerate", error or "the task produced no answer")
     answer = validate_output(raw, mode=_mode(run))
     merged = {name: getattr(state.loop_output, name) for name in FIELDS}
     for name in failing:
@@ -124,7 +119,7 @@ def _regenerate(runner: WorkflowRunner, run: RunRecord, state: TaskState) -> Tas
         kind="regenerate",
         **calls.fields(),
     )
-    return _commit(runner, run, state, [Outcome.of(result)], [attempt])
+    return _commit(runner, run, state, holder, [Outcome.of(result)], [attempt])
 
 
 def apply_action(runner: WorkflowRunner, action: Action, run_id: str, task_id: str) -> TaskState:
@@ -136,28 +131,39 @@ def apply_action(runner: WorkflowRunner, action: Action, run_id: str, task_id: s
 
 
 @contextmanager
-def _claimed(runner: WorkflowRunner, run_id: str, task_id: str) -> Iterator[tuple[RunRecord, TaskState]]:
-    """The run and the task's current state, with the task claimed for this action until the block ends.
+def _claimed(runner: WorkflowRunner, run_id: str, task_id: str) -> Iterator[tuple[RunRecord, TaskState, Holder]]:
+    """The run, the task's current state and the claim, with the task claimed for this action until the block ends.
 
-    The claim is one conditional write: of two racing actions exactly one gets it, the other a conflict.
-    The state is read after claiming, so the action starts from what the previous action committed.
+    The claim is one conditional write: of two racing actions exactly one gets it, the other a conflict; a
+    resume that took the run since it was read refuses it too, and a resume is refused while it holds. A
+    claim whose process died is taken over (the liveness rule of runs). The state is read after claiming,
+    so the action starts from what the previous action committed.
     """
     run = runner.store.get_run(run_id)
     if run.status in ("pending", "running") and not is_stale(run):
         raise ActionConflictError(f"run {run_id!r} is still {run.status}: act on its tasks once it has finished")
     owner = f"{owner_id()}:{uuid.uuid4().hex}"
-    stale = utcnow() - STALE_AFTER
-    if not runner.store.claim_task(run_id, task_id, owner, statuses=FIXABLE, stale_before=stale):
-        state = _state(runner, run_id, task_id)
-        if state.validation.status == "skipped":
-            raise ActionConflictError(f"task {task_id!r} ran without the contract (loop_mode none): nothing to repair")
-        if state.validation.status not in FIXABLE:
-            raise ActionConflictError(f"task {task_id!r} is already valid: nothing to repair")
-        raise ActionConflictError(f"another operator action is already running on task {task_id!r}: try again later")
+    claim = runner.store.claim_task(run_id, task_id, owner, statuses=FIXABLE, seen=run)
+    if not claim:
+        raise _refused(runner, run_id, task_id, claim)
     try:
-        yield run, _state(runner, run_id, task_id)
+        yield run, _state(runner, run_id, task_id), Holder(task_claim=owner)
     finally:
         runner.store.release_task(run_id, task_id, owner)  # a no-op once the task was saved
+
+
+def _refused(runner: WorkflowRunner, run_id: str, task_id: str, claim: Claim) -> Exception:
+    """The error that says why a claim on the task was refused."""
+    if claim.refusal == "changed":
+        return ActionConflictError(
+            f"run {run_id!r} changed while the action started (it is being resumed or recovered): try again"
+        )
+    if claim.refusal == "busy":
+        return ActionConflictError(f"another operator action is already running on task {task_id!r}: try again later")
+    state = _state(runner, run_id, task_id)  # raises TaskNotFoundError for a missing task
+    if state.validation.status == "skipped":
+        return ActionConflictError(f"task {task_id!r} ran without the contract (loop_mode none): nothing to repair")
+    return ActionConflictError(f"task {task_id!r} is already valid: nothing to repair")
 
 
 def _state(runner: WorkflowRunner, run_id: str, task_id: str) -> TaskState:
@@ -212,32 +218,34 @@ def _kickoff(crew: Any, run: RunRecord) -> str | None:
 
 
 def _record_failure(
-    runner: WorkflowRunner, run: RunRecord, state: TaskState, kind: AttemptKind, reason: str
+    runner: WorkflowRunner, run: RunRecord, state: TaskState, holder: Holder, kind: AttemptKind, reason: str
 ) -> TaskState:
     """Append a failed attempt naming the reason; the task's output and verdict stay as they were."""
     attempt = failed_attempt(state, kind, reason)
     updated = state.model_copy(update={"attempts": [*state.attempts, attempt]})
-    return runner.commits.commit(run, updated, [attempt]).state
+    return runner.commits.commit(run, updated, [attempt], holder=holder).state
 
 
 def _commit(
     runner: WorkflowRunner,
     run: RunRecord,
     state: TaskState,
+    holder: Holder,
     outcomes: list[Outcome],
     new_attempts: list[AttemptRecord],
 ) -> TaskState:
     """Store the task's new attempts, events and (when its loop changed) a re-planned transition.
 
     The task ends with the best of what it holds now and what the action produced (an action that made it
-    worse keeps the earlier output; its attempts are stored all the same).
+    worse keeps the earlier output; its attempts are stored all the same). The run's summary is rewritten
+    only while the run is as the action read it: a resume that took it since writes its own.
     """
     attempts = [*state.attempts, *new_attempts]
     candidates = [Outcome.stored(state), *outcomes]
     updated = settle(state, attempts, candidates, router=runner.router, candidates=runner.candidates)
-    runner.commits.commit(run, updated, new_attempts, replan=True)
+    runner.commits.commit(run, updated, new_attempts, replan=True, holder=holder)
     tasks = [updated if task.task_id == updated.task_id else task for task in runner.store.get_tasks(run.run_id)]
-    runner.store.set_run_status(run.run_id, run.status, summary=summarize(tasks))
+    runner.store.set_run_status(run.run_id, run.status, summary=summarize(tasks), seen=run)
     return updated
 
 

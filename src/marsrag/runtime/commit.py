@@ -36,6 +36,7 @@ from marsrag.state import (
     ValidationStatus,
 )
 from marsrag.store.base import RunStore
+from marsrag.store.queries import Holder
 
 #: Appended to the reason of a transition re-planned after an operator action changed its source task.
 REPLANNED = " (re-planned after an operator action)"
@@ -169,6 +170,7 @@ class TaskCommitter:
         *,
         target: str | None = None,
         replan: bool = False,
+        holder: Holder | None = None,
     ) -> Committed:
         """Store ``state`` with the events of ``new_attempts`` and the transition planned out of it, then dispatch.
 
@@ -179,6 +181,11 @@ class TaskCommitter:
             target: the next task, when a transition is planned to it.
             replan: re-plan the task's current outgoing transition (an operator action changed the task): a new
                 one is stored, superseding it, only when the planned hook or mode differs.
+            holder: who commits (the run's executor, or the action's claim): the store writes only while they
+                still hold the run or the task.
+
+        Raises:
+            HolderLostError: ``holder`` no longer holds the run or the task (nothing is stored or dispatched).
         """
         events = self._attempt_events(state, new_attempts)
         transition = self._replanned(run, state) if replan else self._planned(run, state, target)
@@ -186,20 +193,32 @@ class TaskCommitter:
         failpoint("task.before_commit", state.task_id)
         # The task's state and the transition planned from it commit together: no crash can separate them.
         _store_then_dispatch(
-            lambda: self.store.save_task(state, events, transition=transition, transition_events=transition_events),
+            lambda: self.store.save_task(
+                state, events, transition=transition, transition_events=transition_events, holder=holder
+            ),
             [*events, *transition_events],
             self.sinks,
         )
         failpoint("task.after_commit", state.task_id)
         return Committed(state, transition)
 
-    def commit_transition(self, run: RunRecord, prior: TaskState, target: str) -> TransitionRecord:
+    def commit_transition(
+        self, run: RunRecord, prior: TaskState, target: str, *, holder: Holder | None = None
+    ) -> TransitionRecord:
         """Plan and store the missing transition out of a committed task (a run stopped between the two)."""
         transition = self._planned(run, prior, target)
         assert transition is not None  # a target always gets a transition
         events = self._transition_events(run, prior, transition)
-        _store_then_dispatch(lambda: self.store.save_transition(transition, events), events, self.sinks)
+        _store_then_dispatch(lambda: self.store.save_transition(transition, events, holder=holder), events, self.sinks)
         return transition
+
+    def create_run(self, run: RunRecord, events: Sequence[LoopEvent] = ()) -> None:
+        """Store a new run with the events that describe it (a follow), in one transaction, then dispatch them.
+
+        Raises:
+            AlreadyFollowedError: the run it follows is followed already (nothing is stored or dispatched).
+        """
+        _store_then_dispatch(lambda: self.store.create_run(run, events), events, self.sinks)
 
     def record(self, events: Sequence[LoopEvent]) -> None:
         """Store events that describe no new state, then dispatch them (see :func:`record_events`)."""

@@ -9,12 +9,13 @@ process's thread pool is the embedded default; with a broker set, Celery workers
 from __future__ import annotations
 
 import logging
+import queue
 import threading
+import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol
 
-from marsrag.errors import ActionConflictError
+from marsrag.errors import ActionConflictError, QueueUnavailableError
 
 if TYPE_CHECKING:
     from marsrag.runtime.actions import Action
@@ -29,7 +30,15 @@ class RunExecutor(Protocol):
     """Executes stored runs in the background and operator actions on stored tasks."""
 
     def submit(self, run_id: str) -> None:
-        """Queue a stored ``pending`` run for execution; returns at once."""
+        """Queue a stored ``pending`` run for execution; returns at once.
+
+        Raises:
+            QueueUnavailableError: the run cannot be queued now (it stays stored, ``pending``, for the sweep).
+        """
+        ...
+
+    def holds(self, run_id: str) -> bool:
+        """Whether this executor has the run queued or executing (the sweep leaves such runs alone)."""
         ...
 
     def act(self, action: Action, run_id: str, task_id: str) -> TaskState:
@@ -40,30 +49,71 @@ class RunExecutor(Protocol):
         """
         ...
 
-    def shutdown(self) -> None:
-        """Stop taking work; wait for what this process is executing."""
+    def shutdown(self, grace: float = 0.0) -> None:
+        """Stop taking work; give what this process is executing up to ``grace`` seconds to reach a commit point."""
         ...
 
 
 class ThreadRunExecutor:
-    """Executes runs on a pool of threads in this process, and actions in the caller's thread.
+    """Executes runs on daemon threads of this process, and actions in the caller's thread.
 
-    A run that never finishes (the process died) is found stale later and can be resumed.
+    On :meth:`shutdown` queued runs are left ``pending`` (the next server's sweep takes them) and executing
+    ones are asked to stop after their current task's commit (``stopping``), so a server exits within its
+    grace period instead of draining its whole queue. A run that never finishes (the process died, or the
+    grace ran out mid-task) is found stale later and resumed from its committed tasks.
     """
 
-    def __init__(self, execute: Callable[[str], Any], act: ActFunction, threads: int = 2) -> None:
+    def __init__(
+        self,
+        execute: Callable[[str], Any],
+        act: ActFunction,
+        threads: int = 2,
+        *,
+        stopping: threading.Event | None = None,
+    ) -> None:
         self._execute = execute
         self._act = act
-        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="marsrag-run")
-        self._pending: set[Future[Any]] = set()
+        #: Set on shutdown: the runner checks it after each task commit (see WorkflowRunner.stopping).
+        self.stopping = stopping if stopping is not None else threading.Event()
+        self._queue: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        self._held: set[str] = set()
         self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        # Daemon threads: an interpreter exiting after the grace period does not wait for an LLM call.
+        self._threads = [
+            threading.Thread(target=self._work, name=f"marsrag-run-{index}", daemon=True) for index in range(threads)
+        ]
+        for thread in self._threads:
+            thread.start()
 
     def submit(self, run_id: str) -> None:
-        """Queue a stored run; returns at once."""
-        future = self._pool.submit(self._run, run_id)
+        """Queue a stored run; returns at once.
+
+        Raises:
+            QueueUnavailableError: the executor is shutting down (the run stays ``pending``).
+        """
         with self._lock:
-            self._pending.add(future)
-        future.add_done_callback(self._done)
+            if self.stopping.is_set():
+                raise QueueUnavailableError("this server is shutting down: the run stays pending for the next one")
+            if run_id in self._held:
+                return  # queued or executing already (the sweep and a request may both hand it over)
+            self._held.add(run_id)
+        self._queue.put(run_id)
+
+    def holds(self, run_id: str) -> bool:
+        """Whether the run is queued or executing here."""
+        with self._lock:
+            return run_id in self._held
+
+    def _work(self) -> None:
+        while (run_id := self._queue.get()) is not None:
+            try:
+                if not self.stopping.is_set():  # else: left pending, for the next server's sweep
+                    self._run(run_id)
+            finally:
+                with self._lock:
+                    self._held.discard(run_id)
+                    self._idle.notify_all()
 
     def _run(self, run_id: str) -> Any:
         try:
@@ -72,32 +122,32 @@ class ThreadRunExecutor:
             # Another process executes it (a recovered run both picked up): not a failure of this one.
             log.info("run %s not executed here: %s", run_id, conflict)
             return None
-        except Exception:
-            # The runner records a run's failures on the run; what escapes it (the store is gone) is logged here.
+        except Exception:  # noqa: BLE001 - logged: the runner records failures on the run, this is what escapes it
+            # The runner records a run's failures on the run; what escapes it (the store is gone) is logged
+            # here, and the run, still stored, is picked up again by the sweep.
             log.exception("run %s could not be executed", run_id)
-            raise
+            return None
 
     def act(self, action: Action, run_id: str, task_id: str) -> TaskState:
         """Execute the action here and now; the task's new state."""
         return self._act(action, run_id, task_id)
 
-    def _done(self, future: Future[Any]) -> None:
-        with self._lock:
-            self._pending.discard(future)
-
     def wait(self, timeout: float | None = None) -> bool:
-        """Wait until every queued run has finished (or ``timeout`` passed); whether all finished."""
-        with self._lock:
-            pending = list(self._pending)
-        for future in pending:
-            try:
-                future.result(timeout=timeout)
-            except TimeoutError:
-                return False
-            except Exception:  # noqa: BLE001, S110 - the runner records failures on the run itself
-                pass
-        return True
+        """Wait until no run is queued or executing (or ``timeout`` passed); whether none is."""
+        with self._idle:
+            return self._idle.wait_for(lambda: not self._held, timeout)
 
-    def shutdown(self) -> None:
-        """Stop taking runs and wait for the ones executing."""
-        self._pool.shutdown(wait=True)
+    def shutdown(self, grace: float = 0.0) -> None:
+        """Stop taking runs, leave queued ones pending, and give executing ones ``grace`` seconds to stop.
+
+        An executing run stops after its current task commits (it is left ``pending`` and resumes from there
+        on the next start); one still inside an LLM call when the grace ends is left ``running`` and found
+        stale once this process is gone.
+        """
+        with self._lock:
+            self.stopping.set()
+        for _ in self._threads:
+            self._queue.put(None)
+        deadline = time.monotonic() + grace
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))

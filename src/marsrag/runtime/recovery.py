@@ -1,27 +1,97 @@
-"""Finding the runs a dead process left unfinished, so a starting server can have them executed again."""
+"""The sweep: finding the runs no live executor holds and handing them to one, at start and while serving.
+
+A run is unheld when (the liveness rule of :mod:`marsrag.liveness`, for pending and running runs alike):
+
+- it is ``running`` and its executor is gone (dead on this host, or silent for too long elsewhere);
+- it is ``pending`` and the process that accepted it is gone, or it is this process, whose executor does
+  not have it (the queue refused it with 503, its claim failed on a full disk, or the broker lost it).
+
+Handing a run over is always safe: the claim on the run lets one process execute it, and a run resumes
+from its committed tasks. A pending run of a dead process is adopted first (a compare-and-set of its
+owner), so of several servers sweeping the same store one hands it over.
+"""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+import logging
+import threading
 
-from marsrag.liveness import is_stale
-from marsrag.state import utcnow
+from marsrag.errors import MarsRAGError, QueueUnavailableError
+from marsrag.liveness import holds_here, is_stale, owner_id
+from marsrag.runtime.executor import RunExecutor
+from marsrag.state import RunRecord
 from marsrag.store.base import RunStore
 
-#: A pending run younger than this is left to the process that just queued it.
-PENDING_GRACE = timedelta(minutes=1)
+log = logging.getLogger(__name__)
+
+#: Seconds between two sweeps of a serving process (``MARSRAG_SWEEP_SECONDS``).
+SWEEP_SECONDS = 30.0
 
 
-def unfinished_runs(store: RunStore, now: datetime | None = None) -> list[str]:
-    """Ids of runs to execute again, oldest first: pending past :data:`PENDING_GRACE`, or running but stale.
+def unheld(run: RunRecord, executor: RunExecutor) -> bool:
+    """Whether no live executor holds ``run`` (see the module docstring)."""
+    if executor.holds(run.run_id):
+        return False
+    if run.status == "pending" and holds_here(run.owner):
+        return True  # accepted here, yet not queued here
+    return is_stale(run)
 
-    Handing one to an executor is always safe: the claim on the run lets one process execute it, and a
-    stale run resumes from its committed tasks.
-    """
-    now = now or utcnow()
-    found = [
-        run
-        for run in store.list_runs(statuses=("pending", "running"))
-        if (run.status == "pending" and now - run.updated_at > PENDING_GRACE) or is_stale(run, now)
-    ]
-    return [run.run_id for run in reversed(found)]
+
+class Sweeper:
+    """Hands the runs no live executor holds to ``executor``: once (:meth:`sweep`) or every ``interval`` seconds."""
+
+    def __init__(self, store: RunStore, executor: RunExecutor, *, interval: float = SWEEP_SECONDS) -> None:
+        self.store = store
+        self.executor = executor
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def sweep(self) -> list[str]:
+        """Hand every unheld run to the executor, oldest first; the ids handed over.
+
+        An unreachable queue stops this sweep, not the caller: the runs stay stored for the next one.
+        """
+        handed: list[str] = []
+        for run in reversed(self.store.list_runs(statuses=("pending", "running"))):
+            if not unheld(run, self.executor) or not self._adopt(run):
+                continue
+            try:
+                self.executor.submit(run.run_id)
+            except QueueUnavailableError as error:
+                log.warning("unheld runs not handed over (%d handed): %s", len(handed), error)
+                break
+            handed.append(run.run_id)
+        return handed
+
+    def _adopt(self, run: RunRecord) -> bool:
+        """Make this process the holder of a pending run of a gone process; whether it is (or was) this one's."""
+        if run.status != "pending" or holds_here(run.owner):
+            return True  # a running run is claimed by whoever executes it; this one's own need no adopting
+        return self.store.set_run_status(run.run_id, "pending", owner=owner_id(), seen=run)
+
+    def start(self) -> None:
+        """Sweep every ``interval`` seconds on a daemon thread until :meth:`stop`."""
+        if self._thread is None and self.interval > 0:
+            self._thread = threading.Thread(target=self._loop, name="marsrag-sweep", daemon=True)
+            self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                handed = self.sweep()
+            except MarsRAGError as error:  # the store is down: the next sweep tries again
+                log.warning("sweep failed: %s", error)
+                continue
+            if handed:
+                log.info("sweep handed %d unheld run(s) to the executor: %s", len(handed), ", ".join(handed))
+
+    def stop(self) -> None:
+        """Stop sweeping (a sweep in progress finishes)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+
+__all__ = ["SWEEP_SECONDS", "Sweeper", "unheld"]

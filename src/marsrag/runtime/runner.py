@@ -8,6 +8,7 @@ survives its repair retry), its retrieval results and, for ``agent: auto``, its 
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Sequence
@@ -38,12 +39,10 @@ from marsrag.state import (
     TransitionRecord,
     Validation,
 )
-from marsrag.store.base import RunStore
+from marsrag.store.base import RETRY_DELAYS, RunStore
+from marsrag.store.queries import Holder
 from marsrag.tasks.config import AUTO_AGENT, ProjectConfig
 from marsrag.views.summary import summarize
-
-#: Seconds between attempts to record a run's end while the store is unreachable (about 15 s in all).
-FINISH_RETRY_DELAYS = (0.5, 1.0, 2.0, 4.0, 8.0)
 
 
 class WorkflowRunner:
@@ -69,13 +68,27 @@ class WorkflowRunner:
         self.retrieval_limit = retrieval_limit
         self.candidates = project_candidates(project)
         self.commits = TaskCommitter(store, self.sinks)
+        #: Set when the process shuts down: an executing run stops after its current task's commit and is left
+        #: ``pending``, to resume from there (its executor sets it; see ThreadRunExecutor.shutdown).
+        self.stopping = threading.Event()
 
-    def start(self, goal: str, *, workflow: str | None = None, session_id: str | None = None) -> RunRecord:
-        """Record a new pending run (the workflow is checked now, so a bad name writes nothing).
+    def start(
+        self,
+        goal: str,
+        *,
+        workflow: str | None = None,
+        session_id: str | None = None,
+        followed_from: str | None = None,
+        events: Sequence[LoopEvent] = (),
+    ) -> RunRecord:
+        """Record a new pending run held by this process (the workflow is checked now: a bad name writes nothing).
+
+        ``followed_from`` names the run whose next action it follows; ``events`` are stored with it.
 
         Raises:
             ConfigError: no such workflow.
             InputError: the goal or session id holds a NUL character (no database stores one in text).
+            AlreadyFollowedError: ``followed_from`` is followed already (nothing is stored).
         """
         for name, value in (("goal", goal), ("session id", session_id or "")):
             if "\x00" in value:
@@ -87,8 +100,12 @@ class WorkflowRunner:
             goal=goal,
             workflow=chosen.name,
             loop_mode=chosen.effective_loop_mode,
+            # The accepting process holds a pending run until an executor claims it: if it dies first, the
+            # run is found stale at once (same host) and picked up by the sweep.
+            owner=owner_id(),
+            followed_from=followed_from,
         )
-        self.store.create_run(run)
+        self.commits.create_run(run, events)
         return run
 
     def run(self, goal: str, *, workflow: str | None = None, session_id: str | None = None) -> RunRecord:
@@ -150,8 +167,6 @@ class WorkflowRunner:
         chosen: str | None = workflow or (routed if routed in self.project.workflows else prior.workflow)
         if chosen not in self.project.workflows:
             chosen = None  # the followed run's workflow is gone from this config: use the default
-        # Checked before the event is stored: a bad workflow name records nothing.
-        self.project.workflow(chosen)
         event = LoopEvent(
             name="loop.action.followed",
             run_id=run_id,
@@ -161,36 +176,58 @@ class WorkflowRunner:
             validation_status=last.validation.status,
             transition_mode=action.mode,
         )
-        self.commits.record([event])
-        return self.start(action.hook, workflow=chosen, session_id=prior.session_id)
+        # The follow and its event are one write, unique per followed run: of racing follows (a double
+        # click, ten requests), one run is stored; the others raise AlreadyFollowedError naming it.
+        return self.start(
+            action.hook, workflow=chosen, session_id=prior.session_id, followed_from=run_id, events=[event]
+        )
 
     def _execute(self, run: RunRecord, stored: list[TaskState]) -> RunRecord:
-        # Compare-and-set on the run as read: of processes racing for it (a redelivered job), one executes it.
-        if not self.store.claim_run(run.run_id, owner_id(), seen=run):
+        # Compare-and-set on the run as read: of processes racing for it (a redelivered job), one executes it;
+        # none while an operator action holds one of its tasks.
+        owner = owner_id()
+        claim = self.store.claim_run(run.run_id, owner, seen=run)
+        if not claim:
+            if claim.refusal == "busy":
+                raise ActionConflictError(
+                    f"an operator action is running on task {claim.task_id!r} of run {run.run_id!r} "
+                    f"({claim.holder}): resume the run once it has finished"
+                )
             raise ActionConflictError(f"run {run.run_id!r} was taken by another process")
+        held = run.model_copy(update={"status": "running", "owner": owner})
         try:
-            execution = _Execution(self, run, stored)
+            execution = _Execution(self, held, stored)
             execution.kickoff()
+        except RunInterrupted as stop:
+            # Handed back, not failed: the next sweep (this server's successor) resumes it after its last commit.
+            return self._finish(held, "pending", reason=str(stop), summary=summarize(execution.states))
         except Exception as error:  # noqa: BLE001 - any failure is recorded on the run, with its reason
-            return self._finish(run.run_id, "failed", reason=f"{type(error).__name__}: {error}")
-        return self._finish(run.run_id, "completed", summary=summarize(execution.states))
+            return self._finish(held, "failed", reason=f"{type(error).__name__}: {error}")
+        return self._finish(held, "completed", summary=summarize(execution.states))
 
-    def _finish(self, run_id: str, status: RunStatus, **details: str) -> RunRecord:
-        """Record the run's end, riding out a brief store outage; the final record.
+    def _finish(self, held: RunRecord, status: RunStatus, **details: str) -> RunRecord:
+        """Record the run's end while this process still holds it, riding out a brief store outage; the final record.
+
+        A compare-and-set on the run as this process holds it: when another process took the run over (it
+        found this one stale), its record stands and is returned.
 
         Raises:
             StoreError: the store stayed unreachable (the run stays ``running``, its committed tasks kept:
                 it is resumed once its process is gone).
         """
-        for delay in (*FINISH_RETRY_DELAYS, None):
+        for delay in (*RETRY_DELAYS, None):
             try:
-                self.store.set_run_status(run_id, status, **details)
-                return self.store.get_run(run_id)
+                self.store.set_run_status(held.run_id, status, seen=held, **details)
+                return self.store.get_run(held.run_id)
             except StoreError:
                 if delay is None:
                     raise
                 time.sleep(delay)
         raise AssertionError("unreachable")  # the loop returns or raises
+
+
+class RunInterrupted(Exception):  # noqa: N818 - not an error: the run is handed back
+    """Raised after a task's commit when the process is shutting down: the run stops there, resumable."""
 
 
 class _Execution:
@@ -199,6 +236,8 @@ class _Execution:
     def __init__(self, runner: WorkflowRunner, run: RunRecord, stored: list[TaskState]) -> None:
         self.runner = runner
         self.run = run
+        #: Every write of the execution applies only while this process still holds the run.
+        self.holder = Holder(run_owner=run.owner)
         start = len(stored)
         self.built: BuiltCrew = build_crew(runner.project, run.workflow, runner.llm, start=start)
         self.states: list[TaskState] = list(stored)
@@ -255,14 +294,17 @@ class _Execution:
     def _task_done(self, index: int, output: Any) -> None:
         state = self._state(index, self.built.tasks[index], output)
         target = self.built.tasks[index + 1].config.name if index + 1 < len(self.built.tasks) else None
-        committed = self.runner.commits.commit(self.run, state, state.attempts, target=target)
+        committed = self.runner.commits.commit(self.run, state, state.attempts, target=target, holder=self.holder)
         self.states.append(state)
+        if target is not None and self.runner.stopping.is_set():
+            raise RunInterrupted(f"interrupted by a shutdown after task {state.task_id!r}: it resumes from there")
         if committed.transition is not None:
             self._hand_to(state, index + 1, committed.transition)
 
     def _hand_over(self, prior: TaskState, index: int, *, first: bool = False) -> None:
         """Plan, store and apply a missing transition (a run stopped between a state and its transition)."""
-        transition = self.runner.commits.commit_transition(self.run, prior, self.built.tasks[index].config.name)
+        target = self.built.tasks[index].config.name
+        transition = self.runner.commits.commit_transition(self.run, prior, target, holder=self.holder)
         self._hand_to(prior, index, transition, first=first)
 
     def _hand_to(self, prior: TaskState, index: int, transition: TransitionRecord, *, first: bool = False) -> None:

@@ -16,7 +16,7 @@ from marsrag.views.outcome import task_outcome
 
 
 def run_summary_row(run: RunRecord, outcome: Mapping[str, int]) -> dict[str, Any]:
-    """One row of ``runs list``; ``stale`` marks a run left running by a process that is gone."""
+    """One row of ``runs list``; ``stale`` marks a run left pending or running by a process that is gone."""
     return {
         "run_id": run.run_id,
         "session_id": run.session_id,

@@ -43,6 +43,15 @@ class Started(BaseModel):
     status: Literal["pending"] = "pending"
 
 
+class Followed(BaseModel):
+    """The run that follows a run's next action: started now (202), or already (200, ``already_followed``)."""
+
+    run_id: str
+    session_id: str
+    status: RunStatus
+    already_followed: bool = False
+
+
 class Outcome(BaseModel):
     """How a run's tasks ended: the number of tasks in each validation status (``skipped``: no contract)."""
 
@@ -133,15 +142,21 @@ def show_run(run_id: str, backend: BackendDep) -> dict[str, Any]:
 @router.post(
     "/runs/{run_id}/follow",
     status_code=status.HTTP_202_ACCEPTED,
-    response_model=Started,
+    response_model=Followed,
     dependencies=[Depends(require_api_writer)],
-    summary="Follow the run's next action: the next run of its session, in the background",
+    responses={200: {"model": Followed, "description": "The run's next action was followed already: that run"}},
+    summary="Follow the run's next action: the next run of its session, in the background (at most once)",
 )
-def follow_run(run_id: str, backend: BackendDep, response: Response) -> Started:
-    """Record ``loop.action.followed`` and start the next run with the next action as its goal."""
-    run = backend.follow(run_id)
+def follow_run(run_id: str, backend: BackendDep, response: Response) -> Followed:
+    """Record ``loop.action.followed`` and start the next run with the next action as its goal.
+
+    A run's next action is followed once: a repeated request (a double click) gets that run, with 200.
+    """
+    run, started = backend.follow(run_id)
     response.headers["Location"] = f"/api/runs/{run.run_id}"
-    return Started(run_id=run.run_id, session_id=run.session_id)
+    if not started:
+        response.status_code = status.HTTP_200_OK
+    return Followed(run_id=run.run_id, session_id=run.session_id, status=run.status, already_followed=not started)
 
 
 @router.post(

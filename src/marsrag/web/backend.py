@@ -10,11 +10,11 @@ from contextlib import ExitStack
 from typing import Any
 
 from marsrag.compose import open_executor, open_runner
-from marsrag.errors import QueueUnavailableError
+from marsrag.errors import AlreadyFollowedError
 from marsrag.runtime.actions import Action
 from marsrag.runtime.commit import record_events
 from marsrag.runtime.executor import RunExecutor
-from marsrag.runtime.recovery import unfinished_runs
+from marsrag.runtime.recovery import Sweeper
 from marsrag.runtime.runner import WorkflowRunner
 from marsrag.state import LoopEvent, RunRecord, TaskState
 from marsrag.store.base import RunStore
@@ -39,25 +39,13 @@ class Backend:
         try:
             self.runner: WorkflowRunner = self._stack.enter_context(open_runner(settings.settings))
             self.executor: RunExecutor = open_executor(self.runner, settings.settings, threads=settings.run_threads)
-            self.recovered = self._recover()
+            self.sweeper = Sweeper(self.store, self.executor, interval=settings.sweep_seconds)
+            # The runs a dead process left unfinished are handed over now; the sweep then keeps at it.
+            self.recovered = self.sweeper.sweep()
+            self.sweeper.start()
         except BaseException:
             self._stack.close()
             raise
-
-    def _recover(self) -> list[str]:
-        """Hand the runs a dead process left unfinished to the executor; the ids handed over.
-
-        An unreachable queue stops the handing over, not the server: the runs stay stored for the next start.
-        """
-        handed: list[str] = []
-        for run_id in unfinished_runs(self.store):
-            try:
-                self.executor.submit(run_id)
-            except QueueUnavailableError as error:
-                log.warning("unfinished runs not re-queued (%d left): %s", len(handed), error)
-                break
-            handed.append(run_id)
-        return handed
 
     @property
     def store(self) -> RunStore:
@@ -85,16 +73,22 @@ class Backend:
         self.executor.submit(run.run_id)
         return run
 
-    def follow(self, run_id: str) -> RunRecord:
-        """Record the follow and the next run of the session, pending, and queue it; returns at once.
+    def follow(self, run_id: str) -> tuple[RunRecord, bool]:
+        """Follow the run's next action: record the follow and the next run, pending, and queue it; returns at once.
+
+        A run's next action is followed at most once: a repeated follow (a double click, racing requests)
+        returns the run that follows it already, and False.
 
         Raises:
             RunNotFoundError: no such run.
             ActionConflictError: the run is executing or has no next action.
         """
-        run = self.runner.start_follow(run_id)
+        try:
+            run = self.runner.start_follow(run_id)
+        except AlreadyFollowedError as already:
+            return self.store.get_run(already.run_id), False
         self.executor.submit(run.run_id)
-        return run
+        return run, True
 
     def act(self, action: Action, run_id: str, task_id: str) -> TaskState:
         """Run an operator action on a stored task on the executor and return its new state (seconds: the LLM)."""
@@ -139,6 +133,11 @@ class Backend:
         record_events(self.store, events, self.runner.sinks)
 
     def close(self) -> None:
-        """Wait for executing runs, then close the store (and flush the event sinks)."""
-        self.executor.shutdown()
+        """Stop sweeping, give executing runs the grace period to reach a commit point, close the store and sinks.
+
+        Queued runs stay ``pending`` and executing ones stop after their current task (see
+        :meth:`ThreadRunExecutor.shutdown`): the next server's sweep resumes them.
+        """
+        self.sweeper.stop()
+        self.executor.shutdown(grace=self.settings.shutdown_grace)
         self._stack.close()

@@ -78,8 +78,8 @@ def run_page(request: Request, run_id: str, backend: BackendDep, tasks: Backgrou
 
 @router.post("/runs/{run_id}/follow")
 def follow(run_id: str, backend: BackendDep, _form: FormDep) -> Response:
-    """Follow the run's next action and show the new run."""
-    run = backend.follow(run_id)
+    """Follow the run's next action and show the new run (the one already following it, on a repeat)."""
+    run, _ = backend.follow(run_id)
     return RedirectResponse(f"/runs/{run.run_id}", status_code=303)
 
 

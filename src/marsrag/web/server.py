@@ -21,4 +21,13 @@ def serve(settings: WebSettings, *, port: int = 8000) -> None:
     app = create_app(settings)
     shown = f"[{settings.host}]" if ":" in settings.host else settings.host
     sys.stderr.write(f"marsrag: serving on http://{shown}:{port} (store {app.state.backend.store.url})\n")
-    uvicorn.run(app, host=settings.host, port=port, log_level="warning", access_log=False, server_header=False)
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        server_header=False,
+        # Requests in progress (an operator action waits for its LLM) get the same grace as executing runs.
+        timeout_graceful_shutdown=max(1, round(settings.shutdown_grace)),
+    )

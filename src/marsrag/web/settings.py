@@ -9,6 +9,10 @@ from marsrag.settings import Settings, resolve_settings
 
 #: Request bodies above this many bytes are refused with 413 (a goal is at most 100,000 characters).
 DEFAULT_MAX_BODY_BYTES = 512 * 1024
+#: Seconds a stopping server gives executing runs to reach their next commit point (``--shutdown-grace``).
+DEFAULT_SHUTDOWN_GRACE = 30.0
+#: Seconds between two sweeps for runs no live executor holds.
+SWEEP_SECONDS = 30.0
 
 
 def is_loopback(host: str) -> bool:
@@ -36,6 +40,8 @@ class WebSettings:
         max_body_bytes: larger request bodies get 413.
         run_threads: runs executing at once in this process (without a broker).
         allowed_hosts: on loopback, the Host names served (None: loopback names and the settings' allowed hosts).
+        sweep_seconds: how often the server hands runs no live executor holds to its executor (0: only at start).
+        shutdown_grace: on SIGTERM, how long executing runs get to reach their next commit point.
     """
 
     settings: Settings = field(default_factory=resolve_settings)
@@ -44,6 +50,8 @@ class WebSettings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     run_threads: int = 2
     allowed_hosts: tuple[str, ...] | None = None
+    sweep_seconds: float = SWEEP_SECONDS
+    shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE
 
     def __post_init__(self) -> None:
         # Frozen: the defaults that come from the settings are filled in once, here.

@@ -1,0 +1,67 @@
+"""A dropped PostgreSQL connection never fails a run: a write is retried on a fresh connection, and a retry after
+a commit whose outcome is unknown first checks whether it landed, so nothing is written or counted twice.
+
+The run's own connections (tagged by ``application_name``) are terminated every 100 ms by the real server
+while four runs execute on real CrewAI crews."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import Engine, text
+
+from marsrag.store import open_store
+from marsrag.tasks import ProjectConfig
+from tests.faults.conftest import runner
+from tests.faults.fault_llm import FaultLLM
+
+pytestmark = pytest.mark.crewai
+
+
+@pytest.fixture
+def tagged_url(postgres_url: str) -> Iterator[tuple[str, str]]:
+    """A fresh PostgreSQL schema's URL whose connections carry a unique ``application_name``, and that name."""
+    name = f"marsrag-drop-{uuid.uuid4().hex[:12]}"
+    yield f"{postgres_url}&application_name={name}", name
+
+
+def terminate_every(admin: Engine, name: str, interval: float, stop: threading.Event) -> list[int]:
+    """Terminate the tagged connections every ``interval`` seconds until ``stop``; the count terminated each time."""
+    killed: list[int] = []
+    query = text("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = :name")
+    while not stop.wait(interval):
+        with admin.connect() as connection:
+            killed.append(int(connection.execute(query, {"name": name}).scalar() or 0))
+    return killed
+
+
+def test_runs_complete_while_their_connections_are_terminated_every_100_ms(
+    tagged_url: tuple[str, str], postgres_admin: Engine, project: ProjectConfig
+) -> None:
+    """Four runs, connections killed every 100 ms: all complete, each task and event stored exactly once."""
+    url, name = tagged_url
+    stop, killed = threading.Event(), []
+    killer = threading.Thread(target=lambda: killed.extend(terminate_every(postgres_admin, name, 0.1, stop)))
+    with open_store(url) as store:
+        llm = FaultLLM.scripted([])
+        killer.start()
+        try:
+            # A little latency per call, so the runs span many kills (a commit or read cut in the middle).
+            finished = []
+            for index in range(4):
+                run = runner(store, project, llm).run(f"latency spike {index}", workflow="flow")
+                finished.append(run)
+        finally:
+            stop.set()
+            killer.join()
+        assert sum(killed) > 0, "no connection was terminated: the test proves nothing"
+        assert [(run.status, run.status_reason) for run in finished] == [("completed", None)] * 4
+        for run in finished:
+            tasks = store.get_tasks(run.run_id)
+            assert [(t.task_id, len(t.attempts)) for t in tasks] == [("diagnose", 1), ("recommend", 1)]
+            names = Counter(event.name for event in store.get_events(run.run_id))
+            assert names == {"loop.contract.validated": 2, "loop.transition.planned": 1}
