@@ -16,6 +16,7 @@ from marsrag.errors import InputError
 from marsrag.rag import KnowledgeBase, ReplacedDocument, chunk_blocks
 from marsrag.rag.identity import MAX_COLLECTION_CHARS, check_collection, default_collection
 from marsrag.rag.readers import decode, parse
+from marsrag.store.conformance import in_threads
 from tests.rag.conftest import write
 from tests.store.migrations import at_revision
 from tests.store.records import T0
@@ -195,3 +196,23 @@ def test_an_old_document_taken_over_with_new_content_says_so(db_url: str, twins:
         )
         assert sources(kb, "heater") == ["kb/doc.md#Scrubber"]
         assert kb.ingest([two]).added == 2
+
+
+def test_two_folders_ingested_at_once_after_the_upgrade_take_the_old_document_over_once(
+    db_url: str, twins: tuple[Path, Path]
+) -> None:
+    """Racing to adopt the same old documents: one folder takes each over, the other adds its own; no error."""
+    one, two = twins
+    ingest_as_before_0007(db_url, one)
+    bases = [KnowledgeBase.open(db_url) for _ in range(2)]
+
+    def ingest(index: int) -> None:
+        bases[index].ingest([(one, two)[index]])
+
+    try:
+        assert in_threads(2, ingest) == []
+        assert sources(bases[0], "heater") == ["kb/doc.md#Airlock", "kb/doc.md#Scrubber"]
+        assert sources(bases[0], "handbook habitat") == ["kb/README.md#About one", "kb/README.md#About two"]
+    finally:
+        for kb in bases:
+            kb.close()
