@@ -139,16 +139,18 @@ def _ingest(kb: KnowledgeBase, folder: Path, rows: list[DocumentRows], base: sql
     ours = time.perf_counter() - start
     if outcome.chunks_written != total or outcome.skipped:
         raise SystemExit(f"benchmark ingest went wrong: {outcome.summary()}, expected {total} chunks")
+    collection = str(folder.parent.resolve())  # ingest's default collection for the folder
     start = time.perf_counter()
     for (path, sha256, size), chunk_rows in rows:
         with base:  # one transaction per document (commits on exit), as ingest does
-            base.execute(
-                "INSERT INTO documents (path, sha256, size, ingested_at) VALUES (?, ?, ?, datetime('now'))",
-                (path, sha256, size),
-            )
+            document_id = base.execute(
+                "INSERT INTO documents (collection, path, sha256, size, source, ingested_at)"
+                " VALUES (?, ?, ?, ?, ?, datetime('now'))",
+                (collection, path, sha256, size, f"{collection}/{path}"),
+            ).lastrowid
             base.executemany(
-                "INSERT INTO chunks (document_path, position, heading, text) VALUES (?, ?, ?, ?)",
-                [(path, *row) for row in chunk_rows],
+                "INSERT INTO chunks (document_id, position, heading, text) VALUES (?, ?, ?, ?)",
+                [(document_id, *row) for row in chunk_rows],
             )
     baseline = time.perf_counter() - start
     return total / ours, total / baseline

@@ -196,24 +196,32 @@ def lint(
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Markdown, text or HTML files, or folders (recursively).")],
     db: DbOption = None,
+    collection: Annotated[
+        str | None,
+        typer.Option(help="Put the documents in this collection; default: the resolved folder each path is in."),
+    ] = None,
     format: Annotated[FormatChoice, typer.Option(help="text, or json (the ingest report).")] = FormatChoice.text,
 ) -> None:
     """Ingest documents into the knowledge base: chunks by heading, kept with their source path and heading.
 
-    Re-ingesting an unchanged file does nothing; a changed file replaces its chunks. Unreadable or binary
-    files are skipped with a warning naming them.
+    A document is its collection plus its path (cited as given: docs/x.md for the folder docs), so folders of
+    the same name elsewhere never replace each other. Re-ingesting an unchanged file does nothing; a changed
+    file replaces its chunks, and each replacement is printed with its reason. Unreadable or binary files are
+    skipped with a warning naming them.
 
-    Example: marsrag ingest docs/ runbooks/restart.md
+    Example: marsrag ingest docs/ runbooks/restart.md --collection handbook
     """
     # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.compose import ingest as ingest_into
 
-    report = ingest_into(_settings(db=db), list(paths), progress=format is FormatChoice.text)
+    report = ingest_into(_settings(db=db), list(paths), progress=format is FormatChoice.text, collection=collection)
     for skipped in report.skipped:
         _error_line("warning", f"skipped {skipped.path}: {skipped.reason}")
     if format is FormatChoice.json:
         sys.stdout.write(json.dumps(report.to_dict(), ensure_ascii=False, default=str) + "\n")
     else:
+        for line in report.lines():
+            typer.echo(line)
         typer.echo(f"ingested: {report.summary()}")
 
 

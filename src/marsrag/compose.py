@@ -89,14 +89,16 @@ def open_knowledge_base(settings: Settings) -> AbstractContextManager[KnowledgeB
     return knowledge_base(settings.db)
 
 
-def ingest(settings: Settings, paths: Iterable[str | Path], *, progress: bool = True) -> IngestReport:
+def ingest(
+    settings: Settings, paths: Iterable[str | Path], *, progress: bool = True, collection: str | None = None
+) -> IngestReport:
     """Ingest files and folders into the settings' knowledge base (see :func:`marsrag.rag.service.ingest_paths`).
 
     Raises:
-        InputError: a path does not exist.
+        InputError: a path does not exist, or ``collection`` cannot name a collection.
         StoreError: a bad URL, or the database cannot be reached, migrated or written.
     """
-    return ingest_paths(paths, db=settings.db, progress=progress)
+    return ingest_paths(paths, db=settings.db, progress=progress, collection=collection)
 
 
 @contextmanager

@@ -59,6 +59,8 @@ restart procedure did not say to restart one node at a time.</p>
 
 
 STEPS = "docs/runbooks/prewarm.md#Runbook: pre-warming caches > Steps"
+#: The FROM clause giving each chunk ``c`` its document ``d``.
+CHUNKS_OF_DOCUMENTS = "FROM chunks AS c JOIN documents AS d ON d.id = c.document_id"
 
 
 def sql(kb: KnowledgeBase, statement: str, **params: Any) -> list[Any]:
@@ -69,7 +71,8 @@ def sql(kb: KnowledgeBase, statement: str, **params: Any) -> list[Any]:
 
 def chunk_ids(kb: KnowledgeBase, document: str) -> list[int]:
     """A document's chunk ids, in position order."""
-    return [row[0] for row in sql(kb, "SELECT id FROM chunks WHERE document_path = :d ORDER BY position", d=document)]
+    query = f"SELECT c.id {CHUNKS_OF_DOCUMENTS} WHERE d.path = :d ORDER BY c.position"
+    return [row[0] for row in sql(kb, query, d=document)]
 
 
 @pytest.fixture
@@ -91,7 +94,7 @@ def test_ingest_adds_every_document_as_chunks_keyed_from_the_root_name(kb: Knowl
     assert paths == ["docs/architecture/payments.markdown", "docs/incidents/inc-41.html", "docs/runbooks/prewarm.md"]
     assert report.chunks_written == sql(kb, "SELECT count(*) FROM chunks")[0][0] == 6
     headings = sql(
-        kb, "SELECT heading FROM chunks WHERE document_path = 'docs/incidents/inc-41.html' ORDER BY position"
+        kb, f"SELECT c.heading {CHUNKS_OF_DOCUMENTS} WHERE d.path = 'docs/incidents/inc-41.html' ORDER BY c.position"
     )
     assert headings == [
         ("INC-41: checkout latency after cache restarts > Summary",),
@@ -231,7 +234,7 @@ def test_hits_are_retriever_results(kb: KnowledgeBase, docs: Path) -> None:
     assert len(hits) == 2
     assert all(set(hit) == {"chunk_id", "source", "heading", "text", "score"} for hit in hits)
     assert hits[0]["score"] >= hits[1]["score"] > 0
-    ((document,),) = sql(kb, "SELECT document_path FROM chunks WHERE id = :i", i=hits[0]["chunk_id"])
+    ((document,),) = sql(kb, f"SELECT d.path {CHUNKS_OF_DOCUMENTS} WHERE c.id = :i", i=hits[0]["chunk_id"])
     assert hits[0]["source"] == f"{document}#{hits[0]['heading']}"
     assert json.loads(json.dumps(hits)) == hits
     assert kb.search("cache", limit=0) == []
@@ -332,7 +335,7 @@ def test_concurrent_ingests_of_the_same_files_write_each_once(db_url: str, docs:
             write(docs, f"extra/note-{number}.md", f"# Note {number}\n\n{'Changed words about queues. ' * 20}\n")
         updated = ingest_everywhere()
         assert sum(u for _, u, _ in updated) == 8 and all(a == 0 for a, _, _ in updated)
-        counts = sql(bases[0], "SELECT count(*), count(DISTINCT document_path) FROM chunks")
+        counts = sql(bases[0], "SELECT count(*), count(DISTINCT document_id) FROM chunks")
         assert counts == [(14, 11)]
         assert bases[0].search("caches shared") == [] or "extra" not in bases[0].search("caches shared")[0]["source"]
     finally:

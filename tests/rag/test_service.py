@@ -89,7 +89,8 @@ def test_the_example_knowledge_base_ingests_cleanly(tmp_path: Path) -> None:
     report = ingest_paths([EXAMPLES], db=url, progress=False)
     assert report.skipped == [] and report.added > 0 and report.chunks_written >= report.added
     with knowledge_base(url) as kb, sql_engine(kb) as engine, engine.connect() as connection:
-        rows = connection.exec_driver_sql("SELECT document_path, length(text) FROM chunks").all()
+        query = "SELECT d.path, length(c.text) FROM chunks AS c JOIN documents AS d ON d.id = c.document_id"
+        rows = connection.exec_driver_sql(query).all()
     assert all(path.startswith("knowledge_base/") and size <= MAX_CHARS for path, size in rows)
 
 

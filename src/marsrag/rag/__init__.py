@@ -9,7 +9,7 @@ from __future__ import annotations
 from marsrag.rag.chunking import Chunk, chunk_blocks
 from marsrag.rag.knowledge import KnowledgeBase
 from marsrag.rag.readers import SUPPORTED_SUFFIXES, Block, NotTextError, read_blocks
-from marsrag.rag.report import IngestReport, SkippedFile
+from marsrag.rag.report import IngestReport, ReplacedDocument, SkippedFile
 from marsrag.rag.service import ingest_paths, knowledge_base
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "IngestReport",
     "KnowledgeBase",
     "NotTextError",
+    "ReplacedDocument",
     "SkippedFile",
     "chunk_blocks",
     "ingest_paths",

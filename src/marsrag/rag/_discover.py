@@ -3,7 +3,8 @@
 A symlink is followed only when its target lies inside one of the given roots (resolved), so linking to
 ``/etc`` or ``~/.ssh`` from a docs folder cannot pull those files into the knowledge base. A file reached twice
 (through a link and directly) is read once, under its direct path. Only regular files are read: FIFOs, sockets
-and devices found in a folder are passed over, and named directly they are skipped with a reason.
+and devices found in a folder are passed over, and named directly they are skipped with a reason. Each file is
+found with its identity (:mod:`marsrag.rag.identity`): its root's collection and its path.
 """
 
 from __future__ import annotations
@@ -14,14 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from marsrag.errors import InputError
+from marsrag.rag.identity import default_collection
 from marsrag.rag.readers import is_supported
 from marsrag.rag.report import SkippedFile
 
 
 @dataclass(frozen=True)
 class Found:
-    """A file to read: its document key, the path to open (as the user would write it) and its real path."""
+    """A file to read: its collection and document key, the path to open (as the user wrote it), its real path."""
 
+    collection: str
     key: str
     path: Path
     real: Path
@@ -43,11 +46,13 @@ class _Root:
     real: Path
 
 
-def discover(paths: Iterable[str | Path]) -> Discovery:
+def discover(paths: Iterable[str | Path], *, collection: str | None = None) -> Discovery:
     """The supported files under ``paths`` (files or folders, walked recursively, in sorted order).
 
     Document keys are relative to each root's parent (``docs/runbooks/x.md`` for the folder ``docs``), so the
-    same file keeps its key whatever the working directory.
+    same file keeps its key whatever the working directory. Each root's files are in ``collection``, else in
+    the root's :func:`~marsrag.rag.identity.default_collection`. Two files of one collection and key (two
+    roots of the same name in a named collection) cannot both be read: the later is skipped, with the reason.
 
     Raises:
         InputError: a path does not exist.
@@ -64,6 +69,7 @@ def discover(paths: Iterable[str | Path]) -> Discovery:
         roots.append(_Root(given, given.resolve()))
     walker = _Walker([root.real for root in roots])
     for root in roots:
+        walker.collection = default_collection(root.given) if collection is None else collection
         # abspath, not resolve: the key keeps the name the user gave (a symlinked folder's own name).
         name = Path(os.path.abspath(root.given)).name
         if root.real.is_dir():
@@ -82,6 +88,8 @@ class _Walker:
         self.found: list[Found] = []
         self.discovery = Discovery()
         self.walked: set[Path] = set()
+        #: The collection of the root being walked.
+        self.collection = ""
 
     def inside(self, real: Path) -> bool:
         return any(real == root or real.is_relative_to(root) for root in self.roots)
@@ -121,7 +129,7 @@ class _Walker:
 
     def file(self, path: Path, key: PurePosixPath, real: Path, *, via_link: bool, explicit: bool = False) -> None:
         if is_supported(key.name):
-            self.found.append(Found(str(key), path, real, via_link))
+            self.found.append(Found(self.collection, str(key), path, real, via_link))
         elif explicit:
             self.skip(path, f"unsupported file type {key.suffix or '(no suffix)'!r}")
         else:
@@ -131,19 +139,21 @@ class _Walker:
         self.discovery.skipped.append(SkippedFile(str(path), reason))
 
     def result(self) -> Discovery:
-        # One entry per real file, preferring a direct path over a link; one real file per key.
+        # One entry per real file, preferring a direct path over a link; one real file per identity.
         chosen: dict[Path, Found] = {}
         for found in self.found:
             if found.real not in chosen or (chosen[found.real].via_link and not found.via_link):
                 chosen[found.real] = found
-        by_key: dict[str, Found] = {}
+        by_key: dict[tuple[str, str], Found] = {}
         for found in self.found:
             if chosen[found.real] is not found:
                 continue
-            if found.key in by_key:
-                other = by_key[found.key].path
-                self.skip(found.path, f"same document path {found.key!r} as {other} (from another root)")
+            identity = (found.collection, found.key)
+            if identity in by_key:
+                other = by_key[identity].path
+                where = f"{found.key!r} in collection {found.collection!r}"
+                self.skip(found.path, f"same document {where} as {other} (from another root): not read")
                 continue
-            by_key[found.key] = found
+            by_key[identity] = found
             self.discovery.files.append(found)
         return self.discovery

@@ -2,10 +2,12 @@
 
 It lives in the same database as the run store, behind the store's :class:`marsrag.store.KnowledgeStore`
 (:meth:`marsrag.store.RunStore.knowledge`), opened the same way from a URL. This module decides what is stored
-and searched (files found, read, hashed, chunked; a query's words); the store keeps it. Ingest writes one
-transaction per changed file, so a reader never sees a document half replaced; an unchanged file (same SHA-256)
-costs a read and a hash, no write. Search ranks with BM25 on SQLite (FTS5) and ``ts_rank_cd`` on PostgreSQL,
-headings weighing 2.5 times the text on both.
+and searched (files found, read, hashed, chunked; a query's words); the store keeps it. A document is its
+collection and path (:mod:`marsrag.rag.identity`); citations show the path. Ingest writes one transaction per
+changed file, so a reader never sees a document half replaced; an unchanged file (same SHA-256) costs a read and
+a hash, no write. A document stored before collections existed (collection ``legacy``) is taken over by the
+first collection that ingests its path, so upgrading and ingesting again adds no duplicate. Search ranks with
+BM25 on SQLite (FTS5) and ``ts_rank_cd`` on PostgreSQL, headings weighing 2.5 times the text on both.
 """
 
 from __future__ import annotations
@@ -20,9 +22,19 @@ from typing import Any
 from marsrag.rag._discover import Found, discover
 from marsrag.rag._query import terms
 from marsrag.rag.chunking import chunk_blocks, cite
+from marsrag.rag.identity import check_collection
 from marsrag.rag.readers import NotTextError, decode, parse
-from marsrag.rag.report import IngestReport, SkippedFile
-from marsrag.store import ChunkText, KnowledgeStore, RunStore, open_store
+from marsrag.rag.report import IngestReport, ReplacedDocument, SkippedFile
+from marsrag.store import (
+    LEGACY_COLLECTION,
+    ChunkText,
+    DocumentChange,
+    DocumentKey,
+    DocumentVersion,
+    KnowledgeStore,
+    RunStore,
+    open_store,
+)
 
 __all__ = ["MAX_FILE_BYTES", "KnowledgeBase", "ProgressCallback"]
 
@@ -67,18 +79,26 @@ class KnowledgeBase:
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
 
-    def ingest(self, paths: Iterable[str | Path], progress: ProgressCallback | None = None) -> IngestReport:
+    def ingest(
+        self, paths: Iterable[str | Path], progress: ProgressCallback | None = None, *, collection: str | None = None
+    ) -> IngestReport:
         """Ingest files and folders (recursively): new files added, changed ones replaced, unchanged ones left.
 
-        Files of other types are ignored; binary, non-UTF-8, unreadable and oversized files, and symlinks
-        leading outside ``paths``, are skipped: named in the report and logged as warnings.
+        The documents go into ``collection``, else each root's default collection (the resolved folder their
+        paths start in), so same-named folders elsewhere never replace each other's documents. Each
+        replacement is in the report with its reason. Files of other types are ignored; binary, non-UTF-8,
+        unreadable and oversized files, and symlinks leading outside ``paths``, are skipped: named in the
+        report and logged as warnings.
 
         Raises:
-            InputError: a path does not exist.
+            InputError: a path does not exist, or ``collection`` cannot name a collection.
             StoreError: the database fails (files already ingested stay ingested).
         """
-        found = discover(paths)
+        if collection is not None:
+            check_collection(collection)
+        found = discover(paths, collection=collection)
         report = IngestReport(ignored=found.ignored, skipped=list(found.skipped))
+        report.collections = list(dict.fromkeys(item.collection for item in found.files))
         known = self._known_hashes()
         for done, item in enumerate(found.files, start=1):
             self._ingest_file(item, known, report)
@@ -114,18 +134,18 @@ class KnowledgeBase:
             for hit in self._documents.search_chunks(words, limit)
         ]
 
-    def _known_hashes(self) -> dict[str, str]:
+    def _known_hashes(self) -> dict[DocumentKey, str]:
         # One read up front lets unchanged files skip the write transaction (and its lock) entirely.
         return self._documents.known_hashes()
 
-    def _ingest_file(self, item: Found, known: dict[str, str], report: IngestReport) -> None:
+    def _ingest_file(self, item: Found, known: dict[DocumentKey, str], report: IngestReport) -> None:
         try:
             data = _read(item.path)
         except OSError as error:
             report.skipped.append(SkippedFile(str(item.path), f"cannot read: {error.strerror or error}"))
             return
         sha256 = hashlib.sha256(data).hexdigest()
-        if known.get(item.key) == sha256:
+        if known.get((item.collection, item.key)) == sha256:
             report.unchanged += 1
             return
         try:
@@ -134,15 +154,26 @@ class KnowledgeBase:
             report.skipped.append(SkippedFile(str(item.path), str(error)))
             return
         pieces = [ChunkText(p.position, p.heading, p.text) for p in chunk_blocks(item.key, blocks)]
-        outcome = self._documents.replace_document(item.key, sha256, len(data), pieces)
-        if outcome == "added":
+        version = DocumentVersion(item.collection, item.key, sha256, len(data), str(item.real))
+        change = self._documents.replace_document(version, pieces, adopt_from=LEGACY_COLLECTION)
+        if change.outcome == "added":
             report.added += 1
-        elif outcome == "updated":
+        elif change.outcome == "updated":
             report.updated += 1
+            report.replaced.append(ReplacedDocument(item.key, item.collection, _why(change, version)))
         else:
             report.unchanged += 1
-        if outcome != "unchanged":
+        if change.outcome != "unchanged":
             report.chunks_written += len(pieces)
+
+
+def _why(change: DocumentChange, version: DocumentVersion) -> str:
+    """Why a stored document was replaced: its content changed, and where the version replaced came from."""
+    if change.adopted:
+        return f"content changed; it replaces the document of that path in {LEGACY_COLLECTION!r} (before collections)"
+    if change.previous_source is not None and change.previous_source != version.source:
+        return f"content changed; the version replaced was read from {change.previous_source}"
+    return "content changed"
 
 
 def _read(path: Path) -> bytes:

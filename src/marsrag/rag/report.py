@@ -1,11 +1,11 @@
-"""What an ingest did: counts per outcome, the chunks written, and every file skipped with its reason."""
+"""What an ingest did: counts per outcome, the chunks written, every document replaced and every file skipped, why."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["IngestReport", "SkippedFile"]
+__all__ = ["IngestReport", "ReplacedDocument", "SkippedFile"]
 
 
 @dataclass(frozen=True)
@@ -13,6 +13,15 @@ class SkippedFile:
     """A file ingest did not read (binary, not UTF-8, unreadable, a symlink leading outside the roots...)."""
 
     path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ReplacedDocument:
+    """A stored document that ingest replaced with a new version: its path and collection, and why."""
+
+    path: str
+    collection: str
     reason: str
 
 
@@ -27,6 +36,14 @@ class IngestReport:
     ignored: int = 0
     chunks_written: int = 0
     skipped: list[SkippedFile] = field(default_factory=list)
+    #: The collections the files found belong to, in the order met.
+    collections: list[str] = field(default_factory=list)
+    #: One entry per update: which document was replaced, and why.
+    replaced: list[ReplacedDocument] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        """One line per replaced document, for people: ``updated kb/doc.md in /srv/one: content changed``."""
+        return [f"updated {item.path} in {item.collection}: {item.reason}" for item in self.replaced]
 
     def summary(self) -> str:
         """One line for people: ``2 added, 1 updated, 5 unchanged, 1 skipped; 14 chunks written``."""

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from marsrag.rag.identity import check_collection
 from marsrag.rag.knowledge import KnowledgeBase
 from marsrag.rag.report import IngestReport
 
@@ -22,20 +23,25 @@ __all__ = ["PROGRESS_MIN_FILES", "ingest_paths", "knowledge_base"]
 PROGRESS_MIN_FILES = 20
 
 
-def ingest_paths(paths: Iterable[str | Path], *, db: str | None = None, progress: bool = True) -> IngestReport:
+def ingest_paths(
+    paths: Iterable[str | Path], *, db: str | None = None, progress: bool = True, collection: str | None = None
+) -> IngestReport:
     """Ingest files and folders into the knowledge base at ``db`` (default: the run store's database).
 
+    The documents go into ``collection``, else each path's default one (see :meth:`KnowledgeBase.ingest`).
     With ``progress``, a bar on stderr (when it is a terminal) follows ingests of more than
     :data:`PROGRESS_MIN_FILES` files.
 
     Raises:
-        InputError: a path does not exist.
+        InputError: a path does not exist, or ``collection`` cannot name a collection.
         StoreError: a bad URL, or the database cannot be reached, migrated or written.
     """
+    if collection is not None:
+        check_collection(collection)  # before the database is opened (and maybe created) for nothing
     bar = _ProgressBar() if progress else None
     try:
         with knowledge_base(db) as kb:
-            return kb.ingest(paths, progress=bar)
+            return kb.ingest(paths, progress=bar, collection=collection)
     finally:
         if bar is not None:
             bar.close()

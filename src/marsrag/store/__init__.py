@@ -10,13 +10,29 @@ Importing this package stays cheap: SQLAlchemy and Alembic load only when a stor
 from __future__ import annotations
 
 from marsrag.settings import resolve_settings
-from marsrag.store.base import DocumentOutcome, KnowledgeStore, Rankings, RunStore
-from marsrag.store.queries import ChunkHit, ChunkText, GroupedCounts, GroupKey, LoopCounts, OutcomeCount, TaskFailure
+from marsrag.store.base import LEGACY_COLLECTION, KnowledgeStore, Rankings, RunStore
+from marsrag.store.queries import (
+    ChunkHit,
+    ChunkText,
+    DocumentChange,
+    DocumentKey,
+    DocumentOutcome,
+    DocumentVersion,
+    GroupedCounts,
+    GroupKey,
+    LoopCounts,
+    OutcomeCount,
+    TaskFailure,
+)
 
 __all__ = [
+    "LEGACY_COLLECTION",
     "ChunkHit",
     "ChunkText",
+    "DocumentChange",
+    "DocumentKey",
     "DocumentOutcome",
+    "DocumentVersion",
     "GroupKey",
     "GroupedCounts",
     "KnowledgeStore",

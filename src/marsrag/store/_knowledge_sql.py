@@ -4,12 +4,16 @@ Moved behind the store seam from ``marsrag.rag.knowledge``, which keeps reading,
 Search ranks with BM25 on SQLite (FTS5) and ``ts_rank_cd`` on PostgreSQL, headings weighing 2.5 times the text
 on both. The query words arrive already chosen (letters and digits only); this module only spells them in its
 backend's full-text syntax.
+
+A document is its collection and path (see :class:`marsrag.store.KnowledgeStore`); its chunks point to its id,
+so moving it into another collection (adopting a legacy document) rewrites one row, not its chunks.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy import Connection, Engine, bindparam, delete, insert, select, text, update
@@ -17,29 +21,33 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from marsrag.errors import StoreError
 from marsrag.store._engine import WRITE_OPTION, one_line
-from marsrag.store.base import DocumentOutcome, KnowledgeStore
-from marsrag.store.queries import ChunkHit, ChunkText
+from marsrag.store.base import KnowledgeStore
+from marsrag.store.queries import ChunkHit, ChunkText, DocumentChange, DocumentKey, DocumentVersion
 from marsrag.store.schema import chunks, documents
 
 # FOR UPDATE (PostgreSQL; SQLite's BEGIN IMMEDIATE already serializes writers): a second ingest of the same
 # changed file waits for the first, then finds it unchanged instead of colliding on chunk positions.
-_SHA = select(documents.c.sha256).where(documents.c.path == bindparam("path")).with_for_update()
-_INSERT_DOCUMENT = insert(documents)
-_UPDATE_DOCUMENT = update(documents).where(documents.c.path == bindparam("b_path"))
-_DELETE_CHUNKS = delete(chunks).where(chunks.c.document_path == bindparam("path"))
+_CURRENT = (
+    select(documents.c.id, documents.c.sha256, documents.c.source)
+    .where(documents.c.collection == bindparam("collection"), documents.c.path == bindparam("path"))
+    .with_for_update()
+)
+_INSERT_DOCUMENT = insert(documents).returning(documents.c.id)
+_UPDATE_DOCUMENT = update(documents).where(documents.c.id == bindparam("b_id"))
+_DELETE_CHUNKS = delete(chunks).where(chunks.c.document_id == bindparam("document_id"))
 _INSERT_CHUNKS = insert(chunks)
 
 # The inner query ranks inside the FTS index and keeps `limit` rowids; only those are joined to their text.
 _SEARCH_SQLITE = text(
-    "SELECT c.id, c.document_path, c.heading, c.text, -f.rank AS score FROM ("
+    "SELECT c.id, d.path, c.heading, c.text, -f.rank AS score FROM ("
     " SELECT rowid AS id, bm25(chunks_fts, 2.5, 1.0) AS rank FROM chunks_fts"
     " WHERE chunks_fts MATCH :query ORDER BY rank, rowid LIMIT :limit"
-    ") AS f JOIN chunks AS c ON c.id = f.id ORDER BY f.rank, c.id"
+    ") AS f JOIN chunks AS c ON c.id = f.id JOIN documents AS d ON d.id = c.document_id ORDER BY f.rank, c.id"
 )
 # Normalization 1 divides by 1 + log(length), as BM25 discounts long chunks; weights A (heading) 1.0, B 0.4.
 _SEARCH_POSTGRES = text(
-    "SELECT c.id, c.document_path, c.heading, c.text, ts_rank_cd(c.fts, q.query, 1) AS score"
-    " FROM chunks AS c, to_tsquery('english', :query) AS q(query)"
+    "SELECT c.id, d.path, c.heading, c.text, ts_rank_cd(c.fts, q.query, 1) AS score"
+    " FROM to_tsquery('english', :query) AS q(query), chunks AS c JOIN documents AS d ON d.id = c.document_id"
     " WHERE c.fts @@ q.query ORDER BY score DESC, c.id LIMIT :limit"
 )
 
@@ -56,7 +64,7 @@ def tsquery(words: Sequence[str]) -> str:
 
 
 class SqlKnowledgeStore(KnowledgeStore):
-    """Documents and their chunks in the run store's SQL database (migration 0002 made their tables)."""
+    """Documents and their chunks in the run store's SQL database (migrations 0002 and 0008 made their tables)."""
 
     def __init__(self, engine: Engine) -> None:
         """Use the engine of an open :class:`marsrag.store.sql.SqlRunStore` (migrated, with its connection setup)."""
@@ -67,22 +75,25 @@ class SqlKnowledgeStore(KnowledgeStore):
         self._search = _SEARCH_POSTGRES if postgres else _SEARCH_SQLITE
         self._format = tsquery if postgres else fts5_query
 
-    def known_hashes(self) -> dict[str, str]:
-        """Document path -> the SHA-256 of its ingested content."""
+    def known_hashes(self) -> dict[DocumentKey, str]:
+        """(collection, path) -> the SHA-256 of its ingested content."""
+        query = select(documents.c.collection, documents.c.path, documents.c.sha256)
         with self._errors("read the knowledge base"), self._engine.connect() as connection:
-            return {path: sha256 for path, sha256 in connection.execute(select(documents.c.path, documents.c.sha256))}
+            return {(collection, path): sha256 for collection, path, sha256 in connection.execute(query)}
 
-    def replace_document(self, path: str, sha256: str, size: int, pieces: Sequence[ChunkText]) -> DocumentOutcome:
+    def replace_document(
+        self, document: DocumentVersion, pieces: Sequence[ChunkText], *, adopt_from: str | None = None
+    ) -> DocumentChange:
         """Store a document's chunks in one transaction, unless it is stored with this hash already (see base)."""
-        with self._errors(f"ingest {path}"):
+        with self._errors(f"ingest {document.path}"):
             try:
                 with self._writer.begin() as connection:
-                    return self._replace(connection, path, sha256, size, pieces)
+                    return self._replace(connection, document, pieces, adopt_from)
             except IntegrityError:
                 # A new document has no row to lock: a concurrent ingest may insert it first. Once more, then it
                 # is there to compare with.
                 with self._writer.begin() as connection:
-                    return self._replace(connection, path, sha256, size, pieces)
+                    return self._replace(connection, document, pieces, adopt_from)
 
     def search_chunks(self, words: Sequence[str], limit: int) -> list[ChunkHit]:
         """The chunks matching any of ``words``, best first, at most ``limit`` (see base)."""
@@ -94,24 +105,34 @@ class SqlKnowledgeStore(KnowledgeStore):
 
     @staticmethod
     def _replace(
-        connection: Connection, key: str, sha256: str, size: int, pieces: Sequence[ChunkText]
-    ) -> DocumentOutcome:
+        connection: Connection, document: DocumentVersion, pieces: Sequence[ChunkText], adopt_from: str | None
+    ) -> DocumentChange:
         # Checked again under the write lock: another process may have ingested the same file meanwhile.
-        current = connection.execute(_SHA, {"path": key}).scalar()
-        if current == sha256:
-            return "unchanged"
+        current = _current(connection, document.collection, document.path)
+        adopted = False
+        if current is None and adopt_from is not None and adopt_from != document.collection:
+            # Locked too: of two ingests adopting the same document, the second finds it moved and adds its own.
+            current = _current(connection, adopt_from, document.path)
+            adopted = current is not None
         now = datetime.now(UTC)
         if current is None:
-            connection.execute(_INSERT_DOCUMENT, [{"path": key, "sha256": sha256, "size": size, "ingested_at": now}])
+            document_id = connection.execute(_INSERT_DOCUMENT, _document_row(document, now)).scalar_one()
+        elif current.sha256 == document.sha256:
+            if adopted:  # moved into its collection, and read from this source now
+                moved = {"b_id": current.id, "collection": document.collection, "source": document.source}
+                connection.execute(_UPDATE_DOCUMENT, moved)
+            return DocumentChange("unchanged", current.source, adopted)
         else:
-            connection.execute(_DELETE_CHUNKS, {"path": key})
-            connection.execute(_UPDATE_DOCUMENT, {"b_path": key, "sha256": sha256, "size": size, "ingested_at": now})
+            document_id = current.id
+            connection.execute(_DELETE_CHUNKS, {"document_id": document_id})
+            connection.execute(_UPDATE_DOCUMENT, {"b_id": document_id, **_document_row(document, now)})
         if pieces:
             rows = [
-                {"document_path": key, "position": p.position, "heading": p.heading, "text": p.text} for p in pieces
+                {"document_id": document_id, "position": p.position, "heading": p.heading, "text": p.text}
+                for p in pieces
             ]
             connection.execute(_INSERT_CHUNKS, rows)
-        return "added" if current is None else "updated"
+        return DocumentChange("added") if current is None else DocumentChange("updated", current.source, adopted)
 
     @contextmanager
     def _errors(self, action: str) -> Iterator[None]:
@@ -120,3 +141,27 @@ class SqlKnowledgeStore(KnowledgeStore):
         except SQLAlchemyError as error:
             detail = one_line(getattr(error, "orig", None) or error)
             raise StoreError(f"cannot {action} in {self.url}: {detail}") from error
+
+
+@dataclass(frozen=True)
+class _Stored:
+    id: int
+    sha256: str
+    source: str | None
+
+
+def _current(connection: Connection, collection: str, path: str) -> _Stored | None:
+    """The stored document of that collection and path, locked for the rest of the transaction."""
+    row = connection.execute(_CURRENT, {"collection": collection, "path": path}).first()
+    return None if row is None else _Stored(int(row.id), row.sha256, row.source)
+
+
+def _document_row(document: DocumentVersion, ingested_at: datetime) -> dict[str, object]:
+    return {
+        "collection": document.collection,
+        "path": document.path,
+        "sha256": document.sha256,
+        "size": document.size,
+        "source": document.source,
+        "ingested_at": ingested_at,
+    }

@@ -11,13 +11,15 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Literal
 
 from marsrag.state import LoopEvent, RunRecord, RunStatus, TaskState, TransitionRecord
 from marsrag.store.queries import (
     ChunkHit,
     ChunkText,
     Claim,
+    DocumentChange,
+    DocumentKey,
+    DocumentVersion,
     GroupedCounts,
     GroupKey,
     Holder,
@@ -25,8 +27,8 @@ from marsrag.store.queries import (
     TaskFailure,
 )
 
-#: What storing a document did: it was new, it replaced an older version, or that version was there already.
-DocumentOutcome = Literal["added", "updated", "unchanged"]
+#: The collection of the documents stored before documents had collections (migration 0008 put them there).
+LEGACY_COLLECTION = "legacy"
 #: Outcome counts per workflow, then per (workflow, task).
 Rankings = tuple[list[OutcomeCount], list[OutcomeCount]]
 #: Seconds between tries of a store operation whose connection dropped (about 15 s in all); the runtime rides
@@ -281,15 +283,23 @@ class KnowledgeStore(ABC):
     url: str
 
     @abstractmethod
-    def known_hashes(self) -> dict[str, str]:
-        """Document path -> the SHA-256 of its stored content."""
+    def known_hashes(self) -> dict[DocumentKey, str]:
+        """(collection, path) -> the SHA-256 of its stored content, for every document."""
 
     @abstractmethod
-    def replace_document(self, path: str, sha256: str, size: int, pieces: Sequence[ChunkText]) -> DocumentOutcome:
+    def replace_document(
+        self, document: DocumentVersion, pieces: Sequence[ChunkText], *, adopt_from: str | None = None
+    ) -> DocumentChange:
         """Store a document and its chunks in one transaction, replacing an older version's.
 
-        Nothing is written when the document is stored with this ``sha256`` already (checked under the write
-        lock, so concurrent ingests of one file write it once). A reader never sees a document half replaced.
+        The document is the one stored under its collection and path; another collection's document of the same
+        path is another document. Except: when the collection has none and ``adopt_from`` names a collection that
+        has one, that one is moved into this collection (keeping its chunks and their ids), then compared and
+        replaced as if it had been there.
+
+        Nothing is written when the document is stored with this ``sha256`` already (but an adopted one is moved,
+        and takes this version's source), checked under the write lock, so concurrent ingests of one file write
+        it once. A reader never sees a document half replaced.
 
         Raises:
             StoreError: the database fails.

@@ -15,6 +15,10 @@ __all__ = [
     "ChunkHit",
     "ChunkText",
     "Claim",
+    "DocumentChange",
+    "DocumentKey",
+    "DocumentOutcome",
+    "DocumentVersion",
     "GroupKey",
     "GroupedCounts",
     "Holder",
@@ -73,6 +77,40 @@ class OutcomeCount:
     task_id: str | None
     count: int
     total: int
+
+
+#: A document's identity: its collection, then its path (the short one citations show).
+DocumentKey = tuple[str, str]
+#: What storing a document did: it was new, it replaced an older version, or that version was there already.
+DocumentOutcome = Literal["added", "updated", "unchanged"]
+
+
+@dataclass(frozen=True)
+class DocumentVersion:
+    """A version of a document to store: its identity, its content's SHA-256 and size, the file it was read from."""
+
+    collection: str
+    path: str
+    sha256: str
+    size: int
+    #: Where the content was read from (a resolved path); None when it came from elsewhere.
+    source: str | None = None
+
+    @property
+    def key(self) -> DocumentKey:
+        """(collection, path): what makes this document itself."""
+        return self.collection, self.path
+
+
+@dataclass(frozen=True)
+class DocumentChange:
+    """What storing a document did, and what it found stored: the source of that version, whether it was adopted."""
+
+    outcome: DocumentOutcome
+    #: Where the version found stored (replaced or unchanged) was read from; None for a new or a legacy document.
+    previous_source: str | None = None
+    #: The document was taken over from another collection (``adopt_from``) rather than found in its own.
+    adopted: bool = False
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ comparison) agree on the names.
 
 The knowledge base's full-text index is the one thing not described here: it differs per backend (an FTS5
 table with triggers on SQLite, a generated ``tsvector`` column with a GIN index on PostgreSQL), so migration
-0002 creates it by hand and :func:`include_name` keeps it out of the schema comparison.
+0002 creates it by hand (0008 makes the SQLite triggers again) and :func:`include_name` keeps it out of the
+schema comparison.
 """
 
 from __future__ import annotations
@@ -188,13 +189,20 @@ events = Table(
 documents = Table(
     "documents",
     metadata,
-    # Relative to the parent of the folder (or file) given to ingest, POSIX separators: the same file gets the
-    # same key whatever the working directory.
+    # A number of its own (migration 0008), so a document's identity can change without touching its chunks.
+    Column("id", Integer, autoincrement=True, nullable=False),
+    # The document's identity is (collection, path). The collection is named by the user or, by default, the
+    # resolved folder the path is relative to; rows from before migration 0008 are in "legacy".
+    Column("collection", Text, nullable=False),
+    # What citations show: relative to the parent of the folder (or file) given to ingest, POSIX separators.
     Column("path", Text, nullable=False),
     Column("sha256", String, nullable=False),
     Column("size", BigInteger, nullable=False),
+    # The resolved file the stored content was read from; NULL for rows from before migration 0008.
+    Column("source", Text, nullable=True),
     Column("ingested_at", DateTime(timezone=True), nullable=False),
-    PrimaryKeyConstraint("path", name="pk_documents"),
+    PrimaryKeyConstraint("id", name="pk_documents"),
+    UniqueConstraint("collection", "path", name="uq_documents_collection_path"),
 )
 
 chunks = Table(
@@ -202,9 +210,9 @@ chunks = Table(
     metadata,
     Column("id", Integer, autoincrement=True, nullable=False),
     Column(
-        "document_path",
-        Text,
-        ForeignKey("documents.path", name="fk_chunks_document_path_documents", ondelete="CASCADE"),
+        "document_id",
+        Integer,
+        ForeignKey("documents.id", name="fk_chunks_document_id_documents", ondelete="CASCADE"),
         nullable=False,
     ),
     Column("position", Integer, nullable=False),
@@ -213,7 +221,7 @@ chunks = Table(
     Column("text", Text, nullable=False),
     PrimaryKeyConstraint("id", name="pk_chunks"),
     # Also the index that replacing (or cascading the delete of) one document's chunks goes through.
-    UniqueConstraint("document_path", "position", name="uq_chunks_document_path_position"),
+    UniqueConstraint("document_id", "position", name="uq_chunks_document_id_position"),
     # Ids are never reused (SQLite would reuse the highest after a delete): a run's stored retrieval results
     # name chunk ids, which must not come to mean another passage when a document is re-ingested.
     sqlite_autoincrement=True,

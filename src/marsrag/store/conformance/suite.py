@@ -19,10 +19,18 @@ import pytest
 
 from marsrag.errors import AlreadyFollowedError, HolderLostError, RunNotFoundError, StoreError
 from marsrag.liveness import owner_id
-from marsrag.state import LoopEvent, LoopFields, Retrieval, Routing, Validation
-from marsrag.store.base import RunStore
+from marsrag.state import LoopEvent, LoopFields, Retrieval, Routing, Validation, utcnow
+from marsrag.store.base import LEGACY_COLLECTION, RunStore
 from marsrag.store.conformance.records import CALL, T0, attempt, aware_utc, bare_task, event, run, task, transition
-from marsrag.store.queries import ChunkText, Holder, LoopCounts, OutcomeCount, TaskFailure
+from marsrag.store.queries import (
+    ChunkText,
+    DocumentChange,
+    DocumentVersion,
+    Holder,
+    LoopCounts,
+    OutcomeCount,
+    TaskFailure,
+)
 
 __all__ = ["RunStoreConformance", "in_threads"]
 
@@ -753,18 +761,72 @@ class RunStoreConformance:
         knowledge = store.knowledge()
         assert knowledge.known_hashes() == {}
         chunks = [ChunkText(0, "Scrubber > Steps", "Restart the scrubber heater"), ChunkText(1, "Scrubber", "Oxygen")]
-        assert knowledge.replace_document("docs/a.md", "h1", 10, chunks) == "added"
-        assert knowledge.replace_document("docs/a.md", "h1", 10, []) == "unchanged"
+        assert knowledge.replace_document(_version("h1"), chunks) == DocumentChange("added")
+        assert knowledge.replace_document(_version("h1"), []) == DocumentChange("unchanged", "/srv/one/docs/a.md")
         (hit,) = knowledge.search_chunks(["heater"], 5)
         assert (hit.document_path, hit.heading, hit.text) == ("docs/a.md", "Scrubber > Steps", chunks[0].text)
         assert isinstance(hit.chunk_id, int) and hit.score > 0
         assert len(knowledge.search_chunks(["heater", "oxygen"], 5)) == 2
         assert len(knowledge.search_chunks(["heater", "oxygen"], 1)) == 1
         assert knowledge.search_chunks(["heater"], 0) == [] and knowledge.search_chunks([], 5) == []
-        assert knowledge.replace_document("docs/a.md", "h2", 12, [ChunkText(0, "Filters", "Filters clog")]) == "updated"
+        updated = knowledge.replace_document(_version("h2"), [ChunkText(0, "Filters", "Filters clog")])
+        assert updated == DocumentChange("updated", "/srv/one/docs/a.md")
         assert knowledge.search_chunks(["heater"], 5) == []
         assert [h.text for h in knowledge.search_chunks(["clog"], 5)] == ["Filters clog"]
-        assert knowledge.known_hashes() == {"docs/a.md": "h2"}
+        assert knowledge.known_hashes() == {("/srv/one", "docs/a.md"): "h2"}
+
+    def test_one_path_in_two_collections_is_two_documents(self, store: RunStore) -> None:
+        """Same path, other collection: added beside the first, both found; replacing one leaves the other."""
+        knowledge = store.knowledge()
+        assert knowledge.replace_document(_version("h1"), [ChunkText(0, "One", "Heater one")]).outcome == "added"
+        two = _version("h2", collection="/srv/two")
+        assert knowledge.replace_document(two, [ChunkText(0, "Two", "Heater two")]).outcome == "added"
+        assert sorted(hit.text for hit in knowledge.search_chunks(["heater"], 5)) == ["Heater one", "Heater two"]
+        assert {hit.document_path for hit in knowledge.search_chunks(["heater"], 5)} == {"docs/a.md"}
+        assert knowledge.known_hashes() == {("/srv/one", "docs/a.md"): "h1", ("/srv/two", "docs/a.md"): "h2"}
+        changed = _version("h3", collection="/srv/two")
+        assert knowledge.replace_document(changed, [ChunkText(0, "Two", "Heater three")]).outcome == "updated"
+        assert sorted(hit.text for hit in knowledge.search_chunks(["heater"], 5)) == ["Heater one", "Heater three"]
+
+    def test_a_replacement_names_the_source_of_the_version_it_replaced(self, store: RunStore) -> None:
+        """Another file in the same collection and path replaces the stored one; the change names the old file."""
+        knowledge = store.knowledge()
+        knowledge.replace_document(_version("h1", collection="handbook"), [])
+        moved = _version("h2", collection="handbook", source="/srv/two/docs/a.md")
+        assert knowledge.replace_document(moved, []) == DocumentChange("updated", "/srv/one/docs/a.md")
+        again = _version("h2", collection="handbook", source="/srv/two/docs/a.md")
+        assert knowledge.replace_document(again, []) == DocumentChange("unchanged", "/srv/two/docs/a.md")
+
+    def test_a_document_is_adopted_from_another_collection_once(self, store: RunStore) -> None:
+        """A legacy document is moved into the first collection storing its path (chunk ids kept); then it is gone."""
+        knowledge = store.knowledge()
+        legacy = _version("h1", collection=LEGACY_COLLECTION, source=None)
+        knowledge.replace_document(legacy, [ChunkText(0, "Scrubber", "Restart the heater")])
+        (before,) = knowledge.search_chunks(["heater"], 5)
+        adopted = knowledge.replace_document(_version("h1"), [], adopt_from=LEGACY_COLLECTION)
+        assert adopted == DocumentChange("unchanged", None, adopted=True)
+        assert knowledge.known_hashes() == {("/srv/one", "docs/a.md"): "h1"}
+        assert knowledge.search_chunks(["heater"], 5) == [before]
+        # Adopted once: another collection's document of that path is its own.
+        other = _version("h1", collection="/srv/two", source="/srv/two/docs/a.md")
+        assert knowledge.replace_document(other, [], adopt_from=LEGACY_COLLECTION) == DocumentChange("added")
+        # Adopted with new content: updated, its old chunks gone.
+        knowledge.replace_document(_version("h1", path="docs/b.md", collection=LEGACY_COLLECTION, source=None), [])
+        changed = _version("h2", path="docs/b.md")
+        pieces = [ChunkText(0, "Filters", "Filters clog")]
+        assert knowledge.replace_document(changed, pieces, adopt_from=LEGACY_COLLECTION) == DocumentChange(
+            "updated", None, adopted=True
+        )
+        assert (LEGACY_COLLECTION, "docs/b.md") not in knowledge.known_hashes()
+        # Without adopt_from, nothing is taken over.
+        knowledge.replace_document(_version("h1", path="docs/c.md", collection=LEGACY_COLLECTION, source=None), [])
+        assert knowledge.replace_document(_version("h1", path="docs/c.md"), []) == DocumentChange("added")
+
+
+def _version(
+    sha256: str, *, collection: str = "/srv/one", path: str = "docs/a.md", source: str | None = "/srv/one/docs/a.md"
+) -> DocumentVersion:
+    return DocumentVersion(collection, path, sha256, len(sha256), source)
 
 
 def _order(count: OutcomeCount) -> tuple[str, str]:
