@@ -19,7 +19,7 @@ import pytest
 
 from marsrag.errors import AlreadyFollowedError, HolderLostError, RunNotFoundError, StoreError
 from marsrag.liveness import owner_id
-from marsrag.state import LoopEvent, LoopFields, Retrieval, Routing, Validation, utcnow
+from marsrag.state import LoopEvent, LoopFields, Retrieval, Routing, Validation
 from marsrag.store.base import LEGACY_COLLECTION, RunStore
 from marsrag.store.conformance.records import CALL, T0, attempt, aware_utc, bare_task, event, run, task, transition
 from marsrag.store.queries import (
