@@ -15,6 +15,11 @@ class ContractVersionError(MarsRAGError, ValueError):
 class InputError(MarsRAGError):
     """Input named by the user (a file, a URL, an option) cannot be used."""
 
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        #: The parameter at fault (``until``, ``week``), when one is: the API names it in its 422 reason.
+        self.field = field
+
 
 class ConfigError(MarsRAGError, ValueError):
     """A config file cannot be used; the message names the file, the line and the key."""
