@@ -26,7 +26,11 @@ class ConfigError(MarsRAGError, ValueError):
 
 
 class StoreError(MarsRAGError):
-    """The run store cannot be reached or used (bad URL, database down, failed migration)."""
+    """The run store cannot be reached or used (bad URL, database down, failed migration, a failed write)."""
+
+
+class StoreUnavailableError(StoreError):
+    """The store named cannot be opened: a bad URL, an unreachable database, or one that cannot be migrated."""
 
 
 class QueueUnavailableError(StoreError):
