@@ -1,7 +1,8 @@
 """The ``marsrag`` command line: a thin Typer layer over the library.
 
 Each command parses its arguments and calls one library function. Errors the user can fix print one line
-on stderr and exit 2; no traceback is ever shown for bad input.
+on stderr and exit 2 (among them a store that cannot be opened); a store that fails during the work prints
+its one-line reason and exits 1. No traceback is ever shown for bad input.
 """
 
 from __future__ import annotations
@@ -18,7 +19,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from marsrag._version import __version__
-from marsrag.errors import InputError, MarsRAGError
+from marsrag.errors import (
+    IncompatibleRecordError,
+    InputError,
+    MarsRAGError,
+    QueueUnavailableError,
+    RunNotFoundError,
+    StoreError,
+    StoreUnavailableError,
+)
 from marsrag.settings import Settings, resolve_settings
 
 if TYPE_CHECKING:
@@ -239,7 +248,8 @@ def run(
 ) -> None:
     """Run a workflow for GOAL: each task's loop becomes the next task's hook; every step is stored.
 
-    Exit 0 when every task executed (whatever their contract statuses), 1 when the run failed.
+    Exit 0 when every task executed (whatever their contract statuses), 1 when the run failed or the store
+    failed to keep it, 2 on a usage error (a store that cannot be opened among them).
 
     Example: marsrag run "Checkout conversion fell 8% on Android" --llm replay:answers.jsonl --format json
     """
@@ -618,6 +628,17 @@ def _error_line(kind: str, message: str) -> None:
     sys.stderr.write(f"marsrag: {kind}: {message}\n")
 
 
+#: Store errors that are still usage errors (exit 2): a store that cannot be opened, an unknown run, a record
+#: this MarsRAG cannot read, a job queue that cannot be reached.
+_USAGE_STORE_ERRORS = (StoreUnavailableError, RunNotFoundError, IncompatibleRecordError, QueueUnavailableError)
+
+
+def exit_code(error: MarsRAGError) -> int:
+    """1 for a store that failed during the work (a write refused, the database lost), 2 for the rest."""
+    failed = isinstance(error, StoreError) and not isinstance(error, _USAGE_STORE_ERRORS)
+    return 1 if failed else 2
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI; usage errors become one line on stderr and exit code 2, never a traceback."""
     try:
@@ -635,7 +656,7 @@ def main(argv: list[str] | None = None) -> None:
         code = 130
     except MarsRAGError as error:
         _error(str(error))
-        code = 2
+        code = exit_code(error)
     except Exception as error:  # noqa: BLE001 - a bug is reported in one line; MARSRAG_DEBUG=1 shows the traceback
         if os.environ.get("MARSRAG_DEBUG"):
             raise

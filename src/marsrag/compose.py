@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
-from marsrag.errors import InputError
+from marsrag.errors import InputError, StoreError
 from marsrag.events.otel import otel_sink_from_env
 from marsrag.events.sinks import EventSink, JsonlSink
 from marsrag.llm.resilient import CallPolicy
@@ -28,7 +28,9 @@ from marsrag.rag.service import ingest_paths, knowledge_base
 from marsrag.runtime.executor import RunExecutor, ThreadRunExecutor
 from marsrag.settings import Settings
 from marsrag.store import open_store as open_store_at
+from marsrag.store import still_holds
 from marsrag.store.base import RunStore
+from marsrag.store.urls import mask
 from marsrag.tasks.loader import load_config
 from marsrag.views.document import run_document, run_rows
 
@@ -42,6 +44,7 @@ __all__ = [
     "act_on_task",
     "follow_run",
     "ingest",
+    "kept",
     "list_runs",
     "open_executor",
     "open_knowledge_base",
@@ -181,11 +184,13 @@ def run_goal(
     """Run a workflow for a goal and return the run document (as ``runs show`` prints it).
 
     Raises:
-        ConfigError, InputError, StoreError: bad config, workflow, LLM spec or database (nothing is run).
+        ConfigError, InputError, StoreUnavailableError: bad config, workflow, LLM spec or database (nothing is
+            run).
+        StoreError: the store failed during the run, or no longer holds it after (see :func:`kept`).
     """
     with open_runner(settings, workflow=workflow, sinks=sinks) as runner:
         record = runner.run(goal, workflow=workflow, session_id=session)
-        return run_document(runner.store, record.run_id)
+        return kept(settings, run_document(runner.store, record.run_id))
 
 
 def resume_run(settings: Settings, run_id: str, *, sinks: Sequence[EventSink] = ()) -> dict[str, Any]:
@@ -198,7 +203,7 @@ def resume_run(settings: Settings, run_id: str, *, sinks: Sequence[EventSink] = 
     with open_runner(settings, sinks=sinks) as runner:
         runner.store.get_run(run_id)  # an unknown id is an error before anything else
         record = runner.resume(run_id)
-        return run_document(runner.store, record.run_id)
+        return kept(settings, run_document(runner.store, record.run_id))
 
 
 def follow_run(
@@ -215,7 +220,7 @@ def follow_run(
     """
     with open_runner(settings, workflow=workflow, sinks=sinks) as runner:
         record = runner.follow(run_id, workflow=workflow)
-        return run_document(runner.store, record.run_id)
+        return kept(settings, run_document(runner.store, record.run_id))
 
 
 def act_on_task(settings: Settings, action: str, run_id: str, task_id: str) -> dict[str, Any]:
@@ -229,7 +234,22 @@ def act_on_task(settings: Settings, action: str, run_id: str, task_id: str) -> d
 
     with open_runner(settings) as runner:
         apply_action(runner, "repair" if action == "repair" else "regenerate", run_id, task_id)
-        return run_document(runner.store, run_id)
+        return kept(settings, run_document(runner.store, run_id))
+
+
+def kept(settings: Settings, document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` when the settings' store, read afresh, holds its run (else its state was not kept).
+
+    Raises:
+        StoreError: the store no longer has the run, e.g. its SQLite file was removed while the run went on
+            (the open connections kept writing to the removed file).
+    """
+    if not still_holds(settings.db, document["run_id"]):
+        raise StoreError(
+            f"run {document['run_id']} ended {document['status']}, but its state could not be kept: "
+            f"{mask(settings.db)} no longer holds it (was the database removed or replaced meanwhile?)"
+        )
+    return document
 
 
 def list_runs(settings: Settings, *, limit: int | None = None) -> list[dict[str, Any]]:

@@ -15,13 +15,22 @@ class ContractVersionError(MarsRAGError, ValueError):
 class InputError(MarsRAGError):
     """Input named by the user (a file, a URL, an option) cannot be used."""
 
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        #: The parameter at fault (``until``, ``week``), when one is: the API names it in its 422 reason.
+        self.field = field
+
 
 class ConfigError(MarsRAGError, ValueError):
     """A config file cannot be used; the message names the file, the line and the key."""
 
 
 class StoreError(MarsRAGError):
-    """The run store cannot be reached or used (bad URL, database down, failed migration)."""
+    """The run store cannot be reached or used (bad URL, database down, failed migration, a failed write)."""
+
+
+class StoreUnavailableError(StoreError):
+    """The store named cannot be opened: a bad URL, an unreachable database, or one that cannot be migrated."""
 
 
 class QueueUnavailableError(StoreError):

@@ -61,6 +61,22 @@ def test_bad_windows_are_one_line_errors(history_db: str, args: tuple[str, ...],
     assert proc.returncode == 2 and needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("metrics", "--until", "9999-12-31"), "until '9999-12-31' is out of range"),
+        (("metrics", "--since", "0001-01-01T00:00:00+01:00"), "since '0001-01-01T00:00:00+01:00' is out of range"),
+        (("tune", "--until", "9999-12-31"), "until '9999-12-31' is out of range"),
+        (("review", "--week", "9999-W52"), "week '9999-W52' is out of range"),
+    ],
+)
+def test_out_of_range_times_are_one_line_errors(history_db: str, args: tuple[str, ...], needle: str) -> None:
+    """A time outside the supported range (1970..9000): exit 2, one line naming it, not "internal error"."""
+    proc = marsrag(*args, "--db", history_db)
+    assert proc.returncode == 2, proc.stderr
+    assert needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
 def test_review_prints_markdown_writes_html_and_refuses_a_bad_week(history_db: str, tmp_path: Path) -> None:
     """review: Markdown on stdout for the history's week, a standalone HTML file with --out, one-line errors."""
     text = marsrag("review", "--db", history_db, "--week", "2026-W45")

@@ -37,6 +37,8 @@ EXPECTED: dict[str, list[tuple[str, int, str | None]]] = {
     "lc104_unknown_agent.yaml": [("LC104", 8, "diagnose")],
     "lc105_wording.yaml": [("LC105", 7, "diagnose")],
     "lc106_user_facing_none.yaml": [("LC106", 9, None)],
+    "lc107_duplicate.yaml": [("LC107", 10, "facts"), ("LC107", 11, "facts"), ("LC107", 19, None)],
+    "lc108_unfilled.yaml": [("LC108", 3, None), ("LC108", 7, "facts"), ("LC108", 21, "diagnose")],
 }
 
 
@@ -83,6 +85,58 @@ def test_standard_file_is_linted_with_its_siblings(tmp_path: Path) -> None:
     (tmp_path / "tasks.yaml").write_text("facts:\n  description: D\n  agent: nobody\n  narrative: false\n")
     (config,) = config_sets_from_paths([tmp_path / "tasks.yaml"])
     assert [(f.rule, f.path.endswith("tasks.yaml")) for f in lint_config(config)] == [("LC104", True)]
+
+
+def test_duplicate_keys_name_both_positions() -> None:
+    """A key written twice is reported at the second, and the message gives file:line:col of both."""
+    (config,) = config_sets_from_paths([CASES / "lc107_duplicate.yaml"])
+    findings = lint_config(config)
+    path = findings[0].path
+    texts = [finding.to_text() for finding in findings]
+    assert texts[0].startswith(f"{path}:10:5: LC107 key 'description' (in 'tasks.facts') is written twice")
+    assert f"at {path}:7:5 and at {path}:10:5: YAML keeps only the last" in texts[0]
+    assert f"at {path}:16:3 and at {path}:19:3" in texts[2]
+
+
+def test_merge_keys_overridden_are_not_duplicates(tmp_path: Path) -> None:
+    """A key that overrides one merged in with ``<<: *base`` is intended: no finding."""
+    (tmp_path / "agents.yaml").write_text("base: &base\n  role: A\n  goal: B\nanalyst:\n  <<: *base\n  role: Analyst\n")
+    (config,) = config_sets_from_paths([tmp_path / "agents.yaml"])
+    assert lint_config(config) == []
+
+
+def test_an_entry_defined_in_two_files_is_a_duplicate(tmp_path: Path) -> None:
+    """The same task in tasks.yaml and in another file of the folder: LC107 at the second, naming both."""
+    (tmp_path / "agents.yaml").write_text("analyst:\n  role: A\n  goal: B\n")
+    (tmp_path / "tasks.yaml").write_text("facts:\n  description: D\n  agent: analyst\n  narrative: false\n")
+    (tmp_path / "more.yaml").write_text(
+        "tasks:\n  facts:\n    description: E\n    agent: analyst\n    narrative: false\n"
+    )
+    (config,) = config_sets_from_paths([tmp_path])
+    (finding,) = lint_config(config)
+    assert (finding.rule, finding.task, finding.path, finding.line) == (
+        "LC107",
+        "facts",
+        str(tmp_path / "tasks.yaml"),
+        1,
+    )
+    assert f"task 'facts' is defined twice, at {tmp_path / 'more.yaml'}:2:3 and at {tmp_path / 'tasks.yaml'}:1:1" in (
+        finding.message
+    )
+
+
+def test_a_folder_without_agents_is_an_error_a_lone_tasks_file_is_not(tmp_path: Path) -> None:
+    """A whole config without agents.yaml: LC104 for every task, agent: auto too; tasks.yaml linted alone: none."""
+    (tmp_path / "tasks.yaml").write_text(
+        "facts:\n  description: D\n  agent: analyst\n  narrative: false\n"
+        "routed:\n  description: R\n  agent: auto\n  narrative: false\n"
+    )
+    (folder,) = config_sets_from_paths([tmp_path])
+    findings = lint_config(folder)
+    assert [(f.rule, f.task, f.line) for f in findings] == [("LC104", "facts", 3), ("LC104", "routed", 7)]
+    assert "defines no agents (add agents.yaml)" in findings[0].message
+    (alone,) = config_sets_from_paths([tmp_path / "tasks.yaml"])
+    assert lint_config(alone) == []
 
 
 def test_python_factory_configs_are_linted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -84,6 +88,87 @@ def test_value_errors_name_the_key(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match=r"agents.yaml:4:3: agent 'analyst', key 'tools'"):
         load_config(folder)
+
+
+def test_a_duplicate_key_stops_loading_naming_both_positions(tmp_path: Path) -> None:
+    """A workflow written twice is a load error with both places, not the last one silently taken."""
+    folder = write(
+        tmp_path / "config",
+        agents=AGENTS,
+        tasks=FACTS,
+        workflows="w:\n  kind: internal\n  tasks: [facts]\nw:\n  kind: user_facing\n  tasks: [facts]\n",
+    )
+    with pytest.raises(
+        ConfigError, match=r"workflows.yaml:4:1: LC107 key 'w' is written twice, at .*workflows.yaml:1:1"
+    ):
+        load_config(folder)
+
+
+def test_a_config_without_agents_stops_loading(tmp_path: Path) -> None:
+    """No agents.yaml: the task's agent is named as missing at load time."""
+    folder = write(tmp_path / "config", tasks=FACTS, workflows="w:\n  kind: internal\n  tasks: [facts]\n")
+    with pytest.raises(ConfigError, match=r"tasks.yaml:3:3: LC104 task 'facts' needs agent 'analyst', but .*"):
+        load_config(folder)
+
+
+def test_an_unfilled_placeholder_stops_loading(tmp_path: Path) -> None:
+    """A {placeholder} other than {goal} in a description is a load error, {goal} is not."""
+    workflows = "w:\n  kind: internal\n  tasks: [facts]\n"
+    filled = write(tmp_path / "ok", agents=AGENTS, tasks=FACTS.replace("List facts.", "List facts of {goal}."))
+    write(filled, workflows=workflows)
+    assert load_config(filled).tasks["facts"].description == "List facts of {goal}."
+    folder = write(tmp_path / "bad", agents=AGENTS, tasks=FACTS.replace("List facts.", "List {n} facts."))
+    write(folder, workflows=workflows)
+    with pytest.raises(ConfigError, match=r"tasks.yaml:2:16: LC108 task 'facts': description contains '\{n\}'"):
+        load_config(folder)
+
+
+def _sample_with(folder: Path, change: str) -> Path:
+    shutil.copytree(sample_config_dir(), folder)
+    if change == "no agents.yaml":
+        (folder / "agents.yaml").unlink()
+    elif change == "an unknown agent":
+        tasks = folder / "tasks.yaml"
+        tasks.write_text(tasks.read_text().replace("agent: analyst", "agent: detective"))
+    elif change == "an unfilled placeholder":
+        tasks = folder / "tasks.yaml"
+        tasks.write_text(tasks.read_text().replace("Name the most likely cause", "Name the {audience} cause"))
+    else:  # a workflow written twice: YAML would keep the second, a one-task chain
+        (folder / "workflows.yaml").write_text(
+            (folder / "workflows.yaml").read_text() + "\nsupport_answer:\n  tasks: [plan]\n"
+        )
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("change", "needle"),
+    [
+        ("no agents.yaml", "LC104 task 'diagnose' needs agent 'analyst'"),
+        ("an unknown agent", "LC104 task 'diagnose' names unknown agent 'detective'"),
+        ("an unfilled placeholder", "LC108 task 'diagnose': description contains '{audience}'"),
+        ("a duplicate workflow", "LC107 key 'support_answer' is written twice"),
+    ],
+)
+def test_run_refuses_a_broken_config_before_storing_a_run(tmp_path: Path, change: str, needle: str) -> None:
+    """marsrag run on such a config: one line naming the problem, exit 2, and no run in the store."""
+    folder = _sample_with(tmp_path / "config", change)
+    (tmp_path / "answers.jsonl").write_text('{"output": "unused"}\n')
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    env = {**os.environ, "NO_COLOR": "1"}
+    args = [sys.executable, "-m", "marsrag", "run", "Checkout is slow", "--config", str(folder), "--db", db]
+    run = subprocess.run(
+        [*args, "--llm", f"replay:{tmp_path / 'answers.jsonl'}"], capture_output=True, text=True, env=env, check=False
+    )
+    assert run.returncode == 2, run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1 and needle in run.stderr and "Traceback" not in run.stderr
+    listed = subprocess.run(
+        [sys.executable, "-m", "marsrag", "runs", "list", "--db", db, "--format", "json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    assert json.loads(listed.stdout) == []
 
 
 def test_unknown_workflow_lists_the_known_ones() -> None:

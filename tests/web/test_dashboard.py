@@ -216,6 +216,34 @@ def test_api_failures_and_bad_parameters(history: Site) -> None:
     assert page.status_code == 422 and "text/html" in page.headers["content-type"]
 
 
+@pytest.mark.parametrize(
+    ("path", "params", "field"),
+    [
+        ("/api/metrics/daily", {"end": "9999-12-31"}, "end"),
+        ("/api/metrics/daily", {"end": "0001-01-01"}, "end"),
+        ("/api/metrics", {"until": "9999-12-31"}, "until"),
+        ("/api/metrics", {"since": "0001-01-01T00:00:00+01:00"}, "since"),
+        ("/api/metrics/failures", {"until": "9999-12-31T23:00:00-05:00"}, "until"),
+    ],
+)
+def test_out_of_range_dates_are_422_naming_the_field(
+    history: Site, path: str, params: dict[str, str], field: str
+) -> None:
+    """Dates outside the supported range (1970..9000) are a 422 JSON reason with the field, never a 500."""
+    reply = history.client.get(path, params=params)
+    assert reply.status_code == 422, reply.text
+    body = reply.json()
+    assert body["error"] == "invalid_input" and body["field"] == field
+    assert "out of range: times from 1970-01-01 to 9000-12-31" in body["detail"]
+
+
+def test_the_dashboard_refuses_an_out_of_range_end(history: Site) -> None:
+    """``/dashboard?end=9999-12-31`` is a 422 page saying why, not a 500."""
+    page = history.client.get("/dashboard", params={"end": "9999-12-31"})
+    assert page.status_code == 422 and "text/html" in page.headers["content-type"]
+    assert "out of range" in page.text
+
+
 def test_goals_and_workflow_names_are_escaped(history: Site) -> None:
     """A ``<script>`` goal in the failures list and markup in a workflow name (table, legend, select) are text."""
     at = D2 + timedelta(days=1)

@@ -28,7 +28,7 @@ from marsrag.metrics.charts import Kind, Series, format_value, line_chart, spark
 from marsrag.metrics.compute import compute_metrics, metrics_by
 from marsrag.metrics.definitions import DEFINITIONS, METRIC_NAMES, Depth, LoopMetrics
 from marsrag.metrics.failures import Failure, latest_failures
-from marsrag.metrics.window import Window
+from marsrag.metrics.window import FIRST_DAY, LAST_DAY, Window
 from marsrag.store import OutcomeCount, RunStore
 
 _WEEK = re.compile(r"^(\d{4})-W(\d{2})$")
@@ -44,16 +44,24 @@ def parse_week(text: str) -> date:
     """The Monday of an ISO week written ``YYYY-Www`` (``2026-W45``).
 
     Raises:
-        InputError: another form, or a week the year does not have (``2026-W53``).
+        InputError: another form, a week the year does not have (``2026-W53``), or a year outside the
+            supported range (:data:`marsrag.metrics.window.FIRST_DAY`..``LAST_DAY``).
     """
     matched = _WEEK.match(text.strip())
     if matched is None:
-        raise InputError(f"{text!r} is not an ISO week: write it as YYYY-Www, e.g. 2026-W45")
+        raise InputError(f"{text!r} is not an ISO week: write it as YYYY-Www, e.g. 2026-W45", field="week")
     year, week = int(matched.group(1)), int(matched.group(2))
+    # An ISO week belongs to the year of its Thursday: the weeks of these years, and the week before each,
+    # lie within the supported days (give or take the three days a week spans into its neighbour years).
+    if not FIRST_DAY.year <= year <= LAST_DAY.year:
+        raise InputError(
+            f"week {text!r} is out of range: ISO weeks of the years {FIRST_DAY.year} to {LAST_DAY.year} are supported",
+            field="week",
+        )
     try:
         return date.fromisocalendar(year, week, 1)
     except ValueError:
-        raise InputError(f"{text!r} is not an ISO week: {year} has no week {week}") from None
+        raise InputError(f"{text!r} is not an ISO week: {year} has no week {week}", field="week") from None
 
 
 def week_name(monday: date) -> str:

@@ -43,6 +43,7 @@ __all__ = [
     "TaskFailure",
     "default_db_url",
     "open_store",
+    "still_holds",
 ]
 
 
@@ -60,8 +61,19 @@ def open_store(url: str | None = None) -> RunStore:
     now rather than at the first write.
 
     Raises:
-        StoreError: a bad URL (unparseable, unknown scheme, in-memory SQLite) or an unreachable database.
+        StoreUnavailableError: a bad URL (unparseable, unknown scheme, in-memory SQLite), an unreachable database
+            or one that cannot be migrated.
     """
     from marsrag.store.sql import SqlRunStore  # lazy: SQLAlchemy, loaded only when a store opens
 
     return SqlRunStore.from_url(default_db_url() if url is None else url)
+
+
+def still_holds(url: str, run_id: str) -> bool:
+    """Whether the store at ``url``, read through a new connection, has run ``run_id`` (nothing is created).
+
+    False when its SQLite file was removed or replaced since it was opened, or it cannot be read now.
+    """
+    from marsrag.store._recheck import holds_run  # lazy: SQLAlchemy, loaded only when a store is read
+
+    return holds_run(url, run_id)

@@ -19,7 +19,7 @@ from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import ConnectionPoolEntry
 
-from marsrag.errors import StoreError
+from marsrag.errors import StoreUnavailableError
 from marsrag.store.urls import mask
 from marsrag.text import has_unstorable, storable
 
@@ -37,17 +37,17 @@ def parse_url(text: str) -> URL:
     """Parse and normalize a store URL (``postgresql://`` means psycopg 3).
 
     Raises:
-        StoreError: unparseable, an unsupported scheme or driver, or an in-memory SQLite database.
+        StoreUnavailableError: unparseable, an unsupported scheme or driver, or an in-memory SQLite database.
     """
     try:
         url = make_url(text)
     except (ArgumentError, ValueError) as error:
-        raise StoreError(f"database URL {mask(text)!r} cannot be parsed ({error}); {_EXPECTED}") from None
+        raise StoreUnavailableError(f"database URL {mask(text)!r} cannot be parsed ({error}); {_EXPECTED}") from None
     # Split by hand: URL.get_driver_name() imports the dialect to find its default driver.
     backend, _, driver = url.drivername.partition("+")
     if backend == "sqlite" and driver in ("", "pysqlite"):
         if not url.database or url.database == ":memory:" or url.query.get("mode") == "memory":
-            raise StoreError(
+            raise StoreUnavailableError(
                 f"database URL {url.render_as_string()!r} names an in-memory SQLite database, which every "
                 "connection sees empty; use a file: sqlite:///PATH"
             )
@@ -55,11 +55,11 @@ def parse_url(text: str) -> URL:
     if backend == "postgresql" and driver in ("", "psycopg"):
         if url.host and "@" in url.host:
             # An unescaped "@" in the password ends it early; the rest would be taken for the host and echoed.
-            raise StoreError(
+            raise StoreUnavailableError(
                 f"database URL {_hide_userinfo(text)!r} has an '@' in its user or password: percent-encode it as %40"
             )
         return url.set(drivername="postgresql+psycopg")
-    raise StoreError(f"database URL scheme {url.drivername!r} is not supported; {_EXPECTED}")
+    raise StoreUnavailableError(f"database URL scheme {url.drivername!r} is not supported; {_EXPECTED}")
 
 
 def _hide_userinfo(text: str) -> str:
@@ -72,14 +72,14 @@ def create(url: URL) -> Engine:
     """An engine for a URL returned by :func:`parse_url`, with the backend's connection setup attached.
 
     Raises:
-        StoreError: the SQLite file's directory cannot be created, or the engine rejects the URL's options.
+        StoreUnavailableError: the SQLite file's directory cannot be created, or the engine rejects the URL's options.
     """
     try:
         if url.get_backend_name() == "sqlite":
             return _sqlite_engine(url)
         return _postgres_engine(url)
     except (ArgumentError, TypeError, ValueError) as error:
-        raise StoreError(f"database URL {url.render_as_string()!r} has unusable options: {error}") from None
+        raise StoreUnavailableError(f"database URL {url.render_as_string()!r} has unusable options: {error}") from None
 
 
 def _sqlite_engine(url: URL) -> Engine:
@@ -89,7 +89,9 @@ def _sqlite_engine(url: URL) -> Engine:
         try:
             parent.mkdir(parents=True, exist_ok=True)
         except OSError as error:
-            raise StoreError(f"cannot create the directory of the SQLite database {url.database!r}: {error}") from None
+            raise StoreUnavailableError(
+                f"cannot create the directory of the SQLite database {url.database!r}: {error}"
+            ) from None
     engine = create_engine(url)
     event.listen(engine, "connect", _sqlite_connect)
     event.listen(engine, "begin", _sqlite_begin)

@@ -13,7 +13,7 @@ from pathlib import Path
 from sqlalchemy import Connection, Engine, column, inspect, select, table, text
 from sqlalchemy.exc import SQLAlchemyError
 
-from marsrag.errors import StoreError
+from marsrag.errors import StoreUnavailableError
 from marsrag.store._engine import WRITE_OPTION, one_line
 from marsrag.store.schema import VERSION_TABLE
 
@@ -38,7 +38,7 @@ def ensure_schema(engine: Engine, url: str) -> None:
     """Bring the database to :data:`HEAD` unless it is there already.
 
     Raises:
-        StoreError: the database cannot be reached, or the migration fails (e.g. the database carries a
+        StoreUnavailableError: the database cannot be reached, or the migration fails (e.g. the database carries a
             revision this MarsRAG does not know, written by a newer one).
     """
     try:
@@ -50,7 +50,7 @@ def ensure_schema(engine: Engine, url: str) -> None:
                 connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_LOCK_KEY})
             _upgrade(connection, url)
     except SQLAlchemyError as error:
-        raise StoreError(
+        raise StoreUnavailableError(
             f"cannot open the run store at {url}: {one_line(getattr(error, 'orig', None) or error)}"
         ) from error
 
@@ -68,7 +68,7 @@ def _upgrade(connection: Connection, url: str) -> None:
         command.upgrade(config, "head")
     except CommandError as error:
         found = current_revision(connection)
-        raise StoreError(
+        raise StoreUnavailableError(
             f"cannot migrate the run store at {url}: its schema revision is {found!r}, this MarsRAG knows revisions "
             f"up to {HEAD!r} (a newer MarsRAG may have migrated it): {one_line(error)}"
         ) from error

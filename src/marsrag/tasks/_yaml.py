@@ -36,15 +36,28 @@ class ScalarSpan:
     style: str | None
 
 
+@dataclass(frozen=True)
+class DuplicateKey:
+    """A mapping key written twice in one mapping: where it first is and where it is again."""
+
+    keys: KeyPath
+    first: Position
+    again: Position
+
+
 @dataclass
 class YamlDoc:
-    """A parsed YAML file: its data, the position of every mapping key and of every scalar value."""
+    """A parsed YAML file: its data, the position of every mapping key and of every scalar value.
+
+    ``duplicates`` lists the keys written twice in one mapping (YAML data keeps only the last of each).
+    """
 
     path: str
     data: Any
     positions: dict[KeyPath, Position] = field(default_factory=dict)
     scalars: dict[KeyPath, ScalarSpan] = field(default_factory=dict)
     lines: list[str] = field(default_factory=list)
+    duplicates: list[DuplicateKey] = field(default_factory=list)
 
     def line_in_value(self, keys: KeyPath, offset: int, text: str) -> Position:
         """The position of character ``offset`` of the string value at ``keys`` (exact for ``|`` blocks)."""
@@ -94,8 +107,44 @@ def _walk(root: yaml.Node, doc: YamlDoc) -> None:
         stack.extend(reversed(children))
 
 
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _duplicate_keys(root: yaml.Node) -> list[DuplicateKey]:
+    # Read from the composed tree, before construction: constructing flattens merge keys (<<: *base) into
+    # the mapping, where a key overriding a merged one is intended, not a duplicate. Same traversal as _walk.
+    found: list[DuplicateKey] = []
+    seen: set[int] = set()
+    stack: list[tuple[yaml.Node, KeyPath]] = [(root, ())]
+    while stack:
+        node, path = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        children: list[tuple[yaml.Node, KeyPath]] = []
+        if isinstance(node, yaml.MappingNode):
+            first: dict[tuple[str, str], Position] = {}
+            for key_node, value_node in node.value:
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE_TAG:
+                    continue
+                mark = key_node.start_mark
+                here = Position(mark.line + 1, mark.column + 1)
+                key_path = (*path, str(key_node.value))
+                # By tag and text: "1" and 1 are two keys, as they are in the data.
+                key = (key_node.tag, str(key_node.value))
+                if key in first:
+                    found.append(DuplicateKey(key_path, first[key], here))
+                else:
+                    first[key] = here
+                children.append((value_node, key_path))
+        elif isinstance(node, yaml.SequenceNode):
+            children = [(item, (*path, str(index))) for index, item in enumerate(node.value)]
+        stack.extend(reversed(children))
+    return found
+
+
 def parse_yaml(text: str, path: str) -> YamlDoc:
-    """Parse YAML text with the safe loader, recording key positions.
+    """Parse YAML text with the safe loader, recording key positions and keys written twice.
 
     Raises:
         ConfigError: the text is not valid YAML (the message names the file and line).
@@ -107,8 +156,11 @@ def parse_yaml(text: str, path: str) -> YamlDoc:
     except UnicodeEncodeError as error:
         # libyaml takes the text as UTF-8: a lone surrogate (text decoded with surrogateescape) cannot be.
         raise ConfigError(f"{path}: not UTF-8 text (character {error.start})") from None
+    duplicates: list[DuplicateKey] = []
     try:
         node = loader.get_single_node()
+        if node is not None:
+            duplicates = _duplicate_keys(node)
         data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
@@ -125,7 +177,7 @@ def parse_yaml(text: str, path: str) -> YamlDoc:
         raise ConfigError(f"{path}: invalid YAML: a value cannot be read: {type(error).__name__}: {error}") from None
     finally:
         loader.dispose()
-    doc = YamlDoc(path, data, lines=text.splitlines())
+    doc = YamlDoc(path, data, lines=text.splitlines(), duplicates=duplicates)
     if node is not None:
         _walk(node, doc)
     return doc

@@ -22,6 +22,11 @@ LOOP_OUTPUT_NAMES = frozenset({"LoopOutput", "marsrag.contract.LoopOutput", "mar
 #: A task config whose ``agent`` is this is executed by the agent routed from the task before it.
 AUTO_AGENT = "auto"
 
+#: The inputs every crew is kicked off with (``crew.kickoff({"goal": ...})``, in runs and operator actions):
+#: the only ``{placeholders}`` CrewAI can fill in a task's description, expected_output and output_file and in
+#: an agent's role, goal and backstory. Any other placeholder would fail the run, so lint refuses it (LC108).
+KICKOFF_INPUTS = frozenset({"goal"})
+
 
 class AgentConfig(BaseModel):
     """A CrewAI agent: role, goal and backstory as in ``agents.yaml``; other CrewAI agent keys pass through."""

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from marsrag.contract import EXPECTED_OUTPUT_TEMPLATE, FIELDS, compatibility_problem, section_labels
-from marsrag.tasks.config import AUTO_AGENT, LOOP_OUTPUT_NAMES
+from marsrag.tasks._yaml import KeyPath, Position
+from marsrag.tasks.config import AUTO_AGENT, KICKOFF_INPUTS, LOOP_OUTPUT_NAMES
 from marsrag.tasks.sources import ConfigSet, Entry
 
 Severity = Literal["error", "warning"]
@@ -50,13 +51,27 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class Spot:
+    """A finding's place when it is not an entry's key: the second of two keys written alike."""
+
+    path: str
+    position: Position
+    task: str | None
+
+
+# Each check yields (entry, key the finding points at, message, character offset in that key's value); a Spot
+# instead of the entry places the finding itself (key and offset are then None).
+Hit = tuple[Entry | Spot, str | None, str, int | None]
+
+
+@dataclass(frozen=True)
 class Rule:
     """A lint rule: id, severity, summary, and the check producing its findings."""
 
     id: str
     severity: Severity
     summary: str
-    check: Callable[[ConfigSet], Iterator[tuple[Entry, str | None, str, int | None]]]
+    check: Callable[[ConfigSet], Iterator[Hit]]
 
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_\-]*)\}")
@@ -86,10 +101,6 @@ def _narrative_tasks(config: ConfigSet) -> Iterator[tuple[Entry, Mapping[str, An
 def _expected(data: Mapping[str, Any]) -> str | None:
     value = data.get("expected_output")
     return value if isinstance(value, str) else None
-
-
-# Each check yields (entry, key the finding points at, message, character offset in that key's value).
-Hit = tuple[Entry, str | None, str, int | None]
 
 
 def _check_order(config: ConfigSet) -> Iterator[Hit]:
@@ -194,22 +205,94 @@ def _check_placeholders(config: ConfigSet) -> Iterator[Hit]:
     for entry, data in _narrative_tasks(config):
         text = _expected(data)
         for match in _PLACEHOLDER.finditer(text or ""):
+            if match.group(1) in KICKOFF_INPUTS:  # any other placeholder is LC108's error
+                yield (
+                    entry,
+                    "expected_output",
+                    f"expected_output contains {match.group(0)}: CrewAI replaces it with that kickoff input, "
+                    "so the contract template the model is given changes with every goal",
+                    match.start(),
+                )
+
+
+#: The settings CrewAI interpolates kickoff inputs into, per entry kind.
+_INTERPOLATED: dict[str, tuple[str, ...]] = {
+    "task": ("description", "expected_output", "output_file"),
+    "agent": ("role", "goal", "backstory"),
+}
+_FILLED = ", ".join(f"{{{name}}}" for name in sorted(KICKOFF_INPUTS))
+
+
+def _check_unfilled(config: ConfigSet) -> Iterator[Hit]:
+    for entry in config.entries:
+        data = _mapping(entry)
+        for key in _INTERPOLATED.get(entry.kind, ()):
+            text = data.get(key)
+            for match in _PLACEHOLDER.finditer(text if isinstance(text, str) else ""):
+                if match.group(1) not in KICKOFF_INPUTS:
+                    yield (
+                        entry,
+                        key,
+                        f"{entry.kind} {entry.name!r}: {key} contains {_SHOWN.repr(match.group(0))}, which no input "
+                        f"fills (the inputs are {_FILLED}): CrewAI would fail the run; rephrase it without braces",
+                        match.start(),
+                    )
+
+
+def _check_duplicates(config: ConfigSet) -> Iterator[Hit]:
+    for doc in config.docs:
+        for duplicate in doc.duplicates:
+            owner = _owner(config, doc.path, duplicate.keys)
+            task = owner.name if owner is not None and owner.kind == "task" else None
+            first, again = (f"{doc.path}:{p.line}:{p.column}" for p in (duplicate.first, duplicate.again))
             yield (
-                entry,
-                "expected_output",
-                f"expected_output contains {match.group(0)}: CrewAI interpolates it "
-                "from kickoff inputs and fails when that input is missing (write {{ }} or rephrase)",
-                match.start(),
+                Spot(doc.path, duplicate.again, task),
+                None,
+                f"key {_key_text(duplicate.keys)} is written twice, at {first} and at {again}: YAML keeps only "
+                "the last (remove or rename one)",
+                None,
             )
+    seen: dict[tuple[str, str], Entry] = {}
+    for entry in config.entries:
+        earlier = seen.setdefault((entry.kind, entry.name), entry)
+        if earlier is not entry:
+            first, again = (f"{e.path}:{e.at().line}:{e.at().column}" for e in (earlier, entry))
+            yield (
+                Spot(entry.path, entry.at(), entry.name if entry.kind == "task" else None),
+                None,
+                f"{entry.kind} {_SHOWN.repr(entry.name)} is defined twice, at {first} and at {again}: only the last "
+                "would be used (remove or rename one)",
+                None,
+            )
+
+
+def _owner(config: ConfigSet, path: str, keys: KeyPath) -> Entry | None:
+    """The entry whose mapping holds the key at ``keys`` of file ``path``, if any."""
+    for entry in config.entries:
+        if entry.path == path and entry.key_path and keys[: len(entry.key_path)] == entry.key_path:
+            return entry
+    return None
+
+
+def _key_text(keys: KeyPath) -> str:
+    where = f" (in {_SHOWN.repr('.'.join(keys[:-1]))})" if len(keys) > 1 else ""
+    return f"{_SHOWN.repr(keys[-1])}{where}"
 
 
 def _check_agents(config: ConfigSet) -> Iterator[Hit]:
     agents = config.names("agent")
-    if not agents:
+    if not agents and not config.complete:
         return  # no agents in view (a tasks file linted alone): nothing to check against
     for entry in config.of("task"):
         agent = _mapping(entry).get("agent")
-        if isinstance(agent, str) and agent != AUTO_AGENT and agent not in agents:
+        if not isinstance(agent, str):
+            continue
+        if not agents:  # a whole config without agents.yaml: even agent: auto has no one to route to
+            message = (
+                f"task {entry.name!r} needs agent {agent!r}, but {config.label} defines no agents (add agents.yaml)"
+            )
+            yield entry, "agent", message, None
+        elif agent != AUTO_AGENT and agent not in agents:
             yield entry, "agent", f"task {entry.name!r} names unknown agent {agent!r}", None
 
 
@@ -288,10 +371,12 @@ RULES: tuple[Rule, ...] = (
     Rule("LC100", "error", "an entry is malformed (missing or mistyped settings)", _check_shape),
     Rule("LC101", "error", "a workflow names an unknown task", _check_workflow_tasks),
     Rule("LC102", "warning", "a narrative task runs in a loop_mode none workflow", _check_narrative_in_none),
-    Rule("LC103", "warning", "expected_output has {placeholders} CrewAI would interpolate", _check_placeholders),
-    Rule("LC104", "error", "a task names an unknown agent", _check_agents),
+    Rule("LC103", "warning", "expected_output has a {goal} placeholder CrewAI fills in", _check_placeholders),
+    Rule("LC104", "error", "a task names an unknown agent, or a whole config defines no agents", _check_agents),
     Rule("LC105", "warning", "expected_output departs from the canonical template wording", _check_wording),
     Rule("LC106", "warning", "a user-facing workflow turns the contract off (loop_mode none)", _check_user_facing_none),
+    Rule("LC107", "error", "a key or an entry is written twice (YAML keeps only the last)", _check_duplicates),
+    Rule("LC108", "error", "a {placeholder} no kickoff input fills (only {goal} is)", _check_unfilled),
 )
 
 
@@ -302,10 +387,13 @@ def lint_config(config: ConfigSet, rules: Iterable[Rule] = RULES) -> list[Findin
         for path, position, message in config.problems
     ]
     for rule in rules:
-        for entry, key, message, offset in rule.check(config):
-            position = entry.at(key) if offset is None or key is None else entry.at_offset(key, offset)
-            task = entry.name if entry.kind == "task" else None
-            findings.append(Finding(entry.path, position.line, position.column, rule.id, task, rule.severity, message))
+        for target, key, message, offset in rule.check(config):
+            if isinstance(target, Spot):
+                path, position, task = target.path, target.position, target.task
+            else:
+                path, task = target.path, target.name if target.kind == "task" else None
+                position = target.at(key) if offset is None or key is None else target.at_offset(key, offset)
+            findings.append(Finding(path, position.line, position.column, rule.id, task, rule.severity, message))
     return sorted(findings, key=lambda f: (f.path, f.line, f.column, f.rule))
 
 

@@ -50,11 +50,17 @@ class Entry:
 
 @dataclass
 class ConfigSet:
-    """Entries that reference each other by name: one config folder, one file, or one Python factory."""
+    """Entries that reference each other by name: one config folder, one file, or one Python factory.
+
+    ``complete`` is true for a whole config (a folder, a factory's ``ProjectConfig``): what it does not define
+    does not exist. A file linted alone may lean on agents defined elsewhere.
+    """
 
     label: str
     entries: list[Entry] = field(default_factory=list)
     problems: list[tuple[str, Position, str]] = field(default_factory=list)
+    docs: list[YamlDoc] = field(default_factory=list)
+    complete: bool = False
 
     def of(self, kind: EntryKind) -> list[Entry]:
         """The entries of one kind, in file order."""
@@ -76,6 +82,7 @@ def _infer_kind(value: Any) -> EntryKind:
 
 def entries_from_doc(doc: YamlDoc, config: ConfigSet) -> None:
     """Add the entries of one YAML document to ``config`` (shape problems are recorded, not raised)."""
+    config.docs.append(doc)
     data = doc.data
     if data is None:
         return
@@ -115,7 +122,7 @@ def config_sets_from_paths(paths: Iterable[Path]) -> list[ConfigSet]:
     for path in paths:
         if path.is_dir():
             files = sorted(p for p in path.iterdir() if p.suffix.lower() in YAML_SUFFIXES and p.is_file())
-            config = ConfigSet(_display(path))
+            config = ConfigSet(_display(path), complete=True)
         elif path.exists():
             siblings = [path.with_name(f"{stem}{path.suffix}") for stem in _KIND_BY_STEM]
             is_standard = path.stem.lower() in _KIND_BY_STEM
@@ -150,7 +157,7 @@ def config_set_from_factory(spec: str) -> ConfigSet:
         line = inspect.getsourcelines(factory)[1]
     except (OSError, TypeError):
         line = 1
-    config = ConfigSet(spec)
+    config = ConfigSet(spec, complete=isinstance(produced, ProjectConfig))
     items = produced.agents.values() if isinstance(produced, ProjectConfig) else []
     models: list[Any] = list(items)
     if isinstance(produced, ProjectConfig):

@@ -120,7 +120,7 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(MarsRAGError)
     async def library_error(request: Request, error: MarsRAGError) -> Response:
         status, code = error_status(error)
-        return error_response(request, status, code, str(error))
+        return error_response(request, status, code, str(error), getattr(error, "field", None))
 
     @app.exception_handler(InvalidField)
     async def invalid_field(request: Request, error: InvalidField) -> Response:

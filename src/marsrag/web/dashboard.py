@@ -28,6 +28,7 @@ from marsrag.metrics.review import (
     metric_text,
     metric_value,
 )
+from marsrag.metrics.window import check_day
 from marsrag.metrics.window import window as parse_window
 from marsrag.views.viewmodel import StatusBadge, status_badge
 from marsrag.web.backend import Backend
@@ -40,8 +41,12 @@ api_router = APIRouter(prefix="/api", tags=["metrics"], responses=ERROR_RESPONSE
 
 BackendDep = Annotated[Backend, Depends(backend_of)]
 WorkflowQuery = Annotated[str | None, Query(max_length=200, description="Only runs of this workflow.")]
-SinceQuery = Annotated[str | None, Query(max_length=64, description="7d, 12h, 2w, a date or an ISO datetime.")]
-UntilQuery = Annotated[str | None, Query(max_length=64, description="A date (its end) or an ISO datetime.")]
+SinceQuery = Annotated[
+    str | None, Query(max_length=64, description="7d, 12h, 2w, a date or an ISO datetime (1970-01-01..9000-12-31).")
+]
+UntilQuery = Annotated[
+    str | None, Query(max_length=64, description="A date (its end) or an ISO datetime (1970-01-01..9000-12-31).")
+]
 #: Days in the dashboard's daily series, and the most the API gives at once.
 DEFAULT_DAYS = 30
 MAX_DAYS = 366
@@ -50,8 +55,12 @@ FAILURES_SHOWN = 20
 
 
 def series_days(end: date | None, days: int) -> tuple[date, ...]:
-    """``days`` consecutive UTC days ending with ``end`` (default today)."""
-    last = end or datetime.now(UTC).date()
+    """``days`` consecutive UTC days ending with ``end`` (default today).
+
+    Raises:
+        InputError: an ``end`` outside the supported range (:func:`marsrag.metrics.window.check_day`).
+    """
+    last = check_day(end, field="end") if end is not None else datetime.now(UTC).date()
     return days_between(last - timedelta(days=days - 1), last)
 
 
@@ -74,7 +83,7 @@ def metrics_json(
 def daily_json(
     backend: BackendDep,
     days: Annotated[int, Query(ge=1, le=MAX_DAYS, description="How many days, ending with `end`.")] = DEFAULT_DAYS,
-    end: Annotated[date | None, Query(description="The last day (UTC); default today.")] = None,
+    end: Annotated[date | None, Query(description="The last day (UTC, 1970-01-01..9000-12-31); default today.")] = None,
     workflow: WorkflowQuery = None,
 ) -> dict[str, Any]:
     """``{"since", "until", "days": [dates], "workflows": {name: [the day's metrics document or null, ...]}}``.
