@@ -7,7 +7,7 @@ workflows), not this file.
 
 This is the only module reading the configuration variables ``MARSRAG_CONFIG``, ``MARSRAG_LLM``,
 ``MARSRAG_BASE_URL``, ``MARSRAG_DB``, ``MARSRAG_BROKER``, ``MARSRAG_STRUCTURED_OUTPUT``, ``MARSRAG_TOKEN``,
-``MARSRAG_ALLOWED_HOSTS``, ``MARSRAG_QUEUE``, ``MARSRAG_REDELIVER_AFTER``, ``MARSRAG_ACTION_TIMEOUT`` and the LLM
+``MARSRAG_ALLOWED_HOSTS``, ``MARSRAG_SWEEP_SECONDS``, ``MARSRAG_QUEUE``, ``MARSRAG_REDELIVER_AFTER``, ``MARSRAG_ACTION_TIMEOUT`` and the LLM
 call policy's ``MARSRAG_LLM_TIMEOUT``, ``MARSRAG_LLM_RETRIES``, ``MARSRAG_LLM_BACKOFF`` and
 ``MARSRAG_LLM_MAX_TOKENS`` (the data directory's ``MARSRAG_HOME`` is :mod:`marsrag.paths`'; OpenTelemetry
 reads its own ``OTEL_*`` variables).
@@ -65,6 +65,7 @@ LLM_TIMEOUT_ENV = "MARSRAG_LLM_TIMEOUT"
 LLM_RETRIES_ENV = "MARSRAG_LLM_RETRIES"
 LLM_BACKOFF_ENV = "MARSRAG_LLM_BACKOFF"
 LLM_MAX_TOKENS_ENV = "MARSRAG_LLM_MAX_TOKENS"
+SWEEP_SECONDS_ENV = "MARSRAG_SWEEP_SECONDS"
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,8 @@ class Settings:
         broker: the job queue's Redis URL; None: runs and actions execute in-process.
         token: the bearer token mutating web requests need off loopback (``$MARSRAG_TOKEN``; blank is none).
         allowed_hosts: extra Host names a loopback web server answers to (``$MARSRAG_ALLOWED_HOSTS``, commas).
+        sweep_seconds: how often a server hands runs no live process holds to its executor
+            (``$MARSRAG_SWEEP_SECONDS``, default 30; 0: only when it starts).
         queue: the queue's name (``$MARSRAG_QUEUE``, default ``marsrag``): servers and workers must agree.
         redeliver_after: seconds before an unacknowledged job goes to another worker (``$MARSRAG_REDELIVER_AFTER``).
         action_timeout: seconds a server waits for a worker's operator action (``$MARSRAG_ACTION_TIMEOUT``).
@@ -135,6 +138,7 @@ class Settings:
     broker: str | None = None
     token: str | None = None
     allowed_hosts: tuple[str, ...] = ()
+    sweep_seconds: float = 30.0
     queue: str = "marsrag"
     redeliver_after: float = 3600.0
     action_timeout: float = 300.0
@@ -189,6 +193,7 @@ class Settings:
             broker=chosen_broker,
             token=_text(env.get(TOKEN_ENV)),
             allowed_hosts=tuple(name.strip() for name in env.get(ALLOWED_HOSTS_ENV, "").split(",") if name.strip()),
+            sweep_seconds=_number(env, SWEEP_SECONDS_ENV, 30.0),
             llm_calls=LlmCallSettings.from_env(env),
             structured_output=_structured_output(pick("structured_output")),
             **queue_options,

@@ -137,6 +137,46 @@ def test_an_unreachable_broker_is_a_503_and_the_run_stays_stored(tmp_path: Path,
         assert client.get(f"/runs/{row['run_id']}").status_code == 200
 
 
+def test_a_run_refused_by_the_queue_is_sent_again_once_it_is_back(
+    tmp_path: Path, db: str, spawn: Callable[..., Process]
+) -> None:
+    """A run stored pending after a 503 is not stranded: the server's sweep sends it once the broker answers,
+    and a worker executes it (before: it stayed pending until some later restart of the server)."""
+    import subprocess
+
+    from fastapi.testclient import TestClient
+
+    from marsrag.web.app import create_app
+    from marsrag.web.settings import WebSettings
+    from tests._net import free_port
+
+    port = free_port()
+    broker = f"redis://127.0.0.1:{port}/0"
+    settings = WebSettings(resolve_settings(db=db, llm="composer", broker=broker), sweep_seconds=0.2)
+    with TestClient(create_app(settings)) as client:
+        response = client.post("/api/runs", json={"goal": "Checkout latency breached its SLO"})
+        assert response.status_code == 503, response.text
+        (row,) = client.get("/api/runs").json()
+        assert row["status"] == "pending"
+        redis = subprocess.Popen(
+            ["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL,
+        )
+        try:
+            worker = spawn(
+                "worker", "--db", db, "--broker", broker, "--llm", replay_script(tmp_path / "w.jsonl", [VALID] * 3)
+            )
+            wait_for(
+                lambda: client.get(f"/api/runs/{row['run_id']}").json()["status"] == "completed",
+                "the swept run to complete on the worker",
+                worker.output,
+            )
+            worker.stop()
+        finally:
+            redis.terminate()
+            redis.wait(30)
+
+
 @pytest.mark.parametrize(
     ("args", "needle"),
     [((), "no broker"), (("--broker", "amqp://127.0.0.1//"), "redis://"), (("--concurrency", "0"), "--concurrency")],

@@ -182,3 +182,24 @@ def test_a_state_stored_without_its_transition_is_handed_over_on_resume(tmp_path
         ("diagnose", "direct", "Which cache tier should we pre-warm first?"),
         ("recommend", "repair", "Who owns the rollout checkpoints?"),
     ]
+
+
+def test_a_repair_killed_mid_action_does_not_block_the_next_one(tmp_path: Path) -> None:
+    """A `runs repair` SIGKILLed before its commit leaves its claim behind; the next repair takes it over at
+    once (its holder's process is gone) instead of being refused for ten minutes."""
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    failing = script(tmp_path, "failing.jsonl", ["No idea.", "No idea.", A1, C1])
+    proc = marsrag("run", "latency", "--llm", f"replay:{failing}", "--db", db, "--format", "json")
+    run_id = json.loads(proc.stdout)["run_id"]
+    assert json.loads(proc.stdout)["tasks"][0]["validation"]["status"] == "failed"
+    repair = script(tmp_path, "repair.jsonl", [A1])
+    killed = marsrag(
+        "runs", "repair", run_id, "diagnose", "--llm", f"replay:{repair}", "--db", db,
+        failpoints="task.before_commit:diagnose",
+    )  # fmt: skip
+    assert killed.returncode == -signal.SIGKILL
+    again = marsrag("runs", "repair", run_id, "diagnose", "--llm", f"replay:{repair}", "--db", db, "--format", "json")
+    assert again.returncode == 0, again.stderr
+    document = json.loads(again.stdout)
+    assert document["tasks"][0]["validation"]["status"] == "valid"
+    assert [a["kind"] for a in document["tasks"][0]["attempts"]] == ["answer", "repair", "operator_repair"]

@@ -39,7 +39,7 @@ class Backend:
         try:
             self.runner: WorkflowRunner = self._stack.enter_context(open_runner(settings.settings))
             self.executor: RunExecutor = open_executor(self.runner, settings.settings, threads=settings.run_threads)
-            self.sweeper = Sweeper(self.store, self.executor, interval=settings.sweep_seconds)
+            self.sweeper = Sweeper(self.store, self.executor, interval=settings.sweep_seconds or 0.0)
             # The runs a dead process left unfinished are handed over now; the sweep then keeps at it.
             self.recovered = self.sweeper.sweep()
             self.sweeper.start()

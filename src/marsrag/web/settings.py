@@ -11,8 +11,6 @@ from marsrag.settings import Settings, resolve_settings
 DEFAULT_MAX_BODY_BYTES = 512 * 1024
 #: Seconds a stopping server gives executing runs to reach their next commit point (``--shutdown-grace``).
 DEFAULT_SHUTDOWN_GRACE = 30.0
-#: Seconds between two sweeps for runs no live executor holds.
-SWEEP_SECONDS = 30.0
 
 
 def is_loopback(host: str) -> bool:
@@ -40,7 +38,8 @@ class WebSettings:
         max_body_bytes: larger request bodies get 413.
         run_threads: runs executing at once in this process (without a broker).
         allowed_hosts: on loopback, the Host names served (None: loopback names and the settings' allowed hosts).
-        sweep_seconds: how often the server hands runs no live executor holds to its executor (0: only at start).
+        sweep_seconds: how often the server hands runs no live process holds to its executor (None: the
+            settings' ``MARSRAG_SWEEP_SECONDS``, default 30; 0: only at start).
         shutdown_grace: on SIGTERM, how long executing runs get to reach their next commit point.
     """
 
@@ -50,13 +49,15 @@ class WebSettings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     run_threads: int = 2
     allowed_hosts: tuple[str, ...] | None = None
-    sweep_seconds: float = SWEEP_SECONDS
+    sweep_seconds: float | None = None
     shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE
 
     def __post_init__(self) -> None:
         # Frozen: the defaults that come from the settings are filled in once, here.
         if self.token is None:
             object.__setattr__(self, "token", self.settings.token)
+        if self.sweep_seconds is None:
+            object.__setattr__(self, "sweep_seconds", self.settings.sweep_seconds)
         if self.allowed_hosts is None:
             object.__setattr__(self, "allowed_hosts", (*LOOPBACK_HOSTS, *self.settings.allowed_hosts))
 
