@@ -36,7 +36,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("marsrag.liveness",),
     ("marsrag.state",),
     ("marsrag.contract",),
-    ("marsrag.settings",),
+    ("marsrag.settings", "marsrag.files"),
     ("marsrag.errors", "marsrag.text", "marsrag.tokens", "marsrag.paths", "marsrag.faults"),
     ("marsrag",),
     ("marsrag._version",),
