@@ -7,6 +7,7 @@ on stderr and exit 2; no traceback is ever shown for bad input.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -602,8 +603,26 @@ def _error_line(kind: str, message: str) -> None:
     sys.stderr.write(f"marsrag: {kind}: {message}\n")
 
 
+class _OneLine(logging.Formatter):
+    """Library warnings as the CLI's own lines: ``marsrag: warning: ...``, one line, no traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"marsrag: {record.levelname.lower()}: {' '.join(record.getMessage().split())}"
+
+
+def _report_warnings() -> None:
+    """Send MarsRAG's warnings (a failing event sink...) to stderr as single lines (idempotent)."""
+    logger = logging.getLogger("marsrag")
+    if not any(isinstance(handler.formatter, _OneLine) for handler in logger.handlers):
+        handler = logging.StreamHandler()
+        handler.setLevel(logging.WARNING)
+        handler.setFormatter(_OneLine())
+        logger.addHandler(handler)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI; usage errors become one line on stderr and exit code 2, never a traceback."""
+    _report_warnings()
     try:
         code = app(args=argv, prog_name="marsrag", standalone_mode=False)
     except typer.TyperException as error:  # typer's (vendored click) usage and parameter errors
