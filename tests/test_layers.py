@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("marsrag.store",),
     ("marsrag.chain", "marsrag.events"),
     ("marsrag.tasks",),
-    ("marsrag.inputs",),
+    ("marsrag.inputs", "marsrag.goals"),
     ("marsrag.liveness",),
     ("marsrag.state",),
     ("marsrag.contract",),

@@ -225,17 +225,29 @@ def run(
     config: ConfigOption = None,
     llm: LlmOption = None,
     db: DbOption = None,
-    session: Annotated[str | None, typer.Option(help="Session id; default a new session.")] = None,
+    session: Annotated[
+        str | None,
+        typer.Option(
+            help="Session id (1-128 letters, digits and - _ . :, starting with one of the first two); "
+            "default a new session."
+        ),
+    ] = None,
     base_url: BaseUrlOption = None,
     structured_output: StructuredOutputOption = None,
     format: Annotated[FormatChoice, typer.Option(help="text, or json (the runs show document).")] = FormatChoice.text,
 ) -> None:
     """Run a workflow for GOAL: each task's loop becomes the next task's hook; every step is stored.
 
-    Exit 0 when every task executed (whatever their contract statuses), 1 when the run failed.
+    GOAL must not be blank nor longer than 100,000 characters, and holds no control characters but newline
+    and tab. Exit 0 when every task executed (whatever their contract statuses), 1 when the run failed.
 
     Example: marsrag run "Checkout conversion fell 8% on Android" --llm replay:answers.jsonl --format json
     """
+    # lazy: only this command's library loads (validate, schema and lint start fast)
+    from marsrag.goals import check_session_id, clean_goal
+
+    # The API's rules, checked before anything is opened: a bad goal or session id stores nothing.
+    goal, session = clean_goal(goal), check_session_id(session)
     # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.compose import run_goal
 

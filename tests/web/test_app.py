@@ -246,7 +246,7 @@ def test_the_ask_form_reports_bad_input_in_the_page(site: Site) -> None:
     """An empty goal or unknown workflow: the form again, with the problem, status 422, nothing stored."""
     token = csrf_of(site.client)
     empty = site.client.post("/ask", data={"goal": " ", "csrf_token": token})
-    assert empty.status_code == 422 and "Enter a goal" in empty.text
+    assert empty.status_code == 422 and "The goal is blank (only whitespace): say what the assistant" in empty.text
     unknown = site.client.post("/ask", data={"goal": "g", "workflow": "nope", "csrf_token": token})
     assert unknown.status_code == 422 and "unknown workflow" in unknown.text
     assert site.client.get("/api/runs").json() == []
