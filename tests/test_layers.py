@@ -37,7 +37,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("marsrag.state",),
     ("marsrag.contract",),
     ("marsrag.settings", "marsrag.files"),
-    ("marsrag.errors", "marsrag.text", "marsrag.tokens", "marsrag.paths", "marsrag.faults"),
+    ("marsrag.errors", "marsrag.text", "marsrag.tokens", "marsrag.paths", "marsrag.faults", "marsrag.terminal"),
     ("marsrag",),
     ("marsrag._version",),
 )

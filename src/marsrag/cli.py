@@ -6,7 +6,6 @@ on stderr and exit 2; no traceback is ever shown for bad input.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
@@ -21,6 +20,7 @@ import typer
 from marsrag._version import __version__
 from marsrag.errors import InputError, MarsRAGError
 from marsrag.settings import Settings, resolve_settings
+from marsrag.terminal import visible, visible_json
 
 if TYPE_CHECKING:
     from marsrag.events.sinks import EventSink
@@ -98,7 +98,7 @@ def _progress(format: FormatChoice) -> list[EventSink]:
 
 def _version_callback(value: bool) -> None:
     if value:
-        typer.echo(f"marsrag {__version__}")
+        _out(f"marsrag {__version__}\n")
         raise typer.Exit()
 
 
@@ -154,7 +154,7 @@ def schema(indent: Annotated[int, typer.Option(min=0, max=8, help="Spaces per in
     # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.contract.schema import loop_output_json_schema
 
-    typer.echo(json.dumps(loop_output_json_schema(), indent=indent or None, ensure_ascii=False))
+    _out_json(loop_output_json_schema(), indent=indent or None)
 
 
 @app.command()
@@ -186,10 +186,10 @@ def lint(
     config_sets += [config_set_from_factory(spec) for spec in module or []]
     findings = [finding for config in config_sets for finding in lint_config(config)]
     if format is FormatChoice.json:
-        sys.stdout.write(json.dumps([finding.to_dict() for finding in findings], ensure_ascii=False) + "\n")
+        _out_json([finding.to_dict() for finding in findings])
     else:
         for finding in findings:
-            sys.stdout.write(finding.to_text() + "\n")
+            _out(finding.to_text() + "\n")
     raise typer.Exit(1 if has_errors(findings) else 0)
 
 
@@ -213,9 +213,9 @@ def ingest(
     for skipped in report.skipped:
         _error_line("warning", f"skipped {skipped.path}: {skipped.reason}")
     if format is FormatChoice.json:
-        sys.stdout.write(json.dumps(report.to_dict(), ensure_ascii=False, default=str) + "\n")
+        _out_json(report.to_dict(), default=str)
     else:
-        typer.echo(f"ingested: {report.summary()}")
+        _out(f"ingested: {report.summary()}\n")
 
 
 @app.command()
@@ -392,7 +392,7 @@ def metrics(
 
     document = metrics_document(db=_settings(db=db).db, since=since, until=until, workflow=workflow)
     if format is FormatChoice.json:
-        sys.stdout.write(json.dumps(document) + "\n")
+        _out_json(document, ensure_ascii=True)
         return
     # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.render_text import print_metrics
@@ -417,9 +417,9 @@ def review(
 
     text = weekly(db=_settings(db=db).db, week=week, out=out)
     if out is None:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        _out(text if text.endswith("\n") else text + "\n")
     else:
-        typer.echo(f"Wrote the review to {out}")
+        _out(f"Wrote the review to {out}\n")
 
 
 @app.command()
@@ -452,7 +452,7 @@ def tune(
         write=write,
     )
     if format is FormatChoice.json:
-        sys.stdout.write(json.dumps(result) + "\n")
+        _out_json(result, ensure_ascii=True)
         return
     # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.render_text import print_tune
@@ -479,7 +479,7 @@ def runs_list(
 
     rows = list_runs(_settings(db=db), limit=limit)
     if format is FormatChoice.json:
-        sys.stdout.write(json.dumps(rows, ensure_ascii=False) + "\n")
+        _out_json(rows)
         return
     # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.render_runs import print_run_rows
@@ -580,7 +580,7 @@ def runs_regenerate(
 
 def _print_run(document: dict[str, Any], format: FormatChoice, db: str | None = None) -> None:
     if format is FormatChoice.json:
-        sys.stdout.write(json.dumps(document, ensure_ascii=False) + "\n")
+        _out_json(document)
         return
     # lazy: Rich and SQLAlchemy, kept off the fast commands (validate, schema, lint)
     from marsrag.render_runs import print_run
@@ -593,11 +593,11 @@ def _print_run(document: dict[str, Any], format: FormatChoice, db: str | None = 
         print_run(read_run_view(store, document["run_id"]))
 
     where = mask(db or default_db_url())  # never print a password
-    typer.echo(f"\nState stored in {where}; show it again with: marsrag runs show {document['run_id']} --db '{where}'")
+    _out(f"\nState stored in {where}; show it again with: marsrag runs show {document['run_id']} --db '{where}'\n")
 
 
 def _print_json(source: str, result: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps({"source": source, **result}, ensure_ascii=False) + "\n")
+    _out_json({"source": source, **result})
 
 
 def _print_text(source: str, result: dict[str, Any]) -> None:
@@ -612,14 +612,24 @@ def _error(message: str) -> None:
 
 
 def _error_line(kind: str, message: str) -> None:
-    sys.stderr.write(f"marsrag: {kind}: {message}\n")
+    sys.stderr.write(visible(f"marsrag: {kind}: {message}") + "\n")
+
+
+def _out(text: str) -> None:
+    """Write ``text`` to stdout with its control characters made visible: every human line of the CLI."""
+    sys.stdout.write(visible(text))
+
+
+def _out_json(value: Any, **options: Any) -> None:
+    """Write ``value`` to stdout as one JSON document (one line unless indented) with no raw control character."""
+    sys.stdout.write(visible_json(value, **options) + "\n")
 
 
 class _OneLine(logging.Formatter):
     """Library warnings as the CLI's own lines: ``marsrag: warning: ...``, one line, no traceback."""
 
     def format(self, record: logging.LogRecord) -> str:
-        return f"marsrag: {record.levelname.lower()}: {' '.join(record.getMessage().split())}"
+        return visible(f"marsrag: {record.levelname.lower()}: {' '.join(record.getMessage().split())}")
 
 
 def _report_warnings() -> None:
@@ -640,7 +650,7 @@ def main(argv: list[str] | None = None) -> None:
     except typer.TyperException as error:  # typer's (vendored click) usage and parameter errors
         ctx = getattr(error, "ctx", None)
         if type(error).__name__ == "NoArgsIsHelpError" and ctx is not None:
-            sys.stdout.write(ctx.get_help() + "\n")
+            _out(ctx.get_help() + "\n")
         else:
             message = error.format_message() if hasattr(error, "format_message") else str(error)
             _error(" ".join(message.split()) or type(error).__name__)
