@@ -9,6 +9,7 @@ real ``marsrag`` process.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -197,3 +198,58 @@ def test_run_progress_and_output_are_inert(world: World) -> None:
     assert proc.returncode == 0, proc.stderr
     assert_inert(proc, f"Payoff {SHOWN} [bold]loud[/bold]")
     assert "diagnose: valid" in proc.stderr
+
+
+# -- no way around the sanitizer ------------------------------------------------------------------------------------
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "marsrag"
+#: The functions allowed to write to the terminal directly: each passes its text through marsrag.terminal.
+WRITERS = {"cli.py": {"_out", "_out_json", "_error_line"}, "web/server.py": {"serve"}}
+RICH_PRINTERS = ("render_text.py", "render_runs.py")
+
+
+def _calls(path: Path) -> list[tuple[str, ast.Call]]:
+    """Every call in the module, with the name of the function it is in ("" at the top)."""
+    found: list[tuple[str, ast.Call]] = []
+
+    def walk(node: ast.AST, function: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            inside = child.name if isinstance(child, ast.FunctionDef) else function
+            if isinstance(child, ast.Call):
+                found.append((function, child))
+            walk(child, inside)
+
+    walk(ast.parse(path.read_text(encoding="utf-8")), "")
+    return found
+
+
+def test_the_cli_writes_only_through_the_sanitizer() -> None:
+    """cli.py (and serve's banner) write to stdout/stderr only in their writers; no typer.echo, no print."""
+    problems = []
+    for name, allowed in WRITERS.items():
+        for function, call in _calls(SRC / name):
+            target = ast.unparse(call.func)
+            if target in ("typer.echo", "print", "click.echo"):
+                problems.append(f"{name}:{call.lineno} {target}()")
+            elif target in ("sys.stdout.write", "sys.stderr.write") and function not in allowed:
+                problems.append(f"{name}:{call.lineno} {target}() in {function or 'the module'}")
+            elif target.startswith(("sys.stdout.write", "sys.stderr.write")) and "visible" not in ast.unparse(call):
+                problems.append(f"{name}:{call.lineno} {target}() without visible()")
+    assert problems == []
+
+
+def test_the_rich_printers_take_text_only_through_shown() -> None:
+    """render_text.py and render_runs.py build Rich text only with shown() and hand Rich no str (no markup)."""
+    problems = []
+    for name in RICH_PRINTERS:
+        for function, call in _calls(SRC / name):
+            target = ast.unparse(call.func)
+            if target == "Text" and function != "shown":
+                problems.append(f"{name}:{call.lineno} Text() outside shown()")
+            if target.endswith((".print", ".add_row", ".append", "Table")):
+                for argument in [*call.args, *(k.value for k in call.keywords if k.arg == "title")]:
+                    if isinstance(argument, ast.JoinedStr) or (
+                        isinstance(argument, ast.Constant) and isinstance(argument.value, str)
+                    ):
+                        problems.append(f"{name}:{call.lineno} {target}() given a str: wrap it in shown()")
+    assert problems == []
