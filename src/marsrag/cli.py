@@ -313,7 +313,9 @@ def follow(
 
 @app.command()
 def serve(
-    host: Annotated[str, typer.Option(help="Address to bind; off loopback, set MARSRAG_TOKEN.")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option(help="Address to bind; off loopback, set MARSRAG_TOKEN (at least 32 characters).")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on.")] = 8000,
     db: DbOption = None,
     config: ConfigOption = None,
@@ -327,8 +329,9 @@ def serve(
 ) -> None:
     """Serve the web UI and JSON API: runs, their sections and badges, next actions, operator repair.
 
-    Pages at /, /ask, /runs/ID, /sessions/ID; the API at /api (OpenAPI docs at /docs). Off loopback,
-    mutating requests need the bearer token in MARSRAG_TOKEN. Runs and repairs execute in this process,
+    Pages at /, /ask, /runs/ID, /sessions/ID; the API at /api (OpenAPI docs at /docs). Off loopback, every
+    request but /health and /login needs the bearer token in MARSRAG_TOKEN (32+ characters; make one with
+    python -c "import secrets; print(secrets.token_urlsafe(32))"). Runs and repairs execute in this process,
     or, with a broker, on `marsrag worker` processes (any number of servers and workers on one PostgreSQL).
 
     Example: marsrag serve --port 8000 --db sqlite:///runs.db

@@ -18,9 +18,10 @@ from marsrag.goals import MAX_GOAL_CHARS, MAX_SESSION_ID_CHARS, goal_problem, se
 from marsrag.runtime.actions import Action
 from marsrag.views.outcome import run_header
 from marsrag.web.backend import Backend
+from marsrag.web.csrf import CSRF_FIELD, csrf_ok
 from marsrag.web.guards import backend_of, require_form_writer, same_origin
 from marsrag.web.render import render
-from marsrag.web.security import CSRF_FIELD, TOKEN_COOKIE, csrf_ok
+from marsrag.web.security import TOKEN_COOKIE
 
 router = APIRouter(include_in_schema=False)
 

@@ -15,7 +15,8 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from marsrag._version import __version__
-from marsrag.web.security import CSRF_COOKIE, bearer_ok, csrf_token
+from marsrag.web.csrf import CSRF_COOKIE, csrf_token
+from marsrag.web.security import bearer_ok
 
 TEMPLATES = Path(__file__).parent / "templates"
 
