@@ -7,7 +7,7 @@ its one-line reason and exits 1. No traceback is ever shown for bad input.
 
 from __future__ import annotations
 
-import json
+import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -29,6 +29,7 @@ from marsrag.errors import (
     StoreUnavailableError,
 )
 from marsrag.settings import Settings, resolve_settings
+from marsrag.terminal import visible, visible_json
 
 if TYPE_CHECKING:
     from marsrag.events.sinks import EventSink
@@ -106,7 +107,7 @@ def _progress(format: FormatChoice) -> list[EventSink]:
 
 def _version_callback(value: bool) -> None:
     if value:
-        typer.echo(f"marsrag {__version__}")
+        _out(f"marsrag {__version__}\n")
         raise typer.Exit()
 
 
@@ -162,7 +163,7 @@ def schema(indent: Annotated[int, typer.Option(min=0, max=8, help="Spaces per in
     # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.contract.schema import loop_output_json_schema
 
-    typer.echo(json.dumps(loop_output_json_schema(), indent=indent or None, ensure_ascii=False))
+    _out_json(loop_output_json_schema(), indent=indent or None)
 
 
 @app.command()
@@ -194,10 +195,10 @@ def lint(
     config_sets += [config_set_from_factory(spec) for spec in module or []]
     findings = [finding for config in config_sets for finding in lint_config(config)]
     if format is FormatChoice.json:
-        sys.stdout.write(json.dumps([finding.to_dict() for finding in findings], ensure_ascii=False) + "\n")
+        _out_json([finding.to_dict() for finding in findings])
     else:
         for finding in findings:
-            sys.stdout.write(finding.to_text() + "\n")
+            _out(finding.to_text() + "\n")
     raise typer.Exit(1 if has_errors(findings) else 0)
 
 
@@ -227,11 +228,11 @@ def ingest(
     for skipped in report.skipped:
         _error_line("warning", f"skipped {skipped.path}: {skipped.reason}")
     if format is FormatChoice.json:
-        sys.stdout.write(json.dumps(report.to_dict(), ensure_ascii=False, default=str) + "\n")
+        _out_json(report.to_dict(), default=str)
     else:
         for line in report.lines():
-            typer.echo(line)
-        typer.echo(f"ingested: {report.summary()}")
+            _out(f"{line}\n")
+        _out(f"ingested: {report.summary()}\n")
 
 
 @app.command()
@@ -241,18 +242,30 @@ def run(
     config: ConfigOption = None,
     llm: LlmOption = None,
     db: DbOption = None,
-    session: Annotated[str | None, typer.Option(help="Session id; default a new session.")] = None,
+    session: Annotated[
+        str | None,
+        typer.Option(
+            help="Session id (1-128 letters, digits and - _ . :, starting with one of the first two); "
+            "default a new session."
+        ),
+    ] = None,
     base_url: BaseUrlOption = None,
     structured_output: StructuredOutputOption = None,
     format: Annotated[FormatChoice, typer.Option(help="text, or json (the runs show document).")] = FormatChoice.text,
 ) -> None:
     """Run a workflow for GOAL: each task's loop becomes the next task's hook; every step is stored.
 
-    Exit 0 when every task executed (whatever their contract statuses), 1 when the run failed or the store
-    failed to keep it, 2 on a usage error (a store that cannot be opened among them).
+    GOAL must not be blank nor longer than 100,000 characters, and holds no control characters but newline
+    and tab. Exit 0 when every task executed (whatever their contract statuses), 1 when the run failed or the
+    store failed to keep it, 2 on a usage error (a store that cannot be opened among them).
 
     Example: marsrag run "Checkout conversion fell 8% on Android" --llm replay:answers.jsonl --format json
     """
+    # lazy: only this command's library loads (validate, schema and lint start fast)
+    from marsrag.goals import check_session_id, clean_goal
+
+    # The API's rules, checked before anything is opened: a bad goal or session id stores nothing.
+    goal, session = clean_goal(goal), check_session_id(session)
     # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.compose import run_goal
 
@@ -318,7 +331,9 @@ def follow(
 
 @app.command()
 def serve(
-    host: Annotated[str, typer.Option(help="Address to bind; off loopback, set MARSRAG_TOKEN.")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option(help="Address to bind; off loopback, set MARSRAG_TOKEN (at least 32 characters).")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on.")] = 8000,
     db: DbOption = None,
     config: ConfigOption = None,
@@ -336,8 +351,9 @@ def serve(
 ) -> None:
     """Serve the web UI and JSON API: runs, their sections and badges, next actions, operator repair.
 
-    Pages at /, /ask, /runs/ID, /sessions/ID; the API at /api (OpenAPI docs at /docs). Off loopback,
-    mutating requests need the bearer token in MARSRAG_TOKEN. Runs and repairs execute in this process,
+    Pages at /, /ask, /runs/ID, /sessions/ID; the API at /api (OpenAPI docs at /docs). Off loopback, every
+    request but /health and /login needs the bearer token in MARSRAG_TOKEN (32+ characters; make one with
+    python -c "import secrets; print(secrets.token_urlsafe(32))"). Runs and repairs execute in this process,
     or, with a broker, on `marsrag worker` processes (any number of servers and workers on one PostgreSQL).
     Every 30 s the server hands runs no live process holds (left pending or running by a dead one) to its
     executor. On SIGTERM it stops accepting, lets executing runs reach their next commit point within the
@@ -405,7 +421,7 @@ def metrics(
 
     document = metrics_document(db=_settings(db=db).db, since=since, until=until, workflow=workflow)
     if format is FormatChoice.json:
-        sys.stdout.write(json.dumps(document) + "\n")
+        _out_json(document, ensure_ascii=True)
         return
     # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.render_text import print_metrics
@@ -430,9 +446,9 @@ def review(
 
     text = weekly(db=_settings(db=db).db, week=week, out=out)
     if out is None:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        _out(text if text.endswith("\n") else text + "\n")
     else:
-        typer.echo(f"Wrote the review to {out}")
+        _out(f"Wrote the review to {out}\n")
 
 
 @app.command()
@@ -465,7 +481,7 @@ def tune(
         write=write,
     )
     if format is FormatChoice.json:
-        sys.stdout.write(json.dumps(result) + "\n")
+        _out_json(result, ensure_ascii=True)
         return
     # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.render_text import print_tune
@@ -492,7 +508,7 @@ def runs_list(
 
     rows = list_runs(_settings(db=db), limit=limit)
     if format is FormatChoice.json:
-        sys.stdout.write(json.dumps(rows, ensure_ascii=False) + "\n")
+        _out_json(rows)
         return
     # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.render_runs import print_run_rows
@@ -593,7 +609,7 @@ def runs_regenerate(
 
 def _print_run(document: dict[str, Any], format: FormatChoice, db: str | None = None) -> None:
     if format is FormatChoice.json:
-        sys.stdout.write(json.dumps(document, ensure_ascii=False) + "\n")
+        _out_json(document)
         return
     # lazy: Rich and SQLAlchemy, kept off the fast commands (validate, schema, lint)
     from marsrag.render_runs import print_run
@@ -606,11 +622,11 @@ def _print_run(document: dict[str, Any], format: FormatChoice, db: str | None = 
         print_run(read_run_view(store, document["run_id"]))
 
     where = mask(db or default_db_url())  # never print a password
-    typer.echo(f"\nState stored in {where}; show it again with: marsrag runs show {document['run_id']} --db '{where}'")
+    _out(f"\nState stored in {where}; show it again with: marsrag runs show {document['run_id']} --db '{where}'\n")
 
 
 def _print_json(source: str, result: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps({"source": source, **result}, ensure_ascii=False) + "\n")
+    _out_json({"source": source, **result})
 
 
 def _print_text(source: str, result: dict[str, Any]) -> None:
@@ -625,7 +641,34 @@ def _error(message: str) -> None:
 
 
 def _error_line(kind: str, message: str) -> None:
-    sys.stderr.write(f"marsrag: {kind}: {message}\n")
+    sys.stderr.write(visible(f"marsrag: {kind}: {message}") + "\n")
+
+
+def _out(text: str) -> None:
+    """Write ``text`` to stdout with its control characters made visible: every human line of the CLI."""
+    sys.stdout.write(visible(text))
+
+
+def _out_json(value: Any, **options: Any) -> None:
+    """Write ``value`` to stdout as one JSON document (one line unless indented) with no raw control character."""
+    sys.stdout.write(visible_json(value, **options) + "\n")
+
+
+class _OneLine(logging.Formatter):
+    """Library warnings as the CLI's own lines: ``marsrag: warning: ...``, one line, no traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return visible(f"marsrag: {record.levelname.lower()}: {' '.join(record.getMessage().split())}")
+
+
+def _report_warnings() -> None:
+    """Send MarsRAG's warnings (a failing event sink...) to stderr as single lines (idempotent)."""
+    logger = logging.getLogger("marsrag")
+    if not any(isinstance(handler.formatter, _OneLine) for handler in logger.handlers):
+        handler = logging.StreamHandler()
+        handler.setLevel(logging.WARNING)
+        handler.setFormatter(_OneLine())
+        logger.addHandler(handler)
 
 
 #: Store errors that are still usage errors (exit 2): a store that cannot be opened, an unknown run, a record
@@ -641,12 +684,13 @@ def exit_code(error: MarsRAGError) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI; usage errors become one line on stderr and exit code 2, never a traceback."""
+    _report_warnings()
     try:
         code = app(args=argv, prog_name="marsrag", standalone_mode=False)
     except typer.TyperException as error:  # typer's (vendored click) usage and parameter errors
         ctx = getattr(error, "ctx", None)
         if type(error).__name__ == "NoArgsIsHelpError" and ctx is not None:
-            sys.stdout.write(ctx.get_help() + "\n")
+            _out(ctx.get_help() + "\n")
         else:
             message = error.format_message() if hasattr(error, "format_message") else str(error)
             _error(" ".join(message.split()) or type(error).__name__)

@@ -1,7 +1,8 @@
 """Printing runs for people in a terminal (Rich): the view model the web pages render, and the runs list.
 
 Separate from :mod:`marsrag.render_text` so that ``marsrag validate`` (which prints contract results only)
-never loads the view model and the store interface behind it.
+never loads the view model and the store interface behind it. Every text from data goes through
+:func:`~marsrag.render_text.shown` (control characters visible, no markup).
 """
 
 from __future__ import annotations
@@ -10,9 +11,8 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
-from rich.text import Text
 
-from marsrag.render_text import BADGE_STYLE, console
+from marsrag.render_text import BADGE_STYLE, console, shown
 from marsrag.views.outcome import run_header
 from marsrag.views.viewmodel import RunView, TaskView
 
@@ -26,11 +26,11 @@ def print_run_rows(rows: list[dict[str, Any]]) -> None:
         header = run_header(row["status"], row["outcome"])
         stale = " (stale)" if row.get("stale") else ""
         table.add_row(
-            row["run_id"],
-            Text(header.text + stale, style=_RUN_STYLE.get(header.level, "")),
-            row["workflow"],
-            row["created_at"][:19],
-            Text(row["goal"]),
+            shown(row["run_id"]),
+            shown(header.text + stale, _RUN_STYLE.get(header.level, "")),
+            shown(row["workflow"]),
+            shown(row["created_at"][:19]),
+            shown(row["goal"]) if row["goal"].strip() else shown("(no goal)", "dim"),
         )
     console().print(table)
 
@@ -47,57 +47,57 @@ _RUN_STYLE = {
 def print_run(view: RunView) -> None:
     """Print a run's view model: its header, each task's badge, provenance and five cards, summary, next action."""
     out = console()
-    header = Text(f"run {view.run_id}  ")
+    header = shown(f"run {view.run_id}  ")
     stale = " (stale: its process is gone)" if view.stale else ""
-    header.append(view.header.text + stale, style="bold " + _RUN_STYLE.get(view.header.level, ""))
-    header.append(f"  workflow {view.workflow} ({view.loop_mode})")
+    header.append_text(shown(view.header.text + stale, "bold " + _RUN_STYLE.get(view.header.level, "")))
+    header.append_text(shown(f"  workflow {view.workflow} ({view.loop_mode})"))
     out.print(header)
     if view.status_reason:
-        out.print(Text(f"reason: {view.status_reason}", style="red"))
+        out.print(shown(f"reason: {view.status_reason}", "red"))
     for task in view.tasks:
         _print_task(out, task)
     if view.summary:
-        out.print(Text("\nSummary", style="bold"))
-        out.print(Text(view.summary))
+        out.print(shown("\nSummary", "bold"))
+        out.print(shown(view.summary))
     if view.next_action is not None:
-        out.print(Text(f"\n{view.next_action.heading}: ", style="bold") + Text(view.next_action.text))
+        out.print(shown(f"\n{view.next_action.heading}: ", "bold") + shown(view.next_action.text))
         if view.next_action.note:
-            out.print(Text(view.next_action.note, style="dim"))
+            out.print(shown(view.next_action.note, "dim"))
 
 
 def _print_task(out: Console, task: TaskView) -> None:
-    line = Text(f"\n{task.task_id}  ")
-    line.append(f"[{task.badge.label.upper()}]", style=BADGE_STYLE.get(task.badge.status, "bold"))
-    line.append(f"  hook from: {task.hook_source}")
+    line = shown(f"\n{task.task_id}  ")
+    line.append_text(shown(f"[{task.badge.label.upper()}]", BADGE_STYLE.get(task.badge.status, "bold")))
+    line.append_text(shown(f"  hook from: {task.hook_source}"))
     if task.transition_in is not None:
-        line.append(f" ({task.transition_in.reason})", style="dim")
+        line.append_text(shown(f" ({task.transition_in.reason})", "dim"))
     out.print(line)
     if task.fallback_message:
-        out.print(Text(task.fallback_message, style="yellow"))
+        out.print(shown(task.fallback_message, "yellow"))
     if not task.cards:
-        out.print(Text(task.machine_output or ""))
+        out.print(shown(task.machine_output or ""))
     else:
         _print_cards(out, task)
     for attempt in task.attempts:
         # Only attempts whose LLM call is known: older runs print as before.
         if attempt.call:
             heading = f"attempt {attempt.number} · {attempt.kind} · {attempt.status}"
-            out.print(Text(f"{heading}: {attempt.call}", style="dim"))
+            out.print(shown(f"{heading}: {attempt.call}", "dim"))
 
 
 def _print_cards(out: Console, task: TaskView) -> None:
     table = Table(show_header=False, box=None, padding=(0, 1), expand=False)
     table.add_column(style="bold", no_wrap=True)
     table.add_column(overflow="fold")
-    shown: set[str] = set()
+    printed: set[str] = set()
     for card in task.cards:
-        cell = Text(card.text if card.text is not None else "—", style="" if card.text is not None else "dim")
+        cell = shown(card.text) if card.text is not None else shown("—", "dim")
         if card.problem:
-            cell.append(f"\n✗ {card.problem}", style="red")
-            shown.add(f"{card.title}: {card.problem}")
+            cell.append_text(shown(f"\n✗ {card.problem}", "red"))
+            printed.add(f"{card.title}: {card.problem}")
         # Upper case marks the section labels in a terminal, as ``marsrag validate`` prints them.
-        table.add_row(card.title.upper(), cell)
+        table.add_row(shown(card.title.upper()), cell)
     out.print(table)
     for problem in task.problems:
-        if problem not in shown:
-            out.print(Text(f"✗ {problem}", style="red"))
+        if problem not in printed:
+            out.print(shown(f"✗ {problem}", "red"))

@@ -1,18 +1,27 @@
-"""Rendering contract results for people in a terminal (Rich)."""
+"""Rendering contract results for people in a terminal (Rich).
+
+Every text from data reaches Rich through :func:`shown`: a ``Text`` (never parsed as markup, so ``[bold]`` in a
+goal is printed as it is) whose control characters are made visible (:func:`marsrag.terminal.visible`).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from marsrag.contract.template import FIELDS
+from marsrag.terminal import visible
 
 BADGE_STYLE = {"valid": "bold green", "partial": "bold yellow", "failed": "bold red"}
 _console: Console | None = None
+
+
+def shown(value: object, style: str = "") -> Text:
+    """``value`` as Rich text for the terminal: its control characters visible, its brackets not markup."""
+    return Text(visible(str(value)), style=style)
 
 
 def console() -> Console:
@@ -27,15 +36,14 @@ def print_result(source: str, result: dict[str, Any]) -> None:
     """Print one validation result: the status badge, then the five sections in contract order."""
     out = console()
     status = result["status"]
-    header = Text()
-    header.append(f"{source}  ")
-    header.append(f"[{status.upper()}]", style=BADGE_STYLE.get(status, "bold"))
-    header.append("  completes" if result["completes"] else "  does not complete")
+    header = shown(f"{source}  ")
+    header.append_text(shown(f"[{status.upper()}]", BADGE_STYLE.get(status, "bold")))
+    header.append_text(shown("  completes" if result["completes"] else "  does not complete"))
     out.print(header)
     _print_sections(out, result)
     for issue in result["warnings"]:
         where = f"{issue['field']}: " if issue["field"] else ""
-        out.print(Text(f"! {where}{issue['message']}", style="yellow"))
+        out.print(shown(f"! {where}{issue['message']}", "yellow"))
     out.print()
 
 
@@ -48,13 +56,13 @@ def _print_sections(out: Console, result: dict[str, Any]) -> None:
     table.add_column(overflow="fold")
     for name in FIELDS:
         value = result["loop_output"].get(name)
-        cell = Text(value if value is not None else "—", style="" if value is not None else "dim")
+        cell = shown(value, "") if value is not None else shown("—", "dim")
         for message in errors_by_field.get(name, []):
-            cell.append(f"\n✗ {message}", style="red")
-        table.add_row(name.upper(), cell)
+            cell.append_text(shown(f"\n✗ {message}", "red"))
+        table.add_row(shown(name.upper()), cell)
     out.print(table)
     for message in errors_by_field.get(None, []):
-        out.print(Text(f"✗ {message}", style="red"))
+        out.print(shown(f"✗ {message}", "red"))
 
 
 class ProgressSink:
@@ -67,14 +75,14 @@ class ProgressSink:
         for event in events:
             if event.name == "loop.contract.validated" or event.name == "loop.contract.failed":
                 status = event.validation_status or "?"
-                self._console.print(Text(f"  {event.task_id}: ") + Text(status, style=BADGE_STYLE.get(status, "")))
+                self._console.print(shown(f"  {event.task_id}: ") + shown(status, BADGE_STYLE.get(status, "")))
             elif event.name == "loop.transition.planned":
-                self._console.print(Text(f"  -> {event.task_id} (hook: {event.transition_mode})", style="dim"))
+                self._console.print(shown(f"  -> {event.task_id} (hook: {event.transition_mode})", "dim"))
 
 
 def print_metrics(document: dict[str, Any], scope: str) -> None:
     """The six loop metrics as a table: value, numerator/denominator (n/a for an empty denominator)."""
-    table = Table(title=f"Loop metrics: {scope}", title_justify="left")
+    table = Table(title=shown(f"Loop metrics: {scope}"), title_justify="left")
     table.add_column("metric")
     table.add_column("value", justify="right")
     table.add_column("of", justify="right")
@@ -84,32 +92,31 @@ def print_metrics(document: dict[str, Any], scope: str) -> None:
                 value = f"mean {record['value']:.2f}, p50 {record['p50']:g}, max {record['max']}"
             else:
                 value = "n/a"
-            table.add_row(name, value, f"{record['sessions']} sessions")
+            table.add_row(shown(name), shown(value), shown(f"{record['sessions']} sessions"))
             continue
-        shown = "n/a" if record["value"] is None else f"{record['value']:.1%}"
-        table.add_row(name, shown, f"{record['numerator']}/{record['denominator']}")
+        rate = "n/a" if record["value"] is None else f"{record['value']:.1%}"
+        table.add_row(shown(name), shown(rate), shown(f"{record['numerator']}/{record['denominator']}"))
     console().print(table)
 
 
 def print_tune(result: dict[str, Any]) -> None:
     """loop_mode recommendations: one block per workflow with its reasons and numbers."""
     out = console()
-    out.print(f"loop_mode recommendations over {result['window']}")
+    out.print(shown(f"loop_mode recommendations over {result['window']}"))
     for item in result["recommendations"]:
         arrow = f"{item['current']} -> {item['recommended']}" if item["change"] else f"keep {item['current']}"
-        out.print(
-            f"\n[bold]{escape(item['workflow'])}[/bold] ({item['kind']}): {arrow}  {escape('[' + item['rule'] + ']')}",
-            highlight=False,
-        )
+        line = shown("\n") + shown(item["workflow"], "bold")
+        line.append_text(shown(f" ({item['kind']}): {arrow}  [{item['rule']}]"))
+        out.print(line)
         for reason in item["reasons"]:
-            out.print(f"  - {reason}", highlight=False, markup=False)
+            out.print(shown(f"  - {reason}"))
         numbers = ", ".join(
             f"{key} {value:.2f}" if isinstance(value, float) else f"{key} {value}"
             for key, value in item["numbers"].items()
             if value is not None
         )
-        out.print(f"  numbers: {numbers}", highlight=False, markup=False)
+        out.print(shown(f"  numbers: {numbers}"))
     if result["written"]:
-        out.print(f"\nWrote loop_mode for: {', '.join(result['written'])}")
+        out.print(shown(f"\nWrote loop_mode for: {', '.join(result['written'])}"))
     elif any(item["change"] for item in result["recommendations"]):
-        out.print("\nNothing written: pass --write to apply the changes.")
+        out.print(shown("\nNothing written: pass --write to apply the changes."))

@@ -7,10 +7,10 @@ workflows), not this file.
 
 This is the only module reading the configuration variables ``MARSRAG_CONFIG``, ``MARSRAG_LLM``,
 ``MARSRAG_BASE_URL``, ``MARSRAG_DB``, ``MARSRAG_BROKER``, ``MARSRAG_STRUCTURED_OUTPUT``, ``MARSRAG_TOKEN``,
-``MARSRAG_ALLOWED_HOSTS``, ``MARSRAG_SWEEP_SECONDS``, ``MARSRAG_QUEUE``, ``MARSRAG_REDELIVER_AFTER``, ``MARSRAG_ACTION_TIMEOUT`` and the LLM
-call policy's ``MARSRAG_LLM_TIMEOUT``, ``MARSRAG_LLM_RETRIES``, ``MARSRAG_LLM_BACKOFF`` and
-``MARSRAG_LLM_MAX_TOKENS`` (the data directory's ``MARSRAG_HOME`` is :mod:`marsrag.paths`'; OpenTelemetry
-reads its own ``OTEL_*`` variables).
+``MARSRAG_ALLOWED_HOSTS``, ``MARSRAG_SWEEP_SECONDS``, ``MARSRAG_QUEUE``, ``MARSRAG_REDELIVER_AFTER``,
+``MARSRAG_ACTION_TIMEOUT`` and the LLM call policy's ``MARSRAG_LLM_TIMEOUT``, ``MARSRAG_LLM_RETRIES``,
+``MARSRAG_LLM_BACKOFF`` and ``MARSRAG_LLM_MAX_TOKENS`` (the data directory's ``MARSRAG_HOME`` is
+:mod:`marsrag.paths`'; OpenTelemetry reads its own ``OTEL_*`` variables).
 """
 
 from __future__ import annotations

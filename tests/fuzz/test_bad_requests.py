@@ -127,11 +127,24 @@ def test_a_body_exactly_at_the_limit_is_read(small: Site) -> None:
     [None, "text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "image/png"],
 )
 def test_a_json_body_with_a_wrong_content_type_is_refused(site: Site, content_type: str | None) -> None:
-    """The API reads JSON only: the same valid body under another content type is a 422 JSON reason."""
+    """The API reads JSON only: the same valid body under another content type, or none, is a 415 JSON reason."""
     headers = {"content-type": content_type} if content_type else {}
-    response = site.client.post("/api/runs", content=json.dumps({"goal": "g"}).encode(), headers=headers)
-    assert_json_reason(response, 422, "invalid_request")
+    for path in ("/api/runs", "/api/runs/nope/follow", "/api/runs/nope/tasks/t/repair"):
+        response = site.client.post(path, content=json.dumps({"goal": "g"}).encode(), headers=headers)
+        reply = assert_json_reason(response, 415, "unsupported_media_type")
+        assert "application/json" in reply["detail"]
     assert stored(site) == []
+
+
+def test_bodiless_posts_need_no_content_type(site: Site) -> None:
+    """Follow, repair and regenerate carry no body: with no content type at all they are not refused as 415."""
+    run_id = site.start()
+    followed = site.client.post(f"/api/runs/{run_id}/follow")
+    assert followed.status_code == 202, followed.text
+    site.wait()
+    for action in ("repair", "regenerate"):
+        response = site.client.post(f"/api/runs/{run_id}/tasks/diagnose/{action}", headers={"content-type": ""})
+        assert_json_reason(response, 409, "conflict")  # the task is valid: past the content-type check
 
 
 @pytest.mark.parametrize(

@@ -55,3 +55,19 @@ def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
 
     with pytest.raises(MarsRAGError, match="cannot read replay file"):
         ReplayLLM.from_file(tmp_path / "nope.jsonl")
+
+
+def test_script_errors_name_the_file(tmp_path: Path) -> None:
+    """Bytes that are not UTF-8, and running out of outputs, are errors naming the script file."""
+    from marsrag.llm.replay import ReplayExhaustedError, ReplayLLM
+
+    broken = tmp_path / "latin1.jsonl"
+    broken.write_bytes(b'{"output": "caf\xe9"}\n')
+    with pytest.raises(MarsRAGError, match=r"replay file '.*latin1\.jsonl': not UTF-8 text \(byte 15\)"):
+        ReplayLLM.from_file(broken)
+    short = tmp_path / "short.jsonl"
+    short.write_text('{"output": "only one"}\n')
+    llm = ReplayLLM.from_file(short)
+    assert llm.call("first") == "only one"
+    with pytest.raises(ReplayExhaustedError, match=r"replay file '.*short\.jsonl' ran out of outputs after 1 call"):
+        llm.call("second")

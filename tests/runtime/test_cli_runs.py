@@ -121,3 +121,24 @@ def test_runs_repair_fixes_a_failed_task_and_bad_targets_are_one_line_errors(tmp
     for args, needle in (((run_id, "nope"), "no task 'nope'"), ((run_id, "diagnose"), "already valid")):
         proc = marsrag("runs", "repair", *args, "--llm", f"replay:{fix}", "--db", db)
         assert proc.returncode == 2 and needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_failing_event_sink_is_one_warning_line_per_run(tmp_path: Path, replay: Path) -> None:
+    """events.jsonl unwritable (here a directory): the run completes, stderr says so once, in one line.
+
+    Three tasks mean three dispatches; each printed a traceback before.
+    """
+    home = tmp_path / "home"
+    (home / "events.jsonl").mkdir(parents=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "marsrag", "run", "latency", "--llm", f"replay:{replay}", "--format", "json"],
+        capture_output=True,
+        check=False,
+        text=True,
+        env={**os.environ, "MARSRAG_HOME": str(home), "MARSRAG_DB": f"sqlite:///{tmp_path / 'r.db'}"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["status"] == "completed"
+    assert "Traceback" not in proc.stderr
+    (line,) = [line for line in proc.stderr.splitlines() if "event sink" in line]
+    assert line.startswith("marsrag: warning: event sink JsonlSink(") and "IsADirectoryError" in line

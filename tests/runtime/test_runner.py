@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -181,21 +182,38 @@ def test_llm_error_fails_the_run_with_its_reason(store: RunStore, sample: Projec
 
 
 def test_failing_sink_never_fails_the_run_and_jsonl_sink_writes(
-    store: RunStore, sample: ProjectConfig, tmp_path: Path
+    store: RunStore, sample: ProjectConfig, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A sink that raises is logged and skipped; the JSON Lines sink gets every stored event."""
+    """A sink that raises is reported once per run, in one line, and skipped; the JSON Lines sink gets every event.
+
+    Three tasks commit three times, each dispatch failing: one warning for the run (it used to be three
+    tracebacks), and one more for the next run.
+    """
 
     def broken(events: object) -> None:
         raise RuntimeError("sink down")
 
     path = tmp_path / "events.jsonl"
     runner, _ = runner_for(
-        store, project_with(sample, ["diagnose", "recommend"]), [answer(), answer()], sinks=[broken, JsonlSink(path)]
+        store,
+        project_with(sample, ["diagnose", "recommend", "plan"]),
+        [answer()] * 6,
+        sinks=[broken, JsonlSink(path)],
     )
-    run = runner.run("latency", workflow="flow")
-    assert run.status == "completed"
+    with caplog.at_level(logging.WARNING, logger="marsrag.events"):
+        run = runner.run("latency", workflow="flow")
+        other = runner.run("latency again", workflow="flow")
+    assert run.status == other.status == "completed"
+    reports = [record for record in caplog.records if record.name == "marsrag.events"]
+    assert [run.run_id in r.getMessage() for r in reports] == [True, False]
+    assert other.run_id in reports[1].getMessage()
+    for report in reports:
+        message = report.getMessage()
+        assert report.levelno == logging.WARNING and report.exc_info is None and "\n" not in message
+        assert message.startswith("event sink broken failed for run ") and "RuntimeError: sink down" in message
+    run_events = [e.name for e in store.get_events(run.run_id)]
     lines = [json.loads(line) for line in path.read_text().splitlines()]
-    assert [line["name"] for line in lines] == [e.name for e in store.get_events(run.run_id)]
+    assert [line["name"] for line in lines][: len(run_events)] == run_events
     assert set(lines[0]) == {
         "name",
         "run_id",

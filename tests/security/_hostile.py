@@ -2,13 +2,15 @@
 
 Every payload sets ``window.__pwned`` (and most call ``alert``) if it ever runs, so a browser test can tell.
 The store is written through the library (``run_goal`` with the replay LLM) from a config whose workflow and
-task names are hostile too; the session ids come from ``--session``, which the CLI does not restrict.
+task names are hostile too. Session ids are restricted now (``marsrag.goals``), so the hostile ones are written
+into the runs table afterwards: a store from before the rule may hold any, and the pages must still be safe.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
@@ -26,7 +28,7 @@ PAYLOADS = (SCRIPT, IMG, SVG, JS_URL, TEMPLATE, RTL)
 #: Names of things the config defines (no "/": they are path segments of the routes).
 HOSTILE_WORKFLOW = 'wf"><svg onload=window.__pwned=1>' + "<script>alert(1)</script>"
 HOSTILE_TASK = 'task"><img src=x onerror=window.__pwned=1>'
-#: Session ids through the CLI's unrestricted --session.
+#: Session ids of runs stored before session ids were restricted.
 HOSTILE_SESSIONS = ('s"><svg onload=window.__pwned=1>', "javascript:alert(1)", "{{7*7}}" + RTL)
 
 #: One payload per Loop Contract section, so each section's card is checked.
@@ -89,9 +91,11 @@ def build_world(directory: Path) -> World:
         replay = directory / f"replay-{number}.jsonl"
         replay.write_text("".join(json.dumps({"output": o}) + "\n" for o in outputs), encoding="utf-8")
         settings = resolve_settings(config=config, llm=f"replay:{replay}", db=db)
-        document = run_goal(settings, goal, workflow=workflow, session=session)
+        document = run_goal(settings, goal, workflow=workflow, session=f"legacy-{number}")
         runs.append(str(document["run_id"]))
         statuses.append([task["validation"]["status"] for task in document["tasks"]])
+        with sqlite3.connect(db.removeprefix("sqlite:///")) as connection:
+            connection.execute("UPDATE runs SET session_id = ? WHERE run_id = ?", (session, document["run_id"]))
     # The pages must hold a failed, a partial and valid tasks (else the failures table and cards are not tested).
     assert statuses == [["failed", "valid", "partial"], ["valid"] * 3, ["skipped"]], statuses
     return World(db, str(config), tuple(runs), HOSTILE_SESSIONS)

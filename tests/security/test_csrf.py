@@ -6,7 +6,9 @@ Routes are enumerated from ``app.routes``, so a form or endpoint added later is 
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +16,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import MetaData, select
 
 from tests.security._routes import Endpoint, endpoints, mutating, reading
-from tests.web.conftest import Site, answer, csrf_of
+from tests.web.conftest import CSRF, Site, answer, csrf_of
 
 pytestmark = pytest.mark.crewai
 
@@ -142,7 +144,7 @@ def test_api_writes_refuse_bodies_a_cross_site_form_can_send(
     before = database(site)
     body = '{"goal": "forged goal"}'
     response = site.client.post("/api/runs", content=body, headers={"Content-Type": content_type})
-    assert response.status_code in (415, 422), response.status_code
+    assert response.status_code == 415 and response.json()["error"] == "unsupported_media_type", response.text
     site.wait()
     assert database(site) == before
 
@@ -201,3 +203,78 @@ def test_a_rebound_host_cannot_write_on_loopback(site_factory: Callable[..., Sit
     site, _ = site_with_a_run(site_factory)
     rebound = {"Host": "evil.example:8000", "Origin": "http://evil.example:8000"}
     assert site.client.post("/api/runs", json={"goal": "g"}, headers=rebound).status_code in (400, 403)
+
+
+# -- signed tokens ------------------------------------------------------------------------------------------------
+
+TOKEN = "tok-" + "C" * 40
+
+
+def test_a_cookie_the_client_chose_is_refused_even_when_it_matches(site_factory: Callable[..., Site]) -> None:
+    """A made-up, short, unsigned or foreign-signed cookie copied into the form field: 403, nothing stored.
+
+    Before signing, any cookie of 32+ characters (or any at all) passed when the form carried the same value.
+    """
+    from marsrag.web.csrf import issue
+
+    site, values = site_with_a_run(site_factory)
+    real = csrf_of(site.client)
+    nonce = real.split(".")[0]
+    forged = ["x", "A" * 43, "A" * 87, nonce, f"{nonce}.{'A' * 43}", f"{nonce}.", issue(b"another deployment's key")]
+    before = database(site)
+    for endpoint in form_posts(site, values):
+        for value in forged:
+            client = TestClient(site.client.app)
+            client.cookies.set("marsrag_csrf", value)
+            response = post_form(client, endpoint, {"csrf_token": value}, {})
+            assert response.status_code == 403, (str(endpoint), value, response.status_code)
+    site.wait()
+    assert database(site) == before
+    # A page given a forged cookie replaces it with a signed one.
+    client = TestClient(site.client.app)
+    client.cookies.set("marsrag_csrf", "A" * 43)
+    page = client.get("/ask")
+    fresh = CSRF.search(page.text)
+    assert fresh is not None and fresh.group(1) != "A" * 43
+    assert f"marsrag_csrf={fresh.group(1)}" in page.headers["set-cookie"]
+
+
+def _signed_in_form(site: Site, token: str, csrf: str) -> int:
+    """The status of the sign-in form posted to ``site`` with ``csrf`` as cookie and field."""
+    client = TestClient(site.client.app)
+    client.cookies.set("marsrag_csrf", csrf)
+    data = {"token": TOKEN, "csrf_token": csrf, "next": "/"}
+    status: int = client.post("/login", data=data, follow_redirects=False).status_code
+    return status
+
+
+def test_servers_sharing_the_token_accept_each_others_csrf_tokens(site_factory: Callable[..., Site]) -> None:
+    """Off loopback the key derives from MARSRAG_TOKEN: a token one server issued passes another's form; a
+    server of another deployment (another token) refuses it."""
+    first = site_factory([], host="0.0.0.0", token=TOKEN)
+    second = site_factory([], host="0.0.0.0", token=TOKEN)
+    other = site_factory([], host="0.0.0.0", token="tok-" + "D" * 40)
+    issued = csrf_of(first.client, "/login")
+    assert _signed_in_form(second, TOKEN, issued) == 303
+    assert _signed_in_form(other, TOKEN, issued) == 403
+
+
+def test_loopback_servers_sharing_a_data_directory_accept_each_others_csrf_tokens(
+    site_factory: Callable[..., Site], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a token the key is <data dir>/csrf.key (owner-only): same directory, same key; another, refused."""
+    monkeypatch.setenv("MARSRAG_HOME", str(tmp_path / "shared"))
+    first = site_factory([answer()] * 3)
+    second = site_factory([answer()] * 3)
+    monkeypatch.setenv("MARSRAG_HOME", str(tmp_path / "elsewhere"))
+    other = site_factory([answer()] * 3)
+    key = tmp_path / "shared" / "csrf.key"
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    assert key.read_bytes() != (tmp_path / "elsewhere" / "csrf.key").read_bytes()
+    issued = csrf_of(first.client)
+    for site, expected in ((second, 303), (other, 403)):
+        client = TestClient(site.client.app)
+        client.cookies.set("marsrag_csrf", issued)
+        response = client.post("/ask", data={"goal": "g", "csrf_token": issued}, follow_redirects=False)
+        assert response.status_code == expected, response.text
+        site.wait()

@@ -92,7 +92,7 @@ def test_run_pages_show_every_hostile_field_as_text(client: TestClient, world: W
     first, second, machine = world.runs
     html = page(client, f"/runs/{first}")
     assert_shown_as_text(html, [f"Goal {SCRIPT}", HOSTILE_TASK, HOSTILE_WORKFLOW, BROKEN, *SECTIONS.values()], "run 1")
-    assert f"/sessions/{world.sessions[0]}" in text_of(html), "the session link"
+    assert f"/sessions/{quote(world.sessions[0], safe='')}" in text_of(html), "the session link, one path segment"
     html = page(client, f"/runs/{second}")
     assert_shown_as_text(html, [f"Goal {IMG} {TEMPLATE}", *SECTIONS.values()], "run 2")
     html = page(client, f"/runs/{machine}")

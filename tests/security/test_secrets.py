@@ -30,7 +30,7 @@ from tests.web.conftest import answer
 pytestmark = pytest.mark.crewai
 
 PASSWORD = "s3cr3t-Pw-7731"
-TOKEN = "tok-SECRET-6e1f0c2a9b"
+TOKEN = "tok-SECRET-6e1f0c2a9b-" + "k" * 16
 API_KEYS = {"OPENAI_API_KEY": "sk-SECRET-openai-1c9a", "ANTHROPIC_API_KEY": "sk-ant-SECRET-22f0"}
 SECRETS = (PASSWORD, TOKEN, *API_KEYS.values())
 ADMIN_URL = os.environ.get("MARSRAG_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/test")

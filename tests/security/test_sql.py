@@ -17,6 +17,7 @@ from urllib.parse import quote, urlencode
 import pytest
 from sqlalchemy import MetaData, create_engine, func, inspect, select
 
+from marsrag.errors import InputError
 from tests.web.conftest import Site, answer
 
 pytestmark = pytest.mark.crewai
@@ -176,7 +177,7 @@ def test_hostile_strings_through_the_api_are_data(site_factory: Callable[..., Si
 
 
 def test_hostile_strings_through_the_cli_are_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``marsrag run`` with hostile goal and --session, runs show/repair and metrics with hostile ids and filters.
+    """``marsrag run`` with hostile goals (a hostile --session is refused), runs show/repair, metrics with hostile ids.
 
     The first run is a real process; the rest call the same Typer app in this process (each process costs seconds).
     """
@@ -190,7 +191,7 @@ def test_hostile_strings_through_the_cli_are_data(tmp_path: Path, monkeypatch: p
     env = {**os.environ, "MARSRAG_HOME": str(tmp_path / "home"), "HOME": str(tmp_path / "h")}
     monkeypatch.setenv("MARSRAG_HOME", env["MARSRAG_HOME"])
     hostile = INJECTIONS[0]
-    command = [sys.executable, "-m", "marsrag", "run", hostile, "--session", hostile, "--db", db]
+    command = [sys.executable, "-m", "marsrag", "run", hostile, "--session", "s-1", "--db", db]
     ran = subprocess.run(
         [*command, "--llm", f"replay:{replay}", "--format", "json"],
         capture_output=True,
@@ -201,14 +202,17 @@ def test_hostile_strings_through_the_cli_are_data(tmp_path: Path, monkeypatch: p
     )
     assert ran.returncode == 0, ran.stderr
     document = json.loads(ran.stdout)
-    assert (document["goal"], document["session_id"]) == (hostile, hostile)
+    assert (document["goal"], document["session_id"]) == (hostile, "s-1")
     runner = CliRunner()
     for other in INJECTIONS[1:3]:
         replay.write_text("".join(json.dumps({"output": answer()}) + "\n" for _ in range(3)), "utf-8")
-        result = runner.invoke(app, ["run", other, "--session", other, "--db", db, "--llm", f"replay:{replay}"])
+        result = runner.invoke(app, ["run", other, "--session", "s-1", "--db", db, "--llm", f"replay:{replay}"])
         assert result.exit_code == 0, result.output
     before = table_counts(db)
     for other in INJECTIONS:
+        # A session id is letters, digits and - _ . : only: an injection is refused before anything opens.
+        refused = runner.invoke(app, ["run", "g", "--session", other, "--db", db, "--llm", f"replay:{replay}"])
+        assert refused.exit_code != 0 and isinstance(refused.exception, InputError), refused.output
         assert runner.invoke(app, ["runs", "show", other, "--db", db]).exit_code != 0
         assert runner.invoke(app, ["metrics", "--db", db, "--workflow", other, "--format", "json"]).exit_code == 0
         repair = ["runs", "repair", "--db", db, "--llm", f"replay:{replay}", other, other]

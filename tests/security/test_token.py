@@ -136,6 +136,36 @@ def test_serve_off_loopback_without_a_token_is_a_one_line_error(token_env: str |
     assert not (tmp_path / "x.db").exists(), "the store was opened before the check"
 
 
+@pytest.mark.parametrize("weak", ["x", "s3cret", "Q" * 31])
+def test_a_weak_token_does_not_start_a_public_server(weak: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Off loopback a token under 32 characters is refused, saying how to make one; 32 is enough."""
+    from marsrag.web.app import create_app
+
+    monkeypatch.setenv("MARSRAG_TOKEN", weak)
+    with pytest.raises(InputError, match=r"at least 32 characters, not \d+: .*secrets\.token_urlsafe\(32\)"):
+        create_app(WebSettings(host="0.0.0.0"))
+    app = create_app(WebSettings(host="0.0.0.0", token="Q" * 32))
+    app.state.backend.close()
+
+
+def test_serve_with_a_one_character_token_is_a_one_line_error(tmp_path: Path) -> None:
+    """``MARSRAG_TOKEN=x marsrag serve --host 0.0.0.0`` started a public server: exit 2, one line, nothing opened."""
+    env = {**os.environ, "MARSRAG_HOME": str(tmp_path / "home"), "MARSRAG_DB": f"sqlite:///{tmp_path}/x.db"}
+    env["MARSRAG_TOKEN"] = "x"
+    proc = subprocess.run(
+        [sys.executable, "-m", "marsrag", "serve", "--host", "0.0.0.0", "--port", str(_free_port())],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    (line,) = proc.stderr.strip().splitlines()
+    assert "MARSRAG_TOKEN" in line and "at least 32" in line and "secrets.token_urlsafe(32)" in line
+    assert not (tmp_path / "x.db").exists()
+
+
 # -- every route ------------------------------------------------------------------------------------------------
 
 

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, PrivateAttr
 
 from marsrag.errors import MarsRAGError
+from marsrag.files import MAX_CONFIG_BYTES, UnreadableFileError, read_regular_file
 from marsrag.integrations.calls import report
 from marsrag.llm._local import LocalLLM
 from marsrag.llm.structured import take_offer
@@ -81,6 +82,8 @@ class ReplayLLM(LocalLLM):
     outputs: list[str | ReplayStep]
     #: Seconds each call takes, to stand in for a real model's latency (0: answer at once).
     latency: float = 0.0
+    #: The script file the outputs came from (None: given in code); errors name it.
+    script_path: str | None = None
     _position: int = PrivateAttr(default=0)
     _calls: list[RecordedCall] = PrivateAttr(default_factory=list)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
@@ -98,14 +101,22 @@ class ReplayLLM(LocalLLM):
     def from_file(cls, path: str | Path) -> ReplayLLM:
         """A replay LLM from JSON Lines, one ``{"output": "..."}`` (or a script step, see the module) per call.
 
+        Only a regular file of at most :data:`~marsrag.files.MAX_CONFIG_BYTES` is read (as config files are).
+
         Raises:
-            MarsRAGError: the file cannot be read or a line is not such an object (the message names it).
+            MarsRAGError: the file cannot be read (missing, not a regular file, too large, not UTF-8) or a line
+                is not such an object; the message names the file.
         """
         outputs: list[str | ReplayStep] = []
         try:
-            lines = Path(path).read_text(encoding="utf-8").splitlines()
-        except OSError as error:
-            raise MarsRAGError(f"cannot read replay file {str(path)!r}: {error.strerror or error}") from None
+            # The config files' reader and cap: a FIFO or /dev/zero named as a script is refused, not read forever.
+            raw = read_regular_file(path, limit=MAX_CONFIG_BYTES)
+        except UnreadableFileError as error:
+            raise MarsRAGError(f"cannot read replay file {str(path)!r}: {error.reason}") from None
+        try:
+            lines = raw.decode("utf-8-sig").splitlines()
+        except UnicodeDecodeError as error:
+            raise MarsRAGError(f"cannot read replay file {str(path)!r}: not UTF-8 text (byte {error.start})") from None
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
@@ -117,7 +128,7 @@ class ReplayLLM(LocalLLM):
             if step is None:
                 raise MarsRAGError(f'{path}:{number}: expected a JSON object like {{"output": "..."}}')
             outputs.append(step.output if set(item) == {"output"} and step.output is not None else step)
-        return cls(model="replay", outputs=outputs)
+        return cls(model="replay", outputs=outputs, script_path=str(path))
 
     @property
     def calls(self) -> list[RecordedCall]:
@@ -147,8 +158,9 @@ class ReplayLLM(LocalLLM):
         mode = offer.mode if offer is not None else "prompt"
         with self._lock:
             if self._position >= len(self.outputs):
+                script = f"replay file {self.script_path!r}" if self.script_path else "the replay LLM"
                 raise ReplayExhaustedError(
-                    f"the replay LLM ran out of outputs after {len(self.outputs)} call(s); add more to the script"
+                    f"{script} ran out of outputs after {len(self.outputs)} call(s); add more to the script"
                 )
             step = ReplayStep.of(self.outputs[self._position])
             self._position += 1

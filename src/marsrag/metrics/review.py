@@ -30,6 +30,7 @@ from marsrag.metrics.definitions import DEFINITIONS, METRIC_NAMES, Depth, LoopMe
 from marsrag.metrics.failures import Failure, latest_failures
 from marsrag.metrics.window import FIRST_DAY, LAST_DAY, Window
 from marsrag.store import OutcomeCount, RunStore
+from marsrag.terminal import visible
 
 _WEEK = re.compile(r"^(\d{4})-W(\d{2})$")
 #: Rows per ranking and example failures in a review.
@@ -354,8 +355,11 @@ _MD_SPECIAL = re.compile(r"([\\`*\[\]|])")
 
 
 def _md(text: str) -> str:
-    """Text safe in a Markdown table cell or list item: specials escaped, ``<``/``>``/``&`` as entities, one line."""
-    flat = " ".join(text.split())
+    """Text safe in a Markdown table cell or list item: specials escaped, ``<``/``>``/``&`` as entities, one line.
+
+    Control characters are made visible (``\\x1b``): the Markdown is printed on terminals as it is.
+    """
+    flat = visible(" ".join(text.split()))
     flat = flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _MD_SPECIAL.sub(r"\\\1", flat)
 

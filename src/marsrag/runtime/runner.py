@@ -17,8 +17,9 @@ from typing import Any
 
 from marsrag.chain.planner import plan_next_action
 from marsrag.contract import LOOP_CONTRACT_VERSION
-from marsrag.errors import ActionConflictError, InputError, StoreError
+from marsrag.errors import ActionConflictError, StoreError
 from marsrag.events.sinks import EventSink
+from marsrag.goals import check_session_id, clean_goal
 from marsrag.integrations.calls import JOURNAL, AttemptCalls
 from marsrag.integrations.crewai import TaskOutput
 from marsrag.integrations.crewai_builders import BuiltCrew, BuiltTask, build_crew
@@ -87,12 +88,11 @@ class WorkflowRunner:
 
         Raises:
             ConfigError: no such workflow.
-            InputError: the goal or session id holds a NUL character (no database stores one in text).
+            InputError: the goal or session id breaks the rules of :mod:`marsrag.goals` (blank, too long,
+                control characters; a session id outside its alphabet).
             AlreadyFollowedError: ``followed_from`` is followed already (nothing is stored).
         """
-        for name, value in (("goal", goal), ("session id", session_id or "")):
-            if "\x00" in value:
-                raise InputError(f"the {name} contains a NUL character (\\x00): remove it")
+        goal, session_id = clean_goal(goal), check_session_id(session_id)
         chosen = self.project.workflow(workflow)
         run = RunRecord(
             run_id=uuid.uuid4().hex,

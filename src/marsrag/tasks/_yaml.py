@@ -9,9 +9,7 @@ from typing import Any
 import yaml
 
 from marsrag.errors import ConfigError
-
-#: Config files larger than this are refused before parsing (they are hand-written YAML, not data).
-MAX_CONFIG_BYTES = 1_048_576
+from marsrag.files import MAX_CONFIG_BYTES, UnreadableFileError, read_regular_file
 
 KeyPath = tuple[str, ...]
 
@@ -187,18 +185,13 @@ def read_yaml(path: Path, display: str | None = None) -> YamlDoc:
     """Read and parse a YAML file.
 
     Raises:
-        ConfigError: the file cannot be read, is too large, or is not valid YAML.
+        ConfigError: the file cannot be read, is not a regular file, is too large, or is not valid YAML.
     """
     name = display or str(path)
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_CONFIG_BYTES + 1)
-    except IsADirectoryError:
-        raise ConfigError(f"{name}: is a directory") from None
-    except OSError as error:
-        raise ConfigError(f"{name}: cannot read: {error.strerror or error}") from None
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{name}: larger than {MAX_CONFIG_BYTES:,} bytes; config files are refused past that")
+        raw = read_regular_file(path, limit=MAX_CONFIG_BYTES)
+    except UnreadableFileError as error:
+        raise ConfigError(f"{name}: cannot read: {error.reason}") from None
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:

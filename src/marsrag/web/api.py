@@ -11,8 +11,8 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query, Response, status
 from pydantic import BaseModel, ConfigDict, Field
 
-from marsrag.contract.rules import MAX_INPUT_CHARS
 from marsrag.errors import ConfigError
+from marsrag.goals import SESSION_ID_PATTERN, Goal, SessionId
 from marsrag.state import RunStatus
 from marsrag.web.backend import Backend
 from marsrag.web.errors_doc import ERROR_RESPONSES
@@ -21,18 +21,21 @@ from marsrag.web.guards import InvalidField, backend_of, require_api_writer
 router = APIRouter(prefix="/api", tags=["runs"], responses=ERROR_RESPONSES)
 health_router = APIRouter(tags=["health"])
 
-#: Session ids name a chain of runs in URLs: a conservative alphabet.
-SESSION_ID_PATTERN = r"^[A-Za-z0-9_.:-]{1,128}$"
-
 
 class RunRequest(BaseModel):
-    """A goal to run: ``goal`` required, ``workflow`` and ``session_id`` optional."""
+    """A goal to run: `goal` required, `workflow` and `session_id` optional (the rules of marsrag.goals)."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
-    goal: str = Field(min_length=1, max_length=MAX_INPUT_CHARS, description="What the user wants answered or done.")
+    goal: Goal = Field(
+        description="What the user wants answered or done: non-blank, at most 100,000 characters, no control "
+        "characters but newline and tab."
+    )
     workflow: str | None = Field(default=None, max_length=200, description="Default: the config's first user-facing.")
-    session_id: str | None = Field(default=None, pattern=SESSION_ID_PATTERN, description="Default: a new session.")
+    session_id: SessionId | None = Field(
+        default=None,
+        description="Default: a new session. 1-128 letters, digits and - _ . :, starting with a letter or digit.",
+    )
 
 
 class Started(BaseModel):

@@ -1,8 +1,8 @@
 """``create_app()``: the FastAPI application, its guards, and how library errors become HTTP errors.
 
 Only this module turns :class:`MarsRAGError` subclasses into status codes: 404 for unknown ids, 409 for an
-action that does not apply, 422 for bad input (the field named), 413 for oversized bodies, 503 when the
-store is unreachable. Pages get an HTML error page, ``/api`` a JSON reason.
+action that does not apply, 422 for bad input (the field named), 413 for oversized bodies, 415 for an API
+body that is not JSON, 503 when the store is unreachable. Pages get an HTML error page, ``/api`` a JSON reason.
 """
 
 from __future__ import annotations
@@ -31,10 +31,11 @@ from marsrag.errors import (
 )
 from marsrag.web import api, dashboard, pages, prometheus
 from marsrag.web.backend import Backend
+from marsrag.web.csrf import csrf_key
 from marsrag.web.guards import InvalidField
 from marsrag.web.render import render_error
-from marsrag.web.security import AccessMiddleware, BodyLimitMiddleware
-from marsrag.web.settings import WebSettings
+from marsrag.web.security import AccessMiddleware, BodyLimitMiddleware, JsonBodyMiddleware
+from marsrag.web.settings import MIN_TOKEN_CHARS, TOKEN_HINT, WebSettings
 
 STATIC = Path(__file__).parent / "static"
 
@@ -44,13 +45,11 @@ def create_app(settings: WebSettings | None = None) -> FastAPI:
 
     Raises:
         ConfigError, InputError, StoreError: bad config, LLM spec or database.
-        InputError: the server binds off loopback and no token is set.
+        InputError: the server binds off loopback and no token is set, or one shorter than
+            :data:`~marsrag.web.settings.MIN_TOKEN_CHARS`.
     """
     settings = settings or WebSettings()
-    if settings.requires_token and not settings.token:
-        raise InputError(
-            f"serving on {settings.host} (not loopback) needs a bearer token for mutating requests: set MARSRAG_TOKEN"
-        )
+    _check_token(settings)
     backend = Backend(settings)
 
     @asynccontextmanager
@@ -66,6 +65,9 @@ def create_app(settings: WebSettings | None = None) -> FastAPI:
     )
     app.state.backend = backend
     app.state.settings = settings
+    app.state.csrf_key = csrf_key(settings)
+    # Innermost: it reads a body the limit below has already bounded.
+    app.add_middleware(JsonBodyMiddleware)
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
     # Added last, so it runs first: a request that may not talk to the server is refused before its body is read.
     app.add_middleware(
@@ -84,6 +86,20 @@ def create_app(settings: WebSettings | None = None) -> FastAPI:
     app.include_router(pages.router)
     _install_error_handlers(app)
     return app
+
+
+def _check_token(settings: WebSettings) -> None:
+    """Off loopback, a token is required, and one long enough not to be guessed."""
+    if not settings.requires_token:
+        return
+    where = f"serving on {settings.host} (not loopback)"
+    if not settings.token:
+        raise InputError(f"{where} needs a bearer token: set MARSRAG_TOKEN ({TOKEN_HINT})")
+    if len(settings.token) < MIN_TOKEN_CHARS:
+        raise InputError(
+            f"{where} needs a MARSRAG_TOKEN of at least {MIN_TOKEN_CHARS} characters, not {len(settings.token)}: "
+            + TOKEN_HINT
+        )
 
 
 def _wants_json(request: Request) -> bool:
@@ -162,7 +178,7 @@ def _install_error_handlers(app: FastAPI) -> None:
             403: "forbidden",
             404: "not_found",
             405: "method_not_allowed",
-            415: "unsupported",
+            415: "unsupported_media_type",
         }
         response = error_response(request, error.status_code, codes.get(error.status_code, "error"), detail)
         for name, value in (error.headers or {}).items():

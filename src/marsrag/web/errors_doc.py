@@ -27,6 +27,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     404: _error("No such run, task or session."),
     409: _error("The action does not apply to the run or task as it is now."),
     413: _error("The body is larger than the server accepts."),
+    415: _error("A body that is not `Content-Type: application/json`."),
     422: _error("A request field is invalid (named in `field`)."),
     503: _error("The store or the job queue is unreachable."),
 }

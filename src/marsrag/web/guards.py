@@ -2,7 +2,8 @@
 
 - ``require_api_writer``: off loopback, ``Authorization: Bearer <MARSRAG_TOKEN>``; everywhere, no browser
   request from another origin.
-- ``require_form_writer``: a matching CSRF token, no other origin, and off loopback the sign-in cookie.
+- ``require_form_writer``: a matching, signed CSRF token (:mod:`marsrag.web.csrf`), no other origin, and off
+  loopback the sign-in cookie.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from urllib.parse import urlsplit
 from fastapi import HTTPException, Request
 
 from marsrag.web.backend import Backend
-from marsrag.web.security import CSRF_FIELD, bearer_ok, csrf_ok
+from marsrag.web.csrf import CSRF_FIELD, csrf_ok
+from marsrag.web.security import bearer_ok
 
 
 class InvalidField(Exception):

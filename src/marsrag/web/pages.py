@@ -6,22 +6,22 @@ page never repeats an action.
 
 from __future__ import annotations
 
-import re
 import secrets
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, BackgroundTasks, Depends, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from marsrag.contract.rules import MAX_INPUT_CHARS
-from marsrag.errors import ConfigError, RunNotFoundError
+from marsrag.errors import ConfigError, InputError, RunNotFoundError
+from marsrag.goals import MAX_GOAL_CHARS, MAX_SESSION_ID_CHARS, goal_problem, session_id_problem
 from marsrag.runtime.actions import Action
 from marsrag.views.outcome import run_header
-from marsrag.web.api import SESSION_ID_PATTERN
 from marsrag.web.backend import Backend
+from marsrag.web.csrf import CSRF_FIELD, csrf_ok
 from marsrag.web.guards import backend_of, require_form_writer, same_origin
 from marsrag.web.render import render
-from marsrag.web.security import CSRF_FIELD, TOKEN_COOKIE, csrf_ok
+from marsrag.web.security import TOKEN_COOKIE
 
 router = APIRouter(include_in_schema=False)
 
@@ -47,24 +47,21 @@ def ask_page(request: Request, backend: BackendDep, session_id: str | None = Non
 @router.post("/ask")
 def ask(request: Request, backend: BackendDep, form: FormDep) -> Response:
     """Start a run for the form's goal and show its page (which follows its progress)."""
-    goal = str(form.get("goal", "")).strip()
+    given = str(form.get("goal", ""))
+    goal = given.strip()
     workflow = str(form.get("workflow", "")).strip() or None
     session_id = str(form.get("session_id", "")).strip() or None
-    problem = None
-    if not goal:
-        problem = "Enter a goal: what should the assistant answer or do?"
-    elif len(goal) > MAX_INPUT_CHARS:
-        problem = f"The goal is longer than {MAX_INPUT_CHARS:,} characters."
-    elif session_id is not None and not _valid_session(session_id):
-        problem = "A session id uses letters, digits and - _ . : only (at most 128)."
+    # The rules of marsrag.goals, as the CLI and the API apply them; said on the form, as a sentence.
+    problem = goal_problem(given) or (session_id_problem(session_id) if session_id is not None else None)
     if problem is None:
         try:
             run = backend.start_run(goal, workflow=workflow, session_id=session_id)
-        except ConfigError as error:
+        except (ConfigError, InputError) as error:
             problem = str(error)
         else:
-            return RedirectResponse(f"/runs/{run.run_id}", status_code=303)
-    return _ask(request, backend, goal=goal, workflow=workflow, session_id=session_id or "", problem=problem)
+            return RedirectResponse(f"/runs/{quote(run.run_id, safe='')}", status_code=303)
+    shown = problem[:1].upper() + problem[1:] + ("" if problem.endswith(".") else ".")
+    return _ask(request, backend, goal=goal, workflow=workflow, session_id=session_id or "", problem=shown)
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
@@ -80,7 +77,7 @@ def run_page(request: Request, run_id: str, backend: BackendDep, tasks: Backgrou
 def follow(run_id: str, backend: BackendDep, _form: FormDep) -> Response:
     """Follow the run's next action and show the new run (the one already following it, on a repeat)."""
     run, _ = backend.follow(run_id)
-    return RedirectResponse(f"/runs/{run.run_id}", status_code=303)
+    return RedirectResponse(f"/runs/{quote(run.run_id, safe='')}", status_code=303)
 
 
 @router.post("/runs/{run_id}/tasks/{task_id}/{action}")
@@ -90,10 +87,10 @@ def act(run_id: str, task_id: str, action: str, backend: BackendDep, _form: Form
         raise HTTPException(404, f"no action {action!r}: use repair or regenerate")
     chosen: Action = "repair" if action == "repair" else "regenerate"
     backend.act(chosen, run_id, task_id)
-    return RedirectResponse(f"/runs/{run_id}#task-{task_id}", status_code=303)
+    return RedirectResponse(f"/runs/{quote(run_id, safe='')}#task-{quote(task_id, safe='')}", status_code=303)
 
 
-@router.get("/sessions/{session_id}", response_class=HTMLResponse)
+@router.get("/sessions/{session_id:path}", response_class=HTMLResponse)
 def session_page(request: Request, session_id: str, backend: BackendDep) -> Response:
     """A session: its runs as a chain, oldest first, each with its status and next action."""
     views = backend.session_views(session_id)
@@ -135,13 +132,10 @@ def _ask(
         "workflow": workflow or (names[0] if names else ""),
         "session_id": session_id,
         "problem": problem,
-        "max_goal": MAX_INPUT_CHARS,
+        "max_goal": MAX_GOAL_CHARS,
+        "max_session_id": MAX_SESSION_ID_CHARS,
     }
     return render(request, "ask.html", context, status=422 if problem else 200)
-
-
-def _valid_session(session_id: str) -> bool:
-    return re.fullmatch(SESSION_ID_PATTERN, session_id) is not None
 
 
 def _local_path(target: str) -> str:

@@ -8,27 +8,40 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from marsrag._version import __version__
-from marsrag.web.security import CSRF_COOKIE, bearer_ok, csrf_token
+from marsrag.web.csrf import CSRF_COOKIE, csrf_token
+from marsrag.web.security import bearer_ok
 
 TEMPLATES = Path(__file__).parent / "templates"
 
 
 @cache
 def environment() -> Environment:
-    """The page templates' environment (autoescape on for every template, undefined names are errors)."""
-    return Environment(
+    """The page templates' environment (autoescape on for every template, undefined names are errors).
+
+    Ids in links go through the ``segment`` filter: percent-encoded as one path segment (``/`` included),
+    so a stored id holding ``/``, ``?``, ``#`` or spaces still links to its own page.
+    """
+    env = Environment(
         loader=FileSystemLoader(TEMPLATES),
         autoescape=True,
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.filters["segment"] = path_segment
+    return env
+
+
+def path_segment(value: object) -> str:
+    """``value`` percent-encoded as one URL path segment (every reserved character, ``/`` included)."""
+    return quote(str(value), safe="")
 
 
 def render(request: Request, template: str, context: dict[str, Any], status: int = 200) -> HTMLResponse:

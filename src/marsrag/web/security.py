@@ -1,10 +1,8 @@
-"""Request guards: who may connect (the token off loopback, the Host on it), a body size limit, CSRF tokens.
+"""Request guards: who may connect (the token off loopback, the Host on it), a body size limit, JSON bodies.
 
-CSRF uses the double-submit pattern: a random token in a ``SameSite=Strict`` cookie and the same token in
-each form; a post whose two copies differ is refused. It needs no server-side state, so any number of
-server processes can check it. The JSON API is not reachable by a cross-site form: it accepts only
-``application/json`` bodies, which a browser sends cross-site only after a CORS preflight this server never
-grants.
+The JSON API is not reachable by a cross-site form: a body it is sent must be ``application/json``
+(:class:`JsonBodyMiddleware`, else 415), which a browser sends cross-site only after a CORS preflight this
+server never grants. The pages' forms carry signed CSRF tokens (:mod:`marsrag.web.csrf`).
 """
 
 from __future__ import annotations
@@ -12,15 +10,12 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Sequence
-from typing import Any
 from urllib.parse import urlencode
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-CSRF_COOKIE = "marsrag_csrf"
-CSRF_FIELD = "csrf_token"
 TOKEN_COOKIE = "marsrag_token"
 
 
@@ -82,22 +77,49 @@ async def _too_large(send: Send, limit: int) -> None:
     await send({"type": "http.response.body", "body": body.encode()})
 
 
-def csrf_token(request: Request) -> str:
-    """The request's CSRF token: the cookie's, or a new one (the page sets it as a cookie)."""
-    existing = request.cookies.get(CSRF_COOKIE)
-    if existing and len(existing) >= 32:
-        return existing
-    token: str | None = getattr(request.state, "new_csrf", None)
-    if token is None:
-        token = secrets.token_urlsafe(32)
-        request.state.new_csrf = token
-    return token
+class JsonBodyMiddleware:
+    """Refuse a write to the JSON API whose body is not ``application/json`` with 415 and a JSON reason.
 
+    Only requests with a body: the bodiless posts (follow, repair, regenerate) need no content type. Runs
+    inside :class:`BodyLimitMiddleware`, so the body it reads (and replays) is already bounded.
+    """
 
-def csrf_ok(request: Request, submitted: Any) -> bool:
-    """Whether a form's token matches the cookie's (both present)."""
-    cookie = request.cookies.get(CSRF_COOKIE)
-    return bool(cookie) and isinstance(submitted, str) and secrets.compare_digest(cookie or "", submitted)
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] != "http"
+            or scope["method"] in ("GET", "HEAD", "OPTIONS")
+            or not str(scope.get("path", "")).startswith("/api/")
+        ):
+            await self.app(scope, receive, send)
+            return
+        messages: list[Message] = []
+        while True:
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                break
+        has_body = any(message.get("body") for message in messages)
+        content_type = dict(scope.get("headers") or []).get(b"content-type", b"").decode("latin-1")
+        if has_body and content_type.partition(";")[0].strip().lower() != "application/json":
+            shown = content_type.partition(";")[0].strip()[:100] or "none"
+            refusal = JSONResponse(
+                {
+                    "error": "unsupported_media_type",
+                    "detail": f"the API reads JSON bodies only: send Content-Type: application/json (got {shown})",
+                },
+                status_code=415,
+            )
+            await refusal(scope, receive, send)
+            return
+        queued = list(messages)
+
+        async def replay() -> Message:
+            return queued.pop(0) if queued else await receive()
+
+        await self.app(scope, replay, send)
 
 
 def bearer_ok(request: Request, expected: str | None) -> bool:

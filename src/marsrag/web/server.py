@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from marsrag.terminal import visible
 from marsrag.web.settings import WebSettings
 
 
@@ -20,7 +21,7 @@ def serve(settings: WebSettings, *, port: int = 8000) -> None:
 
     app = create_app(settings)
     shown = f"[{settings.host}]" if ":" in settings.host else settings.host
-    sys.stderr.write(f"marsrag: serving on http://{shown}:{port} (store {app.state.backend.store.url})\n")
+    sys.stderr.write(visible(f"marsrag: serving on http://{shown}:{port} (store {app.state.backend.store.url})") + "\n")
     uvicorn.run(
         app,
         host=settings.host,

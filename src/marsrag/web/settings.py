@@ -7,6 +7,11 @@ from dataclasses import dataclass, field
 
 from marsrag.settings import Settings, resolve_settings
 
+#: Off loopback, MARSRAG_TOKEN must be at least this long (``secrets.token_urlsafe(32)`` gives 43 characters).
+MIN_TOKEN_CHARS = 32
+#: How to make a token, as the error for a missing or short one says.
+TOKEN_HINT = 'generate one with: python -c "import secrets; print(secrets.token_urlsafe(32))"'
+
 #: Request bodies above this many bytes are refused with 413 (a goal is at most 100,000 characters).
 DEFAULT_MAX_BODY_BYTES = 512 * 1024
 #: Seconds a stopping server gives executing runs to reach their next commit point (``--shutdown-grace``).
