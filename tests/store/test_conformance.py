@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import Connection, text
+from sqlalchemy import text
 
 from marsrag.contract import LOOP_CONTRACT_VERSION
 from marsrag.errors import IncompatibleRecordError, StoreError
@@ -25,6 +24,7 @@ from marsrag.store._migrate import HEAD
 from marsrag.store.conformance import RunStoreConformance, in_threads
 from marsrag.store.schema import VERSION_TABLE, include_name, metadata
 from marsrag.store.sql import SqlRunStore
+from tests.store.migrations import at_revision
 from tests.store.records import CALL, T0, bare_task, run, task
 
 
@@ -34,27 +34,6 @@ def sql(store: RunStore, statement: str, **params: Any) -> list[Any]:
     with store.engine.begin() as connection:
         result = connection.execute(text(statement), params)
         return list(result.all()) if result.returns_rows else []
-
-
-@contextmanager
-def upgraded_to(db_url: str, revision: str) -> Iterator[Connection]:
-    """A connection on the (new) database at ``db_url`` migrated only up to ``revision``; committed at the end."""
-    from alembic import command
-    from alembic.config import Config
-
-    from marsrag.store import _engine
-    from marsrag.store._migrate import MIGRATIONS
-
-    engine = _engine.create(_engine.parse_url(db_url))
-    try:
-        with engine.begin() as connection:
-            config = Config()
-            config.set_main_option("script_location", str(MIGRATIONS))
-            config.attributes["connection"] = connection
-            command.upgrade(config, revision)
-            yield connection
-    finally:
-        engine.dispose()
 
 
 def run_row_before_0007(record: RunRecord) -> dict[str, Any]:
@@ -233,7 +212,7 @@ def test_migration_0003_names_the_kind_of_existing_attempts(db_url: str) -> None
     from marsrag.store.schema import runs, task_states
 
     stored = task(run_id="r")
-    with upgraded_to(db_url, "0002") as connection:
+    with at_revision(db_url, "0002") as connection:
         connection.execute(insert(runs), [run_row_before_0007(run("r"))])
         connection.execute(insert(task_states), [_rows.task_row(stored)])
         for row in _rows.attempt_rows(stored):
@@ -257,7 +236,7 @@ def test_migration_0006_keeps_attempts_stored_before_it_with_unknown_calls(db_ur
     from marsrag.store.schema import runs, task_states
 
     stored = task(run_id="r")
-    with upgraded_to(db_url, "0005") as connection:
+    with at_revision(db_url, "0005") as connection:
         connection.execute(insert(runs), [run_row_before_0007(run("r"))])
         connection.execute(insert(task_states), [_rows.task_row(stored)])
         for row in _rows.attempt_rows(stored):
@@ -286,28 +265,15 @@ def test_migration_0006_keeps_attempts_stored_before_it_with_unknown_calls(db_ur
 
 def test_migration_0006_downgrades_to_0005(db_url: str) -> None:
     """Downgrading from 0006 drops the call columns and keeps the attempts."""
-    from alembic import command
-    from alembic.config import Config
     from sqlalchemy import inspect
-
-    from marsrag.store import _engine
-    from marsrag.store._migrate import MIGRATIONS
 
     with open_store(db_url) as opened:
         opened.create_run(run())
         opened.save_task(task())
-    engine = _engine.create(_engine.parse_url(db_url))
-    try:
-        with engine.begin() as connection:
-            config = Config()
-            config.set_main_option("script_location", str(MIGRATIONS))
-            config.attributes["connection"] = connection
-            command.downgrade(config, "0005")
-            names = {column["name"] for column in inspect(connection).get_columns("attempts")}
-            assert names == {"run_id", "task_id", "number", "raw", "status", "errors", "created_at", "kind"}
-            assert connection.execute(text("SELECT count(*) FROM attempts")).scalar() == 2
-    finally:
-        engine.dispose()
+    with at_revision(db_url, "0005", downgrade=True) as connection:
+        names = {column["name"] for column in inspect(connection).get_columns("attempts")}
+        assert names == {"run_id", "task_id", "number", "raw", "status", "errors", "created_at", "kind"}
+        assert connection.execute(text("SELECT count(*) FROM attempts")).scalar() == 2
 
 
 def test_migration_0007_keeps_runs_and_tasks_stored_before_it(db_url: str) -> None:
@@ -319,7 +285,7 @@ def test_migration_0007_keeps_runs_and_tasks_stored_before_it(db_url: str) -> No
     from marsrag.store.schema import runs, task_states
 
     stored = task(run_id="r", attempts=[])
-    with upgraded_to(db_url, "0006") as connection:
+    with at_revision(db_url, "0006") as connection:
         connection.execute(insert(runs), [run_row_before_0007(run("r")), run_row_before_0007(run("s"))])
         connection.execute(insert(task_states), [_rows.task_row(stored)])
     with open_store(db_url) as migrated:
@@ -333,26 +299,13 @@ def test_migration_0007_keeps_runs_and_tasks_stored_before_it(db_url: str) -> No
 
 def test_migration_0007_downgrades_to_0006(db_url: str) -> None:
     """Downgrading from 0007 drops the follow and commit columns and keeps the rows."""
-    from alembic import command
-    from alembic.config import Config
     from sqlalchemy import inspect
-
-    from marsrag.store import _engine
-    from marsrag.store._migrate import MIGRATIONS
 
     with open_store(db_url) as opened:
         opened.create_run(run())
         opened.create_run(run("next", followed_from="run-1"))
         opened.save_task(task())
-    engine = _engine.create(_engine.parse_url(db_url))
-    try:
-        with engine.begin() as connection:
-            config = Config()
-            config.set_main_option("script_location", str(MIGRATIONS))
-            config.attributes["connection"] = connection
-            command.downgrade(config, "0006")
-            assert "followed_from" not in {column["name"] for column in inspect(connection).get_columns("runs")}
-            assert "commit_id" not in {column["name"] for column in inspect(connection).get_columns("task_states")}
-            assert connection.execute(text("SELECT count(*) FROM runs")).scalar() == 2
-    finally:
-        engine.dispose()
+    with at_revision(db_url, "0006", downgrade=True) as connection:
+        assert "followed_from" not in {column["name"] for column in inspect(connection).get_columns("runs")}
+        assert "commit_id" not in {column["name"] for column in inspect(connection).get_columns("task_states")}
+        assert connection.execute(text("SELECT count(*) FROM runs")).scalar() == 2
