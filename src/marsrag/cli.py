@@ -225,8 +225,7 @@ def ingest(
     from marsrag.compose import ingest as ingest_into
 
     report = ingest_into(_settings(db=db), list(paths), progress=format is FormatChoice.text, collection=collection)
-    for skipped in report.skipped:
-        _error_line("warning", f"skipped {skipped.path}: {skipped.reason}")
+    # Each skipped path reaches stderr once, as the library's own warning line (see _report_warnings).
     if format is FormatChoice.json:
         _out_json(report.to_dict(), default=str)
     else:

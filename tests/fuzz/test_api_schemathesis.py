@@ -97,8 +97,10 @@ def test_no_generated_request_gets_a_server_error(
             case.validate_response(response, checks=[response_schema_conformance])
             if method == "POST":
                 assert stored_runs(site) == before
-        if mode == "negative":
+        if mode == "negative" and response.status_code != 413:
             # Schema-invalid input is refused (schemathesis knows which mutations, like unknown query keys, may pass).
+            # 413 is a refusal too, one schemathesis does not count: a goal just over 100,000 characters that
+            # its encoder escapes (\u00c1: 6 bytes a character) is over the 512 KiB body limit.
             case.validate_response(response, checks=[negative_data_rejection])
 
     request()

@@ -237,6 +237,15 @@ def test_out_of_range_dates_are_422_naming_the_field(
     assert "out of range: times from 1970-01-01 to 9000-12-31" in body["detail"]
 
 
+@pytest.mark.parametrize("end", ["0", "1735689600", "2026-02-30", "2026-1-5"])
+def test_an_end_that_is_no_calendar_day_is_422(history: Site, end: str) -> None:
+    """``end`` is ``YYYY-MM-DD``: a bare number (which pydantic would read as a Unix timestamp) or a day that
+    does not exist is refused, naming the field."""
+    reply = history.client.get("/api/metrics/daily", params={"end": end})
+    assert reply.status_code == 422, reply.text
+    assert reply.json()["field"] == "end"
+
+
 def test_the_dashboard_refuses_an_out_of_range_end(history: Site) -> None:
     """``/dashboard?end=9999-12-31`` is a 422 page saying why, not a 500."""
     page = history.client.get("/dashboard", params={"end": "9999-12-31"})

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
+from marsrag.errors import InputError
 from marsrag.metrics.compute import compute_metrics, metrics_by
 from marsrag.metrics.definitions import DEFINITIONS, METRIC_NAMES, Depth, LoopMetrics
 from marsrag.metrics.failures import Failure, latest_failures
@@ -54,14 +55,32 @@ MAX_DAYS = 366
 FAILURES_SHOWN = 20
 
 
-def series_days(end: date | None, days: int) -> tuple[date, ...]:
-    """``days`` consecutive UTC days ending with ``end`` (default today).
+#: A day in a query: ``YYYY-MM-DD`` only (a bare number would otherwise be read as a Unix timestamp).
+EndQuery = Annotated[
+    str | None,
+    Query(
+        pattern=r"^\d{4}-\d{2}-\d{2}$",
+        description="The last day, YYYY-MM-DD (UTC, 1970-01-01..9000-12-31); default today.",
+    ),
+]
+
+
+def series_days(end: str | None, days: int) -> tuple[date, ...]:
+    """``days`` consecutive UTC days ending with the day ``end`` names (``YYYY-MM-DD``; default today).
 
     Raises:
-        InputError: an ``end`` outside the supported range (:func:`marsrag.metrics.window.check_day`).
+        InputError: an ``end`` that is no calendar day, or one outside the supported range
+            (:func:`marsrag.metrics.window.check_day`).
     """
-    last = check_day(end, field="end") if end is not None else datetime.now(UTC).date()
+    last = check_day(_day(end), field="end") if end is not None else datetime.now(UTC).date()
     return days_between(last - timedelta(days=days - 1), last)
+
+
+def _day(text: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise InputError(f"end {text!r} is not a calendar day (YYYY-MM-DD)", field="end") from None
 
 
 # -- the JSON ------------------------------------------------------------------------------------------------
@@ -83,7 +102,7 @@ def metrics_json(
 def daily_json(
     backend: BackendDep,
     days: Annotated[int, Query(ge=1, le=MAX_DAYS, description="How many days, ending with `end`.")] = DEFAULT_DAYS,
-    end: Annotated[date | None, Query(description="The last day (UTC, 1970-01-01..9000-12-31); default today.")] = None,
+    end: EndQuery = None,
     workflow: WorkflowQuery = None,
 ) -> dict[str, Any]:
     """``{"since", "until", "days": [dates], "workflows": {name: [the day's metrics document or null, ...]}}``.
@@ -164,7 +183,7 @@ def dashboard_page(
     request: Request,
     backend: BackendDep,
     workflow: WorkflowQuery = None,
-    end: Annotated[date | None, Query()] = None,
+    end: EndQuery = None,
     days: Annotated[int, Query(ge=1, le=MAX_DAYS)] = DEFAULT_DAYS,
 ) -> Response:
     """The six metrics now (all history, per workflow), their daily charts, and the latest failures."""
