@@ -1,4 +1,4 @@
-"""Chunking: sections by heading path, long ones cut on paragraph boundaries, tiny ones merged, deterministic."""
+"""Chunking: sections by heading path, long ones cut on paragraph boundaries, short ones kept apart, deterministic."""
 
 from __future__ import annotations
 
@@ -64,28 +64,29 @@ def test_a_long_paragraph_is_cut_at_sentences_then_words_then_anywhere() -> None
     assert [len(c.text) for c in chunks_of(f"# B\n\n{blob}")] == [1200, 1200, 600]
 
 
-def test_tiny_sections_merge_under_their_common_heading() -> None:
-    """Short sibling sections become one chunk under their parent heading, each titled on its first line."""
-    chunks = chunks_of("# Doc\n\n## A\n\nshort a\n\n## B\n\nshort b\n\n## C\n\n" + paragraph("long", 1190))
-    assert [(c.heading, c.text) for c in chunks[:1]] == [("Doc", "A\nshort a\n\nB\nshort b")]
-    assert chunks[1].heading == "Doc > C"
+def test_a_short_subsection_is_cited_by_its_own_heading() -> None:
+    """A two-line subsection is a chunk of its own: its citation names it, not its parent section."""
+    markdown = (
+        "# Tomato growing notes\n\nWater deeply twice a week.\n\n"
+        "## Blossom end rot\n\nCalcium uptake fails when watering is uneven.\n\n## Staking\n\nStake early."
+    )
+    assert [(c.source, c.text) for c in chunks_of(markdown)] == [
+        ("kb/doc.md#Tomato growing notes", "Water deeply twice a week."),
+        ("kb/doc.md#Tomato growing notes > Blossom end rot", "Calcium uptake fails when watering is uneven."),
+        ("kb/doc.md#Tomato growing notes > Staking", "Stake early."),
+    ]
 
 
-def test_a_short_intro_joins_the_section_after_it() -> None:
-    """A one-line intro under the title joins the first subsection when they fit together."""
-    (chunk,) = chunks_of("# Doc\n\nIntro.\n\n## Details\n\n" + paragraph("detail", 600))
-    assert chunk.heading == "Doc" and chunk.text.startswith("Intro.\n\nDetails\ndetail")
-
-
-def test_sections_under_different_top_level_headings_never_merge() -> None:
-    """Two tiny sections under different titles stay apart: they are different topics."""
-    assert [c.heading for c in chunks_of("# One\n\ntiny\n\n# Two\n\ntiny too")] == ["One", "Two"]
-
-
-def test_sections_of_normal_size_are_not_merged() -> None:
-    """Two 300-character sections stay two chunks."""
-    markdown = f"# D\n\n## A\n\n{paragraph('a', 300)}\n\n## B\n\n{paragraph('b', 300)}"
-    assert [c.heading for c in chunks_of(markdown)] == ["D > A", "D > B"]
+def test_a_chunk_never_spans_two_heading_paths() -> None:
+    """Tiny siblings, a short intro and tiny top-level sections each stay their own chunk."""
+    markdown = "Preface.\n\n# Doc\n\nIntro.\n\n## A\n\nshort a\n\n## B\n\nshort b\n\n# Two\n\ntiny too"
+    assert [(c.heading, c.text) for c in chunks_of(markdown)] == [
+        ("", "Preface."),
+        ("Doc", "Intro."),
+        ("Doc > A", "short a"),
+        ("Doc > B", "short b"),
+        ("Two", "tiny too"),
+    ]
 
 
 def test_max_chars_must_leave_room() -> None:
@@ -110,6 +111,6 @@ def test_chunks_are_bounded_numbered_deterministic_and_lose_no_word(items: list[
     assert all(len(c.text) <= limit and c.text.strip() for c in chunks)
     assert [c.position for c in chunks] == list(range(len(chunks)))
     assert chunk_blocks("d.md", items, max_chars=limit) == chunks
-    # Every non-space character of the paragraphs is kept, in order (merged sections add their titles between).
+    # Every non-space character of the paragraphs is kept, in order.
     kept = iter("".join("".join(c.text.split()) for c in chunks))
     assert all(char in kept for b in items if not b.level for char in "".join(b.text.split()))

@@ -4,7 +4,8 @@ A symlink is followed only when its target lies inside one of the given roots (r
 ``/etc`` or ``~/.ssh`` from a docs folder cannot pull those files into the knowledge base. A file reached twice
 (through a link and directly) is read once, under its direct path. Only regular files are read: FIFOs, sockets
 and devices found in a folder are passed over, and named directly they are skipped with a reason. Each file is
-found with its identity (:mod:`marsrag.rag.identity`): its root's collection and its path.
+found with its identity (:mod:`marsrag.rag.identity`): its root's collection and its path. Files and folders a
+``.marsragignore`` pattern names are passed over (:mod:`marsrag.rag._ignore`); a file named directly is read.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from marsrag.errors import InputError
+from marsrag.rag._ignore import IGNORE_FILE, MAX_IGNORE_BYTES, IgnoreRules
 from marsrag.rag.identity import default_collection
 from marsrag.rag.readers import is_supported
 from marsrag.rag.report import SkippedFile
@@ -90,6 +92,8 @@ class _Walker:
         self.walked: set[Path] = set()
         #: The collection of the root being walked.
         self.collection = ""
+        #: The ignore files of the folders being walked, outermost first, each with its folder's key.
+        self.ignores: list[tuple[PurePosixPath, IgnoreRules]] = []
 
     def inside(self, real: Path) -> bool:
         return any(real == root or real.is_relative_to(root) for root in self.roots)
@@ -103,9 +107,24 @@ class _Walker:
         except OSError as error:
             self.skip(folder, f"cannot list the folder: {error.strerror or error}")
             return
+        rules = self.read_ignore(folder / IGNORE_FILE)
+        if rules is not None:
+            self.ignores.append((key, rules))
+        try:
+            self.entries(folder, key, real, entries)
+        finally:
+            if rules is not None:
+                self.ignores.pop()
+
+    def entries(self, folder: Path, key: PurePosixPath, real: Path, entries: list[os.DirEntry[str]]) -> None:
         for entry in entries:
             path, entry_key = folder / entry.name, key / entry.name
             try:
+                if entry.name == IGNORE_FILE:  # read by walk, not a document
+                    continue
+                # Not counted with the files of other types: the user named these, so they are no news.
+                if self.ignored(entry_key, folder=entry.is_dir()):
+                    continue
                 if entry.is_symlink():
                     self.link(path, entry_key)
                 elif entry.is_dir():
@@ -115,6 +134,36 @@ class _Walker:
                 # Sockets, FIFOs and devices are not documents (and opening a FIFO would block).
             except OSError as error:
                 self.skip(path, f"cannot read: {error.strerror or error}")
+
+    def read_ignore(self, path: Path) -> IgnoreRules | None:
+        """The rules of the ignore file at ``path``, None when there is none or it cannot be used (with why)."""
+        try:
+            if not os.path.lexists(path):
+                return None
+            real = path.resolve()
+            if not self.inside(real):
+                self.skip(path, f"symlink to {real}, outside the paths given: not followed")
+                return None
+            if not real.is_file():
+                self.skip(path, "not a regular file: its patterns are not used")
+                return None
+            if real.stat().st_size > MAX_IGNORE_BYTES:
+                self.skip(path, f"larger than {MAX_IGNORE_BYTES // 1024} KiB: its patterns are not used")
+                return None
+            return IgnoreRules.parse(real.read_text(encoding="utf-8"))
+        except UnicodeDecodeError:
+            self.skip(path, "not UTF-8 text: its patterns are not used")
+        except OSError as error:
+            self.skip(path, f"cannot read: {error.strerror or error}")
+        return None
+
+    def ignored(self, key: PurePosixPath, *, folder: bool) -> bool:
+        """Whether an ignore file of the folders walked passes over ``key`` (the deepest that has a say decides)."""
+        for base, rules in reversed(self.ignores):
+            verdict = rules.verdict(str(key.relative_to(base)), folder=folder)
+            if verdict is not None:
+                return verdict
+        return False
 
     def link(self, path: Path, key: PurePosixPath) -> None:
         target = path.resolve()

@@ -1,9 +1,10 @@
 """Chunking: a document's blocks cut into passages small enough to retrieve and cite, by heading.
 
 Each heading opens a section named by its heading path ("Runbook > Steps"). A section longer than
-:data:`MAX_CHARS` is cut on paragraph boundaries (then lines, sentences, words) into balanced pieces; a
-section shorter than :data:`MIN_CHARS` joins its neighbour when both fit in one chunk, under their common
-heading path, its own heading kept as the first line of its text. The same blocks always give the same chunks.
+:data:`MAX_CHARS` is cut on paragraph boundaries (then lines, sentences, words) into balanced pieces. A chunk
+never spans two heading paths: a short section is a chunk of its own, so its citation names its own heading
+(a two-line "Blossom end rot" subsection is cited as "Tomato notes > Blossom end rot", not "Tomato notes").
+The same blocks always give the same chunks.
 """
 
 from __future__ import annotations
@@ -11,16 +12,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from marsrag.rag.readers import Block
 
-__all__ = ["HEADING_SEPARATOR", "MAX_CHARS", "MIN_CHARS", "Chunk", "chunk_blocks"]
+__all__ = ["HEADING_SEPARATOR", "MAX_CHARS", "Chunk", "chunk_blocks"]
 
 #: Longest chunk text, in characters (about 300 tokens: several fit in a task's prompt).
 MAX_CHARS = 1200
-#: Sections shorter than this are merged with a neighbour when they fit together.
-MIN_CHARS = 200
 #: Joins the titles of a heading path.
 HEADING_SEPARATOR = " > "
 
@@ -47,29 +46,7 @@ def cite(document: str, heading: str) -> str:
     return f"{document}#{heading}" if heading else document
 
 
-@dataclass
-class _Draft:
-    parts: list[tuple[HeadingPath, str]] = field(default_factory=list)
-    mergeable: bool = True
-
-    def heading(self) -> HeadingPath:
-        return _common_prefix([path for path, _ in self.parts])
-
-    def render(self) -> str:
-        if len(self.parts) == 1:
-            return self.parts[0][1]
-        # Merged sections keep their own titles (below the common path) as their first line.
-        common = len(self.heading())
-        rendered = []
-        for path, text in self.parts:
-            title = HEADING_SEPARATOR.join(path[common:])
-            rendered.append(f"{title}\n{text}" if title else text)
-        return "\n\n".join(rendered)
-
-
-def chunk_blocks(
-    document: str, blocks: Sequence[Block], *, max_chars: int = MAX_CHARS, min_chars: int = MIN_CHARS
-) -> list[Chunk]:
+def chunk_blocks(document: str, blocks: Sequence[Block], *, max_chars: int = MAX_CHARS) -> list[Chunk]:
     """The chunks of one document (``document`` is the path chunks cite), in document order.
 
     Raises:
@@ -77,15 +54,11 @@ def chunk_blocks(
     """
     if max_chars < 2:
         raise ValueError(f"max_chars must be at least 2, got {max_chars}")
-    drafts: list[_Draft] = []
-    for path, paragraphs in _sections(blocks):
-        pieces = _pack(paragraphs, 0, max_chars)
-        if len(pieces) == 1 and drafts and _merge(drafts[-1], path, pieces[0], max_chars, min_chars):
-            continue
-        drafts.extend(_Draft([(path, piece)], mergeable=len(pieces) == 1) for piece in pieces)
+    # Short sections are not merged with their neighbours: a merged chunk could only be cited by the heading
+    # its sections share, and the citation would then name a broader section than the one quoted.
+    pieces = [(path, piece) for path, paragraphs in _sections(blocks) for piece in _pack(paragraphs, 0, max_chars)]
     return [
-        Chunk(document, position, HEADING_SEPARATOR.join(draft.heading()), draft.render())
-        for position, draft in enumerate(drafts)
+        Chunk(document, position, HEADING_SEPARATOR.join(path), text) for position, (path, text) in enumerate(pieces)
     ]
 
 
@@ -107,32 +80,6 @@ def _sections(blocks: Sequence[Block]) -> list[tuple[HeadingPath, list[str]]]:
     if paragraphs:
         sections.append((tuple(title for _, title in stack), paragraphs))
     return sections
-
-
-def _merge(previous: _Draft, path: HeadingPath, text: str, max_chars: int, min_chars: int) -> bool:
-    """Fold a one-piece section into the previous draft when either is tiny, they fit, and share a heading."""
-    if not previous.mergeable:
-        return False
-    if len(previous.render()) >= min_chars and len(text) >= min_chars:
-        return False
-    # Sections under different top-level headings are different topics: never merged.
-    if not _common_prefix([previous.heading(), path]) and (previous.heading() or path):
-        return False
-    candidate = _Draft([*previous.parts, (path, text)])
-    if len(candidate.render()) > max_chars:
-        return False
-    previous.parts = candidate.parts
-    return True
-
-
-def _common_prefix(paths: Sequence[HeadingPath]) -> HeadingPath:
-    prefix = paths[0]
-    for path in paths[1:]:
-        length = 0
-        while length < min(len(prefix), len(path)) and prefix[length] == path[length]:
-            length += 1
-        prefix = prefix[:length]
-    return prefix
 
 
 # Finer and finer places to cut a text that is too long, each with the separator that joins its pieces back.
