@@ -277,7 +277,10 @@ def run(
 
 @app.command()
 def resume(
-    run_id: Annotated[str, typer.Argument(help="The run to finish (see runs list; stale runs are resumable).")],
+    run_id: Annotated[
+        str,
+        typer.Argument(help="The run to finish: its id or a unique prefix (see runs list; stale runs are resumable)."),
+    ],
     config: ConfigOption = None,
     llm: LlmOption = None,
     db: DbOption = None,
@@ -303,7 +306,9 @@ def resume(
 
 @app.command()
 def follow(
-    run_id: Annotated[str, typer.Argument(help="The run whose next recommended question/action to follow.")],
+    run_id: Annotated[
+        str, typer.Argument(help="The run whose next recommended question/action to follow: its id or a unique prefix.")
+    ],
     workflow: Annotated[str | None, typer.Option(help="Workflow; default: the one the loop routed to.")] = None,
     config: ConfigOption = None,
     llm: LlmOption = None,
@@ -500,6 +505,9 @@ def runs_list(
 ) -> None:
     """List stored runs, newest first.
 
+    Below 120 columns each run shows its short id: the shortest prefix of at least 8 characters no other run
+    shares, which every command taking a run id accepts (JSON rows have both, run_id and short_id).
+
     Example: marsrag runs list --format json
     """
     # lazy: only this command's library loads (validate, schema and lint start fast)
@@ -517,7 +525,7 @@ def runs_list(
 
 @runs_app.command("show")
 def runs_show(
-    run_id: Annotated[str, typer.Argument(help="The run's id (see runs list).")],
+    run_id: Annotated[str, typer.Argument(help="The run's id or a unique prefix of it (see runs list).")],
     db: DbOption = None,
     format: Annotated[FormatChoice, typer.Option(help="text or json.")] = FormatChoice.text,
 ) -> None:
@@ -558,7 +566,7 @@ def _act(action: str, run_id: str, task_id: str, settings: Settings, format: For
 
 @runs_app.command("repair")
 def runs_repair(
-    run_id: Annotated[str, typer.Argument(help="The run.")],
+    run_id: Annotated[str, typer.Argument(help="The run: its id or a unique prefix.")],
     task_id: Annotated[str, typer.Argument(help="The failed (or partial) task to repair.")],
     config: ConfigOption = None,
     llm: LlmOption = None,
@@ -584,7 +592,7 @@ def runs_repair(
 
 @runs_app.command("regenerate")
 def runs_regenerate(
-    run_id: Annotated[str, typer.Argument(help="The run.")],
+    run_id: Annotated[str, typer.Argument(help="The run: its id or a unique prefix.")],
     task_id: Annotated[str, typer.Argument(help="The partial (or failed) task whose failing sections to redo.")],
     config: ConfigOption = None,
     llm: LlmOption = None,

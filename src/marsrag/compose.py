@@ -194,45 +194,50 @@ def run_goal(
 
 
 def resume_run(settings: Settings, run_id: str, *, sinks: Sequence[EventSink] = ()) -> dict[str, Any]:
-    """Finish a stopped run without redoing its committed tasks; return its run document.
+    """Finish a stopped run (``run_id``: its id or a unique prefix) without redoing its committed tasks.
+
+    Returns its run document.
 
     Raises:
-        RunNotFoundError: no such run.
+        RunNotFoundError: no such run (AmbiguousRunIdError: the prefix starts several).
         ConfigError, InputError, StoreError: bad config, LLM spec or database.
     """
     with open_runner(settings, sinks=sinks) as runner:
-        runner.store.get_run(run_id)  # an unknown id is an error before anything else
-        record = runner.resume(run_id)
+        # An unknown or ambiguous id is an error before anything else.
+        record = runner.resume(runner.store.resolve_run_id(run_id))
         return kept(settings, run_document(runner.store, record.run_id))
 
 
 def follow_run(
     settings: Settings, run_id: str, *, workflow: str | None = None, sinks: Sequence[EventSink] = ()
 ) -> dict[str, Any]:
-    """Follow a run's next action: start the next run of its session with its final loop as the goal.
+    """Follow a run's next action (``run_id``: its id or a unique prefix): the next run of its session.
 
     The workflow is ``workflow`` when given, else the one the final loop routed to when it is registered,
     else the followed run's. Records ``loop.action.followed`` on the followed run.
 
     Raises:
-        RunNotFoundError: no such run.
+        RunNotFoundError: no such run (AmbiguousRunIdError: the prefix starts several).
         InputError: the run has no loop to follow.
     """
     with open_runner(settings, workflow=workflow, sinks=sinks) as runner:
-        record = runner.follow(run_id, workflow=workflow)
+        record = runner.follow(runner.store.resolve_run_id(run_id), workflow=workflow)
         return kept(settings, run_document(runner.store, record.run_id))
 
 
 def act_on_task(settings: Settings, action: str, run_id: str, task_id: str) -> dict[str, Any]:
     """Run an operator action (``repair`` or ``regenerate``) on a stored task; return the run document.
 
+    ``run_id`` is the run's id or a unique prefix of it.
+
     Raises:
-        RunNotFoundError, TaskNotFoundError: no such run or task.
+        RunNotFoundError, TaskNotFoundError: no such run or task (AmbiguousRunIdError: the prefix starts several).
         ActionConflictError: the action does not apply to the task (valid, no contract, run still executing).
     """
     from marsrag.runtime.actions import apply_action  # lazy: CrewAI
 
     with open_runner(settings) as runner:
+        run_id = runner.store.resolve_run_id(run_id)
         apply_action(runner, "repair" if action == "repair" else "regenerate", run_id, task_id)
         return kept(settings, run_document(runner.store, run_id))
 
@@ -253,16 +258,18 @@ def kept(settings: Settings, document: dict[str, Any]) -> dict[str, Any]:
 
 
 def list_runs(settings: Settings, *, limit: int | None = None) -> list[dict[str, Any]]:
-    """The ``runs list`` rows, newest first."""
+    """The ``runs list`` rows, newest first, each with its ``short_id`` (a unique prefix every command accepts)."""
     with open_store(settings) as store:
-        return run_rows(store, store.list_runs(limit=limit))
+        rows = run_rows(store, store.list_runs(limit=limit))
+        short = store.short_run_ids([row["run_id"] for row in rows])
+    return [{**row, "short_id": short[row["run_id"]]} for row in rows]
 
 
 def show_run(settings: Settings, run_id: str) -> dict[str, Any]:
-    """The run document of one run.
+    """The run document of one run (``run_id``: its id or a unique prefix).
 
     Raises:
-        RunNotFoundError: no such run.
+        RunNotFoundError: no such run (AmbiguousRunIdError: the prefix starts several).
     """
     with open_store(settings) as store:
-        return run_document(store, run_id)
+        return run_document(store, store.resolve_run_id(run_id))

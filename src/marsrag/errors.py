@@ -41,6 +41,10 @@ class RunNotFoundError(StoreError, LookupError):
     """No run has that id."""
 
 
+class AmbiguousRunIdError(RunNotFoundError):
+    """Several runs have ids starting with that prefix."""
+
+
 class IncompatibleRecordError(StoreError):
     """A stored record was made under a contract major version this MarsRAG cannot read."""
 

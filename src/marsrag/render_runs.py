@@ -16,23 +16,34 @@ from marsrag.render_text import BADGE_STYLE, console, shown
 from marsrag.views.outcome import run_header
 from marsrag.views.viewmodel import RunView, TaskView
 
+#: Terminals narrower than this show each run's short id: its 32-character id would leave the other columns
+#: too little room (and Rich would wrap it over several lines).
+FULL_ID_COLUMNS = 120
+
 
 def print_run_rows(rows: list[dict[str, Any]]) -> None:
-    """Print the runs list as a table, each run's status as its header (how its tasks ended)."""
+    """Print the runs list as a table, each run's status as its header (how its tasks ended).
+
+    The run id is never wrapped: below :data:`FULL_ID_COLUMNS` columns it is the run's ``short_id``, a unique
+    prefix every command accepts.
+    """
+    out = console()
+    full = out.width >= FULL_ID_COLUMNS
     table = Table(box=None, padding=(0, 2))
-    for column in ("run_id", "status", "workflow", "created_at", "goal"):
+    table.add_column("run_id", no_wrap=True)
+    for column in ("status", "workflow", "created_at", "goal"):
         table.add_column(column, overflow="fold")
     for row in rows:
         header = run_header(row["status"], row["outcome"])
         stale = " (stale)" if row.get("stale") else ""
         table.add_row(
-            shown(row["run_id"]),
+            shown(row["run_id"] if full else row.get("short_id", row["run_id"])),
             shown(header.text + stale, _RUN_STYLE.get(header.level, "")),
             shown(row["workflow"]),
             shown(row["created_at"][:19]),
             shown(row["goal"]) if row["goal"].strip() else shown("(no goal)", "dim"),
         )
-    console().print(table)
+    out.print(table)
 
 
 _RUN_STYLE = {

@@ -61,7 +61,8 @@ def test_run_json_is_one_document_and_runs_show_matches(tmp_path: Path, replay: 
     listed = json.loads(marsrag("runs", "list", "--db", db, "--format", "json").stdout)
     expected = {key: document[key] for key in ("run_id", "session_id", "goal", "workflow", "status", "created_at")}
     assert document["outcome"] == {"valid": 3, "partial": 0, "failed": 0, "skipped": 0}
-    assert listed == [{**expected, "stale": False, "outcome": document["outcome"]}]
+    short = document["run_id"][:8]
+    assert listed == [{**expected, "stale": False, "outcome": document["outcome"], "short_id": short}]
 
 
 def test_run_text_shows_sections_badges_and_next_action(tmp_path: Path, replay: Path) -> None:

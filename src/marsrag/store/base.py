@@ -152,6 +152,19 @@ class RunStore(ABC):
         """
 
     @abstractmethod
+    def resolve_run_id(self, prefix: str) -> str:
+        """The id of the one run whose id is ``prefix`` or starts with it (a short id, as ``runs list`` shows).
+
+        Raises:
+            RunNotFoundError: no run's id starts with ``prefix``.
+            AmbiguousRunIdError: several do (and none is ``prefix`` itself).
+        """
+
+    @abstractmethod
+    def short_run_ids(self, run_ids: Sequence[str], *, min_length: int = 8) -> dict[str, str]:
+        """Each of ``run_ids`` shortened to its shortest prefix of at least ``min_length`` that no other run shares."""
+
+    @abstractmethod
     def read_run(self, run_id: str) -> tuple[RunRecord, list[TaskState], list[TransitionRecord]]:
         """A run with its task states and transitions, from one consistent snapshot (what a run page shows).
 

@@ -20,7 +20,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 import marsrag.store._engine as _engine
 import marsrag.store._metrics_sql as _metrics_sql
 import marsrag.store._rows as _rows
-from marsrag.errors import AlreadyFollowedError, HolderLostError, RunNotFoundError, StoreError
+from marsrag.errors import AlreadyFollowedError, AmbiguousRunIdError, HolderLostError, RunNotFoundError, StoreError
 from marsrag.liveness import holder_gone
 from marsrag.state import VALIDATION_STATUSES, LoopEvent, RunRecord, RunStatus, TaskState, TransitionRecord, utcnow
 from marsrag.store._knowledge_sql import SqlKnowledgeStore
@@ -428,6 +428,56 @@ class SqlRunStore(RunStore):
         """
         return self._reading(f"read run {run_id!r}", lambda connection: self._run(connection, run_id))
 
+    def resolve_run_id(self, prefix: str) -> str:
+        """The id of the one run whose id is ``prefix`` or starts with it.
+
+        Raises:
+            RunNotFoundError: no run's id starts with ``prefix``.
+            AmbiguousRunIdError: several do (and none is ``prefix`` itself).
+        """
+
+        def body(connection: Connection) -> list[str]:
+            exact = connection.execute(select(runs.c.run_id).where(runs.c.run_id == prefix)).scalar()
+            if exact is not None or not prefix:
+                return [] if exact is None else [exact]
+            # LIKE (wildcards escaped) lets PostgreSQL use an index; substr keeps the match exact where SQLite's
+            # LIKE ignores case.
+            query = (
+                select(runs.c.run_id)
+                .where(runs.c.run_id.startswith(prefix, autoescape=True))
+                .where(func.substr(runs.c.run_id, 1, len(prefix)) == prefix)
+                .order_by(runs.c.run_id)
+                .limit(3)
+            )
+            return list(connection.execute(query).scalars())
+
+        found = self._reading(f"find run {prefix!r}", body)
+        if not found:
+            raise RunNotFoundError(f"no run {prefix!r}")
+        if len(found) > 1:
+            more = ", ..." if len(found) > 2 else ""
+            raise AmbiguousRunIdError(
+                f"run id prefix {prefix!r} is ambiguous: it starts {found[0]}, {found[1]}{more}; give more characters"
+            )
+        return found[0]
+
+    def short_run_ids(self, run_ids: Sequence[str], *, min_length: int = 8) -> dict[str, str]:
+        """Each of ``run_ids`` shortened to its shortest prefix of at least ``min_length`` that no other run shares."""
+        heads = sorted({run_id[:min_length] for run_id in run_ids})
+        if not heads:
+            return {}
+
+        def body(connection: Connection) -> list[str]:
+            # One read of the runs sharing a head with one of the ids: any other run is no rival for them.
+            head = func.substr(runs.c.run_id, 1, min_length)
+            query = select(runs.c.run_id).where(head.in_(bindparam("heads", expanding=True)))
+            return list(connection.execute(query, {"heads": heads}).scalars())
+
+        rivals: dict[str, list[str]] = {}
+        for other in self._reading("read run ids", body):
+            rivals.setdefault(other[:min_length], []).append(other)
+        return {run_id: _shortest(run_id, rivals.get(run_id[:min_length], []), min_length) for run_id in run_ids}
+
     def read_run(self, run_id: str) -> tuple[RunRecord, list[TaskState], list[TransitionRecord]]:
         """A run with its task states and transitions, read in one transaction (one consistent snapshot).
 
@@ -620,3 +670,11 @@ class SqlRunStore(RunStore):
                 for run_id, status, count in connection.execute(_OUTCOMES, {"run_ids": batch}):
                     outcomes[run_id][status] = count
         return outcomes
+
+
+def _shortest(run_id: str, others: Sequence[str], min_length: int) -> str:
+    """The shortest prefix of ``run_id`` (at least ``min_length`` long) that starts none of ``others``."""
+    length = min_length
+    while length < len(run_id) and any(o != run_id and o.startswith(run_id[:length]) for o in others):
+        length += 1
+    return run_id[:length]

@@ -17,7 +17,7 @@ from datetime import UTC, date, timedelta
 
 import pytest
 
-from marsrag.errors import AlreadyFollowedError, HolderLostError, RunNotFoundError, StoreError
+from marsrag.errors import AlreadyFollowedError, AmbiguousRunIdError, HolderLostError, RunNotFoundError, StoreError
 from marsrag.liveness import owner_id
 from marsrag.state import LoopEvent, LoopFields, Retrieval, Routing, Validation
 from marsrag.store.base import LEGACY_COLLECTION, RunStore
@@ -96,6 +96,34 @@ class RunStoreConformance:
         with pytest.raises(StoreError, match="run-1"):
             store.create_run(run(goal="another"))
         assert store.get_run("run-1").goal == run().goal
+
+    def test_a_unique_prefix_resolves_to_its_run(self, store: RunStore) -> None:
+        """A whole id or a unique prefix gives the run's id; an ambiguous or unknown one is refused, named."""
+        for run_id in ("3f2a9c01aa", "3f2a9c02bb", "3f2a9d", "a%_b"):
+            store.create_run(run(run_id))
+        assert store.resolve_run_id("3f2a9c01aa") == "3f2a9c01aa"
+        assert store.resolve_run_id("3f2a9c01") == "3f2a9c01aa"
+        assert store.resolve_run_id("3f2a9d") == "3f2a9d"
+        assert store.resolve_run_id("a%") == "a%_b"  # wildcards in a prefix are characters
+        with pytest.raises(AmbiguousRunIdError, match=r"'3f2a9c'.*3f2a9c01aa, 3f2a9c02bb"):
+            store.resolve_run_id("3f2a9c")
+        for unknown in ("3F2A9C01", "%", "_f2a", "3f2a9c01aa0", ""):  # exact case, no wildcard, no longer id
+            with pytest.raises(RunNotFoundError, match="no run") as caught:
+                store.resolve_run_id(unknown)
+            assert not isinstance(caught.value, AmbiguousRunIdError)
+
+    def test_short_run_ids_are_the_shortest_unique_prefixes(self, store: RunStore) -> None:
+        """At least ``min_length`` characters, longer only as far as another stored run shares the prefix."""
+        for run_id in ("3f2a9c01aa77", "3f2a9c01ab00", "3f2a9c02bb00", "ffff0000"):
+            store.create_run(run(run_id))
+        # The rival of the first is not among those asked about: every stored run counts.
+        assert store.short_run_ids(["3f2a9c01aa77", "3f2a9c02bb00", "ffff0000"], min_length=6) == {
+            "3f2a9c01aa77": "3f2a9c01aa",
+            "3f2a9c02bb00": "3f2a9c02",
+            "ffff0000": "ffff00",
+        }
+        assert store.short_run_ids([]) == {}
+        assert store.short_run_ids(["ffff0000"]) == {"ffff0000": "ffff0000"}
 
     def test_list_runs_returns_newest_first(self, store: RunStore) -> None:
         """Runs list by creation time, newest first, whatever the insertion order; limit keeps the newest."""
