@@ -260,9 +260,7 @@ def kept(settings: Settings, document: dict[str, Any]) -> dict[str, Any]:
 def list_runs(settings: Settings, *, limit: int | None = None) -> list[dict[str, Any]]:
     """The ``runs list`` rows, newest first, each with its ``short_id`` (a unique prefix every command accepts)."""
     with open_store(settings) as store:
-        rows = run_rows(store, store.list_runs(limit=limit))
-        short = store.short_run_ids([row["run_id"] for row in rows])
-    return [{**row, "short_id": short[row["run_id"]]} for row in rows]
+        return run_rows(store, store.list_runs(limit=limit))
 
 
 def show_run(settings: Settings, run_id: str) -> dict[str, Any]:

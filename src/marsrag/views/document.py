@@ -30,9 +30,15 @@ def run_summary_row(run: RunRecord, outcome: Mapping[str, int]) -> dict[str, Any
 
 
 def run_rows(store: RunStore, runs: Sequence[RunRecord]) -> list[dict[str, Any]]:
-    """The ``runs list`` rows of ``runs``, their outcomes read in one query."""
-    outcomes = store.task_outcomes([run.run_id for run in runs])
-    return [run_summary_row(run, outcomes[run.run_id]) for run in runs]
+    """The ``runs list`` rows of ``runs`` (the CLI's and the API's), outcomes and short ids read in one query each.
+
+    Each row's ``short_id`` is its run id's shortest unique prefix (at least 8 characters): every command
+    that takes a run id accepts it.
+    """
+    ids = [run.run_id for run in runs]
+    outcomes = store.task_outcomes(ids)
+    short = store.short_run_ids(ids)
+    return [{**run_summary_row(run, outcomes[run.run_id]), "short_id": short[run.run_id]} for run in runs]
 
 
 def run_document(store: RunStore, run_id: str) -> dict[str, Any]:

@@ -73,8 +73,9 @@ class RunRow(BaseModel):
     workflow: str
     status: RunStatus = Field(description="Whether the run finished; how its tasks ended is in `outcome`.")
     created_at: str
-    stale: bool = Field(description="Left running by a process that is gone.")
+    stale: bool = Field(description="Left pending or running by a process that is gone.")
     outcome: Outcome
+    short_id: str = Field(description="The run id's shortest unique prefix (8+ characters), accepted for the id.")
 
 
 class RunDocument(BaseModel):
