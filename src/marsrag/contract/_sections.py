@@ -11,7 +11,7 @@ and XML-style ``<hook>...</hook>`` tags win over both. A section's body runs to 
 from __future__ import annotations
 
 import re
-from typing import Final
+from typing import Final, NamedTuple
 
 from marsrag.contract.issues import ContractIssue
 from marsrag.contract.rules import text_problem
@@ -94,6 +94,13 @@ def _clean(body: str) -> str:
     return body
 
 
+def _tidy(body: str) -> str:
+    """A stripped body, cleaned when it needs it: most are plain sentences, only decorated or multi-line ones."""
+    if body and (body[0] in _DECORATED_EDGES or body[-1] in _DECORATED_EDGES or "\n" in body):
+        return _clean(body)
+    return body
+
+
 def _usable(body: str) -> bool:
     return text_problem(body) is None
 
@@ -121,33 +128,51 @@ def _pick(found: list[tuple[str, str]]) -> tuple[dict[str, str], list[ContractIs
     return sections, notes
 
 
-def _xml_sections(text: str) -> list[tuple[str, str]]:
-    """Bodies of ``<hook>...</hook>`` style tags (any case, attributes allowed), in text order; linear time."""
-    found: list[tuple[str, str]] = []
+def _xml_sections(text: str) -> list[tuple[int, str, str]]:
+    """``(offset, name, body)`` of ``<hook>...</hook>`` style tags (any case, attributes allowed), in text order.
+
+    Linear time.
+    """
+    found: list[tuple[int, str, str]] = []
     unclosed: set[str] = set()
     end = 0
     for opening in _XML_OPEN.finditer(text):
         name = opening["name"].lower()
         if name in unclosed or opening.start() < end:
             continue  # no closing tag left for this name, or nested inside the previous section
-        closing = _XML_CLOSE[name].search(text, opening.end())
-        if closing is None:
-            unclosed.add(name)
-            continue
-        found.append((name, _clean(text[opening.end() : closing.start()])))
-        end = closing.end()
+        # The closing tag written like the opening one is found at C speed; the case-blind search then only
+        # scans the body before it, for an earlier closing tag in another case.
+        same = text.find(f"</{opening['name']}>", opening.end())
+        if same >= 0:
+            other = _XML_CLOSE[name].search(text, opening.end(), same) if "</" in text[opening.end() : same] else None
+            body_end, end = (other.start(), other.end()) if other else (same, same + len(opening["name"]) + 3)
+        else:
+            closing = _XML_CLOSE[name].search(text, opening.end())
+            if closing is None:
+                unclosed.add(name)
+                continue
+            body_end, end = closing.span()
+        found.append((opening.start(), name, _tidy(text[opening.end() : body_end].strip())))
     return found
 
 
-def find_sections(text: str) -> tuple[dict[str, str], list[ContractIssue]] | None:
-    """Return ``({section: body}, notes)`` for labelled text, or None when it has no section labels.
+class Sections(NamedTuple):
+    """Labelled sections found in a text: ``{section: body}`` in text order, notes, and where the first starts."""
+
+    values: dict[str, str]
+    notes: list[ContractIssue]
+    start: int
+
+
+def find_sections(text: str) -> Sections | None:
+    """The labelled sections of ``text``, or None when it has no section labels.
 
     The sections are in text order (of each one's last label).
     """
     if "</" in text:
         tagged = _xml_sections(text)
         if tagged:
-            return _pick(tagged)
+            return Sections(*_pick([(name, body) for _, name, body in tagged]), tagged[0][0])
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     labels = _line_labels(text)
@@ -162,11 +187,8 @@ def find_sections(text: str) -> tuple[dict[str, str], list[ContractIssue]] | Non
     last = len(labels) - 1
     for index, (_, body_start, name) in enumerate(labels):
         body = text[body_start : labels[index + 1][0] if index < last else len(text)].strip()
-        # Most bodies are plain sentences: only decorated or multi-line ones need cleaning.
-        if body and (body[0] in _DECORATED_EDGES or body[-1] in _DECORATED_EDGES or "\n" in body):
-            body = _clean(body)
-        found.append((name, body))
-    return _pick(found)
+        found.append((name, _tidy(body)))
+    return Sections(*_pick(found), labels[0][0])
 
 
 def section_labels(text: str) -> list[tuple[str, int]]:
