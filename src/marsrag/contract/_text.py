@@ -3,9 +3,11 @@
 The work goes cheapest first:
 
 1. clean JSON is one pydantic parse (the benchmarked hot path);
-2. every candidate is validated: each JSON document (in any fence or in prose; exact, repaired; the answers
+2. reasoning blocks are removed, only when a trigger character is present (an output that is only
+   reasoning fails and says so);
+3. every candidate is validated: each JSON document (in any fence or in prose; exact, repaired; the answers
    inside its envelopes) and the labelled sections;
-3. the best candidate wins: more passing fields (valid over partial over failed), then the later one, so an
+4. the best candidate wins: more passing fields (valid over partial over failed), then the later one, so an
    example or a placeholder object before the answer never beats it. A text that was cut (the provider said
    so, or a value string is open at its end) stopped in its last candidate, so that one is the answer.
 """
@@ -30,6 +32,7 @@ from marsrag.contract._json_forms import (
     repairable,
     segments,
 )
+from marsrag.contract._reasoning import may_have_reasoning, strip_reasoning
 from marsrag.contract._sections import find_sections
 from marsrag.contract._verdict import from_keys, from_mapping, from_model, has_truncated, input_failure
 from marsrag.contract.issues import ContractIssue
@@ -95,8 +98,22 @@ def from_text(text: str, mode: Mode, cut: bool, layer: int = 0) -> ValidationRes
         if clean is not None:
             return clean
         tried = text
-    if _NON_SPACE.search(text) is None:
+    reasoning = None
+    if may_have_reasoning(text):
+        text, reasoning = strip_reasoning(text)
+    match = _NON_SPACE.search(text)
+    if match is None:
+        if reasoning is not None:
+            return input_failure(
+                mode, "unparseable", f"the output is only reasoning ({reasoning} …) with no answer after it"
+            )
         return input_failure(mode, "empty", "the output is empty")
+    if reasoning is not None and text[match.start()] == "{":
+        # The answer after a reasoning block is most often clean JSON: the same one-parse path.
+        text = text.strip()
+        clean = _exact(text, mode) if text[-1] == "}" else None
+        if clean is not None:
+            return clean
     found = _Candidates(cut)
     found.not_exact = tried
     region = _final_answer_region(text)
