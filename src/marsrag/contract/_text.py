@@ -3,8 +3,8 @@
 The work goes cheapest first:
 
 1. clean JSON is one pydantic parse (the benchmarked hot path);
-2. reasoning blocks are removed, only when a trigger character is present (an output that is only
-   reasoning fails and says so);
+2. reasoning blocks and leaked special tokens are removed, each only when its trigger character is present
+   (an output that is only reasoning fails and says so);
 3. every candidate is validated: each JSON document (in any fence or in prose; exact, repaired; the answers
    inside its envelopes) and the labelled sections;
 4. the best candidate wins: more passing fields (valid over partial over failed), then the later one, so an
@@ -34,6 +34,7 @@ from marsrag.contract._json_forms import (
 )
 from marsrag.contract._reasoning import may_have_reasoning, strip_reasoning
 from marsrag.contract._sections import find_sections
+from marsrag.contract._tokens import has_special_token, may_have_tokens, strip_special_tokens, strip_trailing_tokens
 from marsrag.contract._verdict import from_keys, from_mapping, from_model, has_truncated, input_failure
 from marsrag.contract.issues import ContractIssue
 from marsrag.contract.model import LoopOutput
@@ -93,23 +94,32 @@ def from_text(text: str, mode: Mode, cut: bool, layer: int = 0) -> ValidationRes
     if text[:1] == "\ufeff":
         text = text[1:]
     tried: str | None = None
-    if text[:1] == "{" and text[-1:] == "}":
-        clean = _exact(text, mode)
-        if clean is not None:
-            return clean
-        tried = text
+    if text[:1] == "{":
+        # Clean JSON, or clean JSON with the usual leak: a special token glued to its end.
+        candidate = strip_trailing_tokens(text) if text[-1:] in (">", "]") else text
+        if candidate[-1:] == "}":
+            clean = _exact(candidate, mode)
+            if clean is not None:
+                return clean
+            tried = candidate
     reasoning = None
     if may_have_reasoning(text):
         text, reasoning = strip_reasoning(text)
+    had_tokens = False
+    if may_have_tokens(text):
+        stripped = strip_special_tokens(text)
+        text, had_tokens = stripped, len(stripped) != len(text)
     match = _NON_SPACE.search(text)
     if match is None:
         if reasoning is not None:
             return input_failure(
                 mode, "unparseable", f"the output is only reasoning ({reasoning} …) with no answer after it"
             )
-        return input_failure(mode, "empty", "the output is empty")
-    if reasoning is not None and text[match.start()] == "{":
-        # The answer after a reasoning block is most often clean JSON: the same one-parse path.
+        return input_failure(
+            mode, "empty", "the output is only special tokens" if had_tokens else "the output is empty"
+        )
+    if (reasoning is not None or had_tokens) and text[match.start()] == "{":
+        # The answer after a reasoning block, or between leaked tokens, is most often clean JSON: one parse.
         text = text.strip()
         clean = _exact(text, mode) if text[-1] == "}" else None
         if clean is not None:
@@ -125,11 +135,17 @@ def from_text(text: str, mode: Mode, cut: bool, layer: int = 0) -> ValidationRes
 
 
 def _exact(text: str, mode: Mode) -> ValidationResult | None:
-    """One pydantic parse: the valid result when ``text`` is exactly a valid answer object, else None."""
+    """One pydantic parse: the valid result when ``text`` is exactly a valid answer object, else None.
+
+    None too when a value carries a leaked special token: the slower path reads the object and removes it.
+    """
     try:
-        return from_model(LoopOutput.model_validate_json(text), mode, json_source=text)
+        model = LoopOutput.model_validate_json(text)
     except ValidationError:
         return None
+    if may_have_tokens(text) and any(has_special_token(value) for value in model.__dict__.values()):
+        return None
+    return from_model(model, mode, json_source=text)
 
 
 def _final_answer_region(text: str) -> str:
@@ -156,7 +172,9 @@ def _collect(region: str, mode: Mode, found: _Candidates, layer: int) -> None:
     if sections is not None:
         # Sections have no closing mark to prove the last one ended: after a cut, it did not.
         last = next(reversed(sections.values)) if found.cut and sections.values else None
-        found.add(from_mapping(sections.values, mode, tuple(sections.notes), truncated=last), sections.start)
+        found.add(
+            from_mapping(sections.values, mode, tuple(sections.notes), truncated=last, from_text=True), sections.start
+        )
 
 
 def _names_a_field(text: str) -> bool:
@@ -206,16 +224,16 @@ def _joined(text: str, joined: Decoded, broken: list[int], base: int, mode: Mode
     """
     tail = next((start for start in broken if not text[joined.end : start].strip(" \t\r\n,")), None)
     if tail is None:
-        found.add(from_keys(joined.value, mode), base + joined.start)
+        found.add(from_keys(joined.value, mode, from_text=True), base + joined.start)
         return broken
     span = text[tail:].strip()
     value = repair(span)[0] if repairable(span) else None
     extra = next((answer for answer in answers(value) if not isinstance(answer, str)), None)
     if extra is None or any(field_key(key) in joined.value for key in extra):
-        found.add(from_keys(joined.value, mode), base + joined.start)
+        found.add(from_keys(joined.value, mode, from_text=True), base + joined.start)
         return broken
     merged = {**joined.value, **extra}
-    found.add(from_keys(merged, mode, _REPAIRED, truncated=cut_field(span, found.cut)), base + tail)
+    found.add(from_keys(merged, mode, _REPAIRED, truncated=cut_field(span, found.cut), from_text=True), base + tail)
     return [start for start in broken if start != tail]
 
 
@@ -236,7 +254,7 @@ def _document(
             if not all(field_key(key) for key in keys):
                 return
             truncated = field_key(keys[-1]) if found.cut else None
-            found.add(from_keys(item.value, mode, truncated=truncated), position, position + len(span))
+            found.add(from_keys(item.value, mode, truncated=truncated, from_text=True), position, position + len(span))
         else:
             _add_value(item.value, position, mode, found, layer, cut=False, end=position + len(span))
     if decoded and not broken:
@@ -298,7 +316,7 @@ def _add_value(
             if unfinished and last is None:
                 # Decoded from a string inside the open document: its keys come in the order they were written.
                 last = next((name for name in map(field_key, reversed(list(answer))) if name is not None), None)
-            found.add(from_keys(answer, mode, *notes, truncated=last), position, end)
+            found.add(from_keys(answer, mode, *notes, truncated=last, from_text=True), position, end)
         elif layer < _MAX_LAYERS:
             result = from_text(answer, mode, cut or found.cut, layer + 1)
             if unfinished and not has_truncated(result):
@@ -311,4 +329,4 @@ def _last_field_unfinished(result: ValidationResult, text: str, mode: Mode) -> V
     names = [field_key(match.group()) for match in _FIELD_NAME.finditer(text)]
     last = next((name for name in reversed(names) if name is not None), None)
     values = {name: value for name, value in result.loop_output.items() if value is not None}
-    return from_mapping(values, mode, result.warnings, truncated=last) if last else result
+    return from_mapping(values, mode, result.warnings, truncated=last, from_text=True) if last else result

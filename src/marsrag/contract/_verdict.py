@@ -7,6 +7,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from marsrag.contract._json_forms import normalize_keys
+from marsrag.contract._tokens import may_have_tokens, strip_special_tokens
 from marsrag.contract.issues import ContractIssue
 from marsrag.contract.model import LoopOutput
 from marsrag.contract.result import Mode, ValidationResult, status_for
@@ -18,24 +19,37 @@ _NO_FIELDS: Final[Mapping[str, str | None]] = MappingProxyType(dict.fromkeys(FIE
 
 
 def from_keys(
-    mapping: Mapping[str, Any], mode: Mode, *lead_notes: ContractIssue, truncated: str | None = None
+    mapping: Mapping[str, Any],
+    mode: Mode,
+    *lead_notes: ContractIssue,
+    truncated: str | None = None,
+    from_text: bool = False,
 ) -> ValidationResult:
     """Validate a mapping whose keys may be in any case or unknown (those become warnings)."""
     values, notes = normalize_keys(mapping)
-    return from_mapping(values, mode, (*lead_notes, *notes), truncated=truncated)
+    return from_mapping(values, mode, (*lead_notes, *notes), truncated=truncated, from_text=from_text)
 
 
 def from_mapping(
-    values: Mapping[str, Any], mode: Mode, notes: tuple[ContractIssue, ...], *, truncated: str | None = None
+    values: Mapping[str, Any],
+    mode: Mode,
+    notes: tuple[ContractIssue, ...],
+    *,
+    truncated: str | None = None,
+    from_text: bool = False,
 ) -> ValidationResult:
     """Validate exactly-named field values with the contract's field rules (the model's own validator).
 
     ``truncated`` names the field a cut left unfinished: it fails ``truncated`` and keeps what was written.
+    ``from_text``: the values were read from a model's text, so leaked special tokens are removed from them
+    (a mapping handed over as data is judged as it is, exactly as :class:`LoopOutput` would judge it).
     """
     loop_output: dict[str, str | None] = {}
     errors: list[ContractIssue] = []
     for name in FIELDS:
         value = values.get(name)
+        if from_text and isinstance(value, str) and may_have_tokens(value):
+            value = strip_special_tokens(value)
         if name == truncated:
             # The field rules judge a whole value; an unfinished one has only this error.
             loop_output[name] = value.strip() if isinstance(value, str) else None
