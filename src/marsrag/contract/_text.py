@@ -5,8 +5,9 @@ The work goes cheapest first:
 1. clean JSON is one pydantic parse (the benchmarked hot path);
 2. reasoning blocks and leaked special tokens are removed, each only when its trigger character is present
    (an output that is only reasoning fails and says so);
-3. every candidate is validated: each JSON document (in any fence or in prose; exact, repaired; the answers
-   inside its envelopes) and the labelled sections;
+3. every candidate is validated: each JSON document (in any fence or in prose; exact, rewritten, repaired;
+   the answers inside its envelopes), the labelled sections, and, when none of them is valid, the text with
+   one layer of string escaping removed;
 4. the best candidate wins: more passing fields (valid over partial over failed), then the later one, so an
    example or a placeholder object before the answer never beats it. A text that was cut (the provider said
    so, or a value string is open at its end) stopped in its last candidate, so that one is the answer.
@@ -20,6 +21,7 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
+from marsrag.contract._escapes import unescape_layer
 from marsrag.contract._json_cut import cut_field, scan_end, unfinished_field
 from marsrag.contract._json_forms import (
     Decoded,
@@ -32,6 +34,7 @@ from marsrag.contract._json_forms import (
     repairable,
     segments,
 )
+from marsrag.contract._json_rewrites import rewrite
 from marsrag.contract._reasoning import may_have_reasoning, strip_reasoning
 from marsrag.contract._sections import find_sections
 from marsrag.contract._tokens import has_special_token, may_have_tokens, strip_special_tokens, strip_trailing_tokens
@@ -48,6 +51,8 @@ _REPAIRED: Final = ContractIssue(None, "repaired_json", "the JSON was malformed 
 # Decoded layers nest (an envelope's string holding escaped text): a bound keeps hostile input linear.
 _MAX_LAYERS: Final = 3
 _FIELD_NAME: Final = re.compile(r"hook|grip|payoff|reinforce|loop", re.IGNORECASE)
+# Labelled text whose line breaks are written as "\n" escapes: a label right after one.
+_ESCAPED_LINES: Final = re.compile(r"\\n(?:\W|\d){0,8}(?:hook|grip|payoff|reinforce|loop)\b", re.IGNORECASE)
 
 
 class _Candidates:
@@ -128,6 +133,11 @@ def from_text(text: str, mode: Mode, cut: bool, layer: int = 0) -> ValidationRes
     found.not_exact = tried
     region = _final_answer_region(text)
     _collect(region, mode, found, layer)
+    # Escaped line breaks in text that is no JSON document and has no real line breaks: its labels are one layer
+    # down, whatever the inline labels read above.
+    escaped_lines = not found.covered and "\n" not in region.strip()
+    if layer < _MAX_LAYERS and "\\" in region and (not found.valid or escaped_lines):
+        _escaped_layer(region, mode, found, layer)
     result = found.result()
     if result is not None:
         return result
@@ -240,14 +250,14 @@ def _joined(text: str, joined: Decoded, broken: list[int], base: int, mode: Mode
 def _document(
     span: str, position: int, mode: Mode, found: _Candidates, layer: int, *, braces_added: bool = False
 ) -> None:
-    """One JSON document that may be broken: exact, then repaired.
+    """One JSON document that may be broken: exact, then rewritten exactly, then repaired.
 
     ``braces_added``: the braces were added around bare key-value lines, so every key must be a contract
     field, and nothing proves the last value ended: after the provider's cut, it did not.
     """
-    fixed = span
-    # A broken span fails to decode as it did: straight to repair (bare pairs got their braces here).
-    decoded, broken = decode_all(fixed) if braces_added else ([], [0])
+    fixed = rewrite(span)
+    # Unchanged by the rewrites, a broken span fails to decode as it did: straight to repair.
+    decoded, broken = decode_all(fixed) if fixed is not span or braces_added else ([], [0])
     for item in decoded:
         if braces_added:
             keys = list(item.value) if isinstance(item.value, dict) else [None]
@@ -260,7 +270,7 @@ def _document(
     if decoded and not broken:
         return
     tail = fixed[broken[0] :] if broken else fixed
-    if repairable(tail, key_seen=not braces_added):
+    if repairable(tail, key_seen=fixed is span and not braces_added):
         _repaired(tail.strip(), position, mode, found, layer)
 
 
@@ -330,3 +340,17 @@ def _last_field_unfinished(result: ValidationResult, text: str, mode: Mode) -> V
     last = next((name for name in reversed(names) if name is not None), None)
     values = {name: value for name, value in result.loop_output.items() if value is not None}
     return from_mapping(values, mode, result.warnings, truncated=last, from_text=True) if last else result
+
+
+def _escaped_layer(region: str, mode: Mode, found: _Candidates, layer: int) -> None:
+    """Labelled text written as a JSON string (``"HOOK: ...\\nGRIP: ..."``, quoted or not): one layer removed.
+
+    A string that opens but never closes was cut.
+    """
+    if not _ESCAPED_LINES.search(region):
+        return
+    text = region.strip()
+    opened = text[:1] == '"'
+    closed = opened and len(text) > 1 and text[-1] == '"' and text[-2] != "\\"
+    inner = text[1:-1] if closed else text[1:] if opened else text
+    found.add(from_text(unescape_layer(inner), mode, found.cut or (opened and not closed), layer + 1), 0)
