@@ -6,8 +6,9 @@ The work goes cheapest first:
 2. reasoning blocks and leaked special tokens are removed, each only when its trigger character is present
    (an output that is only reasoning fails and says so);
 3. every candidate is validated: each JSON document (in any fence or in prose; exact, rewritten, repaired;
-   the answers inside its envelopes), the labelled sections, and, when none of them is valid, the text with
-   one layer of string escaping removed;
+   the answers inside its envelopes), the labelled sections, the readings of YAML, tables and printed
+   models, and, when none of them is valid, the HTML read as Markdown and the text with one layer of string
+   escaping removed;
 4. the best candidate wins: more passing fields (valid over partial over failed), then the later one, so an
    example or a placeholder object before the answer never beats it. A text that was cut (the provider said
    so, or a value string is open at its end) stopped in its last candidate, so that one is the answer.
@@ -22,6 +23,7 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from marsrag.contract._escapes import unescape_layer
+from marsrag.contract._html import html_to_markdown, may_be_html
 from marsrag.contract._json_cut import cut_field, scan_end, unfinished_field
 from marsrag.contract._json_forms import (
     Decoded,
@@ -35,10 +37,13 @@ from marsrag.contract._json_forms import (
     segments,
 )
 from marsrag.contract._json_rewrites import rewrite
+from marsrag.contract._python_repr import read_printed
 from marsrag.contract._reasoning import may_have_reasoning, strip_reasoning
 from marsrag.contract._sections import find_sections
+from marsrag.contract._tables import may_have_table, table_sections
 from marsrag.contract._tokens import has_special_token, may_have_tokens, strip_special_tokens, strip_trailing_tokens
 from marsrag.contract._verdict import from_keys, from_mapping, from_model, has_truncated, input_failure
+from marsrag.contract._yaml_answers import load, yaml_document
 from marsrag.contract.issues import ContractIssue
 from marsrag.contract.model import LoopOutput
 from marsrag.contract.result import Mode, ValidationResult
@@ -172,7 +177,7 @@ def _final_answer_region(text: str) -> str:
 
 
 def _collect(region: str, mode: Mode, found: _Candidates, layer: int) -> None:
-    """Add every candidate answer of ``region``: its JSON documents and its sections."""
+    """Add every candidate answer of ``region``: its JSON documents, its sections, its other forms."""
     if "{" in region or "[" in region or '"' in region:
         for segment in segments(region):
             _json_candidates(segment.text, segment.start, mode, found, layer)
@@ -185,6 +190,31 @@ def _collect(region: str, mode: Mode, found: _Candidates, layer: int) -> None:
         found.add(
             from_mapping(sections.values, mode, tuple(sections.notes), truncated=last, from_text=True), sections.start
         )
+    _other_forms(region, mode, found, layer, sections.start if sections is not None else 0)
+
+
+def _other_forms(region: str, mode: Mode, found: _Candidates, layer: int, sections_start: int) -> None:
+    """Add the readings of forms beside JSON and labels: YAML, tables, printed models, HTML."""
+    if ":" in region:
+        document = yaml_document(region)
+        value = load(document[1]) if document is not None else None
+        # Only a mapping (or a list of one) is a YAML answer; a scalar is the same text again.
+        if document is not None and isinstance(value, dict | list):
+            # The same text as the labels read, read exactly: it wins a tie with them.
+            _add_value(value, max(document[0], sections_start), mode, found, layer, cut=False)
+    if may_have_table(region):
+        table = table_sections(region)
+        if table is not None:
+            last = next(reversed(table[1])) if found.cut and table[1] else None
+            found.add(from_mapping(table[1], mode, (), truncated=last, from_text=True), table[0])
+    if "=" in region:
+        printed = read_printed(region)
+        if printed is not None:
+            found.add(
+                from_mapping(printed.values, mode, (), truncated=printed.truncated, from_text=True), printed.start
+            )
+    if not found.valid and layer < _MAX_LAYERS and may_be_html(region):
+        found.add(from_text(html_to_markdown(region), mode, found.cut, layer + 1), region.index("<"))
 
 
 def _names_a_field(text: str) -> bool:
