@@ -142,7 +142,8 @@ def segments(region: str) -> list[Segment]:
     A fence opens with three backticks or tildes anywhere (its info string, "json" or "python", is the rest
     of that line) and closes with the same three characters; an unclosed last fence runs to the end.
     """
-    marks = [mark for mark in ("```", "~~~") if mark in region]
+    # One-character tests first: they are memchr scans, a three-character one is not.
+    marks = [mark for mark, char in (("```", "`"), ("~~~", "~")) if char in region and mark in region]
     if not marks:
         return [Segment(0, region, False)]
     found: list[Segment] = []
@@ -199,13 +200,13 @@ def decode_all(text: str) -> tuple[list[Decoded], list[int]]:
         start = text.find("{", pos)
         if start < 0:
             break
-        try:
-            value, end = _DECODER.raw_decode(text, start)
-        except (ValueError, RecursionError):
+        decoded = _decode_at(text, start)
+        if decoded is None:
             if gap_failure is None:
                 gap_failure = start
             pos = start + 1
             continue
+        value, end = decoded
         if gap_failure is not None and _JSONISH_KEY.search(text, gap_failure, start):
             failed.append(gap_failure)
         gap_failure = None
@@ -214,6 +215,17 @@ def decode_all(text: str) -> tuple[list[Decoded], list[int]]:
     if gap_failure is not None and _JSONISH_KEY.search(text, gap_failure):
         failed.append(gap_failure)
     return found, failed
+
+
+def _decode_at(text: str, start: int) -> tuple[Any, int] | None:
+    """The value decoded exactly from the ``{`` at ``start`` and where it ends, or None."""
+    # No closing brace after it: no object can start here (the usual broken answer), so do not parse.
+    if text.find("}", start) < 0:
+        return None
+    try:
+        return _DECODER.raw_decode(text, start)
+    except (ValueError, RecursionError):
+        return None
 
 
 def joined_lines(text: str, found: list[Decoded]) -> Decoded | None:

@@ -6,7 +6,7 @@ Each rewrite undoes one habit and runs only when its trigger is in the text (val
   escaping is removed;
 - Markdown escapes inside values (``\\_``, ``\\*``, ``\\[``, ``\\#``), invalid in JSON: the plain character;
 - curly quotes as delimiters (``{“hook”: “...”}``): the structural ones made straight;
-- an object opened with doubled braces (``{{"hook": ...}}``, a prompt template's escaping copied back): one
+- a document opened with doubled braces (``{{"hook": ...}}``, a prompt template's escaping copied back): one
   brace at each end.
 """
 
@@ -34,7 +34,7 @@ def rewrite(span: str) -> str:
             text = unescape_markdown(text)
     if has_curly_quotes(text):
         text = straighten(text)
-    if "{{" in text:
+    if text.lstrip().startswith("{{"):
         text = _single_braces(text)
     return text
 
