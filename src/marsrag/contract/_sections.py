@@ -168,7 +168,8 @@ def _xml_sections(text: str) -> list[tuple[int, str, str]]:
         # scans the body before it, for an earlier closing tag in another case.
         same = text.find(f"</{opening['name']}>", opening.end())
         if same >= 0:
-            other = _XML_CLOSE[name].search(text, opening.end(), same) if "</" in text[opening.end() : same] else None
+            earlier = text.find("</", opening.end(), same) >= 0
+            other = _XML_CLOSE[name].search(text, opening.end(), same) if earlier else None
             body_end, end = (other.start(), other.end()) if other else (same, same + len(opening["name"]) + 3)
         else:
             closing = _XML_CLOSE[name].search(text, opening.end())
