@@ -2,6 +2,9 @@
 
 - clean JSON: validate_output vs LoopOutput.model_validate_json on the same payload (target <= 1.5x);
 - forms needing no JSON repair vs pydantic on the clean JSON of the same content (target <= 6x);
+- the forms real models write (reasoning blocks, leaked tokens, escapes, several candidates, encodings,
+  YAML, tables, HTML...) vs pydantic on the clean JSON of the same content, one row per family (reported);
+  a reasoning block or leaked tokens cost at most 2x the same answer without them (target <= 2x);
 - forms needing JSON repair vs json_repair.loads alone on the same input (target <= 1.1x);
 - a 10 MB input answers in under 1 s (baseline: decoding the same bytes), peak memory reported;
 - cold start of ``marsrag validate`` and ``marsrag schema`` vs a bare interpreter start.
@@ -34,6 +37,43 @@ NO_REPAIR_FORMS = {
     "markdown headings": labelled("## {T}\n{v}", "\n\n"),
     "xml tags": labelled("<{T}>{v}</{T}>"),
     "inline labels": labelled("{T}: {v}", " "),
+}
+LABELS = labelled("{n}. {L}: {v}")
+# Thinking as a reasoning model writes it: a paragraph, with a draft the parser must not read.
+THINKING = (
+    "<think>\nThe user asks why three regions breached their SLO. The restarts line up with the breaches, so "
+    "the caches were cold. I should answer with the five sections. Draft: HOOK: regions breached. GRIP: cold "
+    "caches. Let me write it properly as JSON now.\n</think>\n\n"
+)
+TOKEN = "<|eot_id|>"
+SPANISH = ("GANCHO", "AGARRE", "RECOMPENSA", "REFUERZO", "BUCLE")
+# One row per family of real-model output; each validates to CONTENT.
+REAL_MODEL_FORMS = {
+    "reasoning block + JSON": THINKING + CLEAN,
+    "leaked token + JSON": CLEAN + TOKEN,
+    "markdown escapes in JSON": CLEAN.replace("pre-warm", "pre\\-warm"),
+    "placeholder example, then the answer": json.dumps(dict.fromkeys(CONTENT, "string")) + "\n\n" + CLEAN,
+    "escaped quotes, no outer string": json.dumps(CLEAN)[1:-1],
+    "tool call, JSON-encoded arguments": json.dumps({"name": "LoopOutput", "arguments": CLEAN}),
+    "labels collapsed with their numbers": labelled("{n}. {L}: {v}", " "),
+    "curly quotes as delimiters": "{" + ", ".join(f"“{k}”: “{v}”" for k, v in CONTENT.items()) + "}",
+    "bare key-value pairs": ",\n".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in CONTENT.items()),
+    "JSON Lines of one key each": "\n".join(json.dumps({k: v}) for k, v in CONTENT.items()),
+    "YAML with block scalars": "\n".join(f"{k}: >\n  {v}" for k, v in CONTENT.items()),
+    "table, labels as a column": "| Part | Text |\n|---|---|\n"
+    + "\n".join(f"| {k} | {v} |" for k, v in CONTENT.items()),
+    "labels in another language": "\n".join(
+        f"{label}: {v}" for label, v in zip(SPANISH, CONTENT.values(), strict=True)
+    ),
+    "HTML list": "<ul>" + "".join(f"<li><b>{k.title()}:</b> {v}</li>" for k, v in CONTENT.items()) + "</ul>",
+    "printed model (repr)": "LoopOutput(" + ", ".join(f"{k}={v!r}" for k, v in CONTENT.items()) + ")",
+}
+# Each input with a reasoning block or leaked tokens, and the same answer without them.
+ADDED_COST = {
+    "reasoning block + JSON": (THINKING + CLEAN, CLEAN),
+    "reasoning block + labels": (THINKING + LABELS, LABELS),
+    "leaked token + JSON": (CLEAN + TOKEN, CLEAN),
+    "leaked tokens + labels": (LABELS.replace("\n", TOKEN + "\n") + TOKEN, LABELS),
 }
 REPAIR_FORMS = {
     "trailing comma": CLEAN[:-1] + ",}",
@@ -78,6 +118,7 @@ def run() -> None:
             "<= 6x",
             pair.ratio <= 6,
         )
+    _real_model_forms(report)
     for name, text in REPAIR_FORMS.items():
         _check(text)
         pair = compare(lambda t=text: validate_output(t), lambda t=text: json_repair.loads(t))
@@ -94,6 +135,25 @@ def run() -> None:
     _adversarial(report)
     _cold_start(report)
     report.print()
+
+
+def _real_model_forms(report: Report) -> None:
+    for name, text in REAL_MODEL_FORMS.items():
+        _check(text)
+        pair = compare(lambda t=text: validate_output(t), lambda: LoopOutput.model_validate_json(CLEAN))
+        # Figures the issue asks for, with no target of their own (the 2x rows below are targeted).
+        report.add(f"{name} vs pydantic on clean JSON", rate(pair.ours), rate(pair.base), pair.ratio, "(info)", True)
+    for name, (text, clean) in ADDED_COST.items():
+        _check(text)
+        pair = compare(lambda t=text: validate_output(t), lambda c=clean: validate_output(c))
+        report.add(
+            f"{name} vs the same answer without it",
+            rate(pair.ours),
+            rate(pair.base),
+            pair.ratio,
+            "<= 2x",
+            pair.ratio <= 2,
+        )
 
 
 def _huge(report: Report) -> None:
@@ -131,6 +191,11 @@ def _adversarial(report: Report) -> None:
         "inline labels": "Hook: a. ",
         "unclosed xml tags": "<hook>a</hook",
         "many fences": '```json\n{"hook": 1}\n',
+        "unclosed think tags": "<think>\nHOOK: x\n",
+        "leaked tokens": "<|eot_id|>",
+        "escaped quotes": '{\\"hook\\": \\"a\\", ',
+        "table rows": "| Hook | x |\n",
+        "printed pairs": "hook='x' ",
     }
     for name, unit in shapes.items():
         text = (unit * (size // len(unit) + 1))[:size]

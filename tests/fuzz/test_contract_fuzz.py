@@ -121,6 +121,74 @@ def test_near_miss_sections_after_crewai_markers(raw: str, marker: str) -> None:
     check(marker + raw)
 
 
+# Fragments of every form real models write: reasoning marks, leaked tokens, escapes, curly quotes, doubled
+# braces, tables, HTML, printed models, YAML, translated labels, tool calls.
+real_model_fragments = st.lists(
+    st.one_of(
+        st.sampled_from(
+            [
+                "<think>",
+                "</think>",
+                "\n<think>\n",
+                "[THINK]",
+                "[/THINK]",
+                "◁think▷",
+                "Thinking...\n",
+                "\n...done thinking.\n",
+                "<|channel|>analysis<|message|>",
+                "<|channel|>final<|message|>",
+                "assistantfinal",
+                "<|eot_id|>",
+                "<|im_start|>assistant\n",
+                "</s>",
+                "[EOS]",
+                "<｜end▁of▁sentence｜>",
+                '\\"hook\\": \\"',
+                "\\n",
+                "\\_",
+                "“hook”: “",
+                "”",
+                "{{",
+                "}}",
+                "| Hook | ",
+                "|---|---|\n",
+                "<li><b>Grip:</b> ",
+                "</li>",
+                "<h2>Loop</h2>",
+                "hook='",
+                'loop="',
+                "LoopOutput(",
+                "payoff: |\n  ",
+                "```yaml\n",
+                ". 2. GRIP: ",
+                "GANCHO: ",
+                "🪝 Hook: ",
+                '{"name": "LoopOutput", "arguments": "',
+                '{"reinforce": "x"}\n',
+                '"loop": "',
+                "\n",
+                " ",
+            ]
+        ),
+        st.text(any_char, max_size=12),
+    ),
+    max_size=30,
+).map("".join)
+
+
+@fuzz(400)
+@given(real_model_fragments, st.booleans())
+@example("<think>\n<think>", False)
+@example('{\\"hook\\": \\"a\\\\', True)
+@example("| Hook | a |\n| Hook | b |", True)
+@example("<|channel|>analysis<|message|><|channel|>final", False)
+def test_fragments_of_real_model_forms_get_a_well_formed_verdict(raw: str, cut: bool) -> None:
+    """Reasoning marks, tokens, escapes, tables, HTML, printed models in any mix: a well-formed verdict, with or
+    without the provider's cut."""
+    check(raw)
+    assert_well_formed(validate_output(raw, cut=cut))
+
+
 @fuzz(200)
 @given(st.integers(min_value=MAX_INPUT_CHARS - 3, max_value=MAX_INPUT_CHARS + 3), st.sampled_from(["x", "{", "\n"]))
 def test_text_at_the_size_limit_is_refused_exactly_past_it(size: int, filler: str) -> None:

@@ -104,7 +104,11 @@ def cut_field(span: str, cut: bool) -> str | None:
     provider reported a cut (``cut``) and the document never closed, the last field written is unfinished
     too, since the model was still writing it (or an unknown key after it). A closed document was not cut.
     """
-    end = scan_end(span)
+    return unfinished_field(scan_end(span), cut)
+
+
+def unfinished_field(end: JsonEnd, cut: bool) -> str | None:
+    """:func:`cut_field` for a text already scanned."""
     field = field_key(end.open_key) if end.open_key is not None else None
     if field is None and cut and not end.closed:
         field = end.last_field

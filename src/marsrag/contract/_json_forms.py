@@ -1,11 +1,12 @@
-"""Find a LoopOutput-shaped JSON object in text: exact parses first, repair last.
+"""JSON in text: where documents are, how they decode, and the answers inside them.
 
-Shapes recovered: a bare object, one inside a code fence or surrounded by prose, a JSON string holding
-JSON (double encoding), an object wrapped in a single-key object (``{"output": {...}}``) or in a
-one-element list. Broken JSON is handled in two steps, each by a real parser rather than hand-written
-fixes: Python-literal style (single quotes, trailing commas) by the standard library's
-``ast.literal_eval``, which parses exactly that syntax, then anything else (comments, a missing brace,
-unquoted keys) by ``json_repair``. Repair runs only when a field key is visible and the span is small.
+Documents are found in code fences (several, of any language) and in prose (successive objects, JSON
+Lines of one key each, key-value lines without braces); the answers inside a decoded value are found through
+envelopes (a single-key wrapper, a one-element list, a JSON-encoded string, a tool call's ``arguments``).
+Broken JSON is parsed in two steps, each by a real parser rather than hand-written fixes: Python-literal
+style (single quotes, trailing commas) by the standard library's ``ast.literal_eval``, which parses exactly
+that syntax, then anything else (comments, a missing brace, unquoted keys) by ``json_repair``. Repair runs
+only when a field key is visible and the span is small.
 """
 
 from __future__ import annotations
@@ -15,20 +16,31 @@ import functools
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from marsrag.contract.issues import ContractIssue
 from marsrag.contract.rules import MAX_REPAIR_CHARS
 from marsrag.contract.template import FIELDS
 
 _FIELD_SET: Final = frozenset(FIELDS)
-# A field name used as a key: quoted or bare, then a colon. Gates the repair step.
-_JSONISH_KEY: Final = re.compile(r"(?:hook|grip|payoff|reinforce|loop)[\"']?\s*:", re.I)
+# A field name used as a key: bare or quoted (straight, curly or escaped quotes), then a colon. Gates repair.
+_JSONISH_KEY: Final = re.compile(r"(?:hook|grip|payoff|reinforce|loop)\\{0,3}[\"'“”‘’]?\s*:", re.I)
+# A quoted field key, then a colon: a line of a bare key-value list when it starts its line. Written in its three
+# cases rather than case-blind, so the search jumps from quote to quote.
+_QUOTED_FIELD: Final = re.compile(
+    '"(?:' + "|".join(variant for name in FIELDS for variant in (name, name.title(), name.upper())) + ')"[ \t]*:'
+)
+_QUOTED_KEY: Final = re.compile(r'"([^"\n]{1,40})"\s*:')
 # Escapes whose meaning differs between JSON and Python literals (JSON's "\/" for one).
 _NON_PYTHON_ESCAPE: Final = re.compile(r"\\[^\"'\\nrtbfu]")
 _NON_LETTERS: Final = re.compile(r"[^a-z]")
-_MAX_UNWRAP_DEPTH: Final = 4
-_MAX_DECODE_STARTS: Final = 16
+_MAX_UNWRAP_DEPTH: Final = 8
+# An envelope is small (a tool call, a chat message, an API response): a wide object is data, not one.
+_MAX_ENVELOPE_KEYS: Final = 12
+_MAX_VISITS: Final = 256
+_MAX_DECODE_STARTS: Final = 32
+# A string worth reading as labelled text: a field name used as a label (a colon, a heading line) or a tag.
+_LABEL_HINT: Final = re.compile(r"(?:hook|grip|payoff|reinforce|loop)\W{0,4}[:：\n]|<(?:hook|grip|loop)>", re.I)
 _DECODER: Final = json.JSONDecoder()
 
 
@@ -50,26 +62,47 @@ def loads(text: str) -> Any:
         return None
 
 
-def unwrap(value: Any, depth: int = 0) -> Mapping[str, Any] | None:
-    """The mapping holding contract keys inside a parsed JSON value, or None.
+def answers(value: Any) -> Iterator[Mapping[str, Any] | str]:
+    """The answers inside a parsed JSON (or YAML) value, in document order.
 
-    Never splits a list or a bare string into fields: an array of strings has no keys, so it is no answer.
+    An answer is a mapping holding contract keys, or a string that may hold one as text (labelled sections,
+    or JSON that did not parse). Around them the walk goes through envelopes: a single-key wrapper
+    (``{"output": {...}}``), a one-element list, a JSON-encoded string, and the values of an object without
+    contract keys (a tool call's ``arguments`` or ``parameters`` beside its ``name``, a chat message's
+    ``content`` beside its ``role``). It never splits a list or a bare string into fields: an array of
+    strings has no keys, so it is no answer. Depth and the number of values visited are bounded (YAML
+    aliases can make a small document a huge tree).
     """
-    if depth > _MAX_UNWRAP_DEPTH:
-        return None
+    return _walk(value, 0, [_MAX_VISITS])
+
+
+def _walk(value: Any, depth: int, budget: list[int]) -> Iterator[Mapping[str, Any] | str]:
+    budget[0] -= 1
+    if depth > _MAX_UNWRAP_DEPTH or budget[0] < 0:
+        return
     if isinstance(value, dict):
         if not _FIELD_SET.isdisjoint(value) or any(field_key(key) for key in value):
-            return value
+            yield value
+        elif len(value) <= _MAX_ENVELOPE_KEYS:
+            for inner in value.values():
+                yield from _walk(inner, depth + 1, budget)
+    elif isinstance(value, list):
         if len(value) == 1:
-            return unwrap(next(iter(value.values())), depth + 1)
-        return None
-    if isinstance(value, list) and len(value) == 1:
-        return unwrap(value[0], depth + 1)
-    if isinstance(value, str):
+            yield from _walk(value[0], depth + 1, budget)
+    elif isinstance(value, str):
         text = value.strip()
         if text[:1] in ("{", "[", '"'):
-            return unwrap(loads(text), depth + 1)
-    return None
+            parsed = loads(text)
+            if parsed is not None:
+                yield from _walk(parsed, depth + 1, budget)
+                return
+        if _LABEL_HINT.search(text):
+            yield text
+
+
+def unwrap(value: Any) -> Mapping[str, Any] | None:
+    """The first mapping holding contract keys inside a parsed JSON value (see :func:`answers`), or None."""
+    return next((found for found in answers(value) if not isinstance(found, str)), None)
 
 
 def normalize_keys(mapping: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[ContractIssue, ...]]:
@@ -95,66 +128,159 @@ def unknown_key_notes(json_text: str) -> tuple[ContractIssue, ...]:
     return normalize_keys(value)[1] if isinstance(value, dict) else ()
 
 
-def fence_bodies(region: str) -> Iterator[str]:
-    """The contents of Markdown code fences (an unclosed last fence runs to the end)."""
-    start = region.find("```")
-    while start >= 0:
+class Segment(NamedTuple):
+    """A stretch of a region: a code fence's body or the text between fences, at ``start``."""
+
+    start: int
+    text: str
+    fenced: bool
+
+
+def segments(region: str) -> list[Segment]:
+    """The region split into code-fence bodies and the text around them, in order (blank stretches left out).
+
+    A fence opens with three backticks or tildes anywhere (its info string, "json" or "python", is the rest
+    of that line) and closes with the same three characters; an unclosed last fence runs to the end.
+    """
+    # One-character tests first: they are memchr scans, a three-character one is not.
+    marks = [mark for mark, char in (("```", "`"), ("~~~", "~")) if char in region and mark in region]
+    if not marks:
+        return [Segment(0, region, False)]
+    found: list[Segment] = []
+    pos = 0
+    while True:
+        starts = [index for index in (region.find(mark, pos) for mark in marks) if index >= 0]
+        if not starts:
+            break
+        start = min(starts)
         line_end = region.find("\n", start + 3)
         if line_end < 0:
-            return
-        # The info string ("json", "python"...) is whatever follows the backticks on the opening line.
-        end = region.find("```", line_end)
-        yield region[line_end + 1 : end if end >= 0 else len(region)]
+            break
+        if region[pos:start].strip():
+            found.append(Segment(pos, region[pos:start], False))
+        end = region.find(region[start : start + 3], line_end)
+        found.append(Segment(line_end + 1, region[line_end + 1 : end if end >= 0 else len(region)], True))
         if end < 0:
-            return
-        start = region.find("```", end + 3)
+            return found
+        pos = end + 3
+    if region[pos:].strip() or not found:
+        found.append(Segment(pos, region[pos:], False))
+    return found
 
 
-def json_spans(region: str) -> Iterator[str]:
-    """Candidate JSON texts in a region, cheapest and most likely first."""
-    if "```" in region:
-        for body in fence_bodies(region):
-            yield body.strip()
-    stripped = region.strip()
-    if stripped[:1] in ("{", "[", '"'):
-        yield stripped
-    first, last = region.find("{"), region.rfind("}")
-    if 0 <= first < last:
-        span = region[first : last + 1]
-        if span != stripped:
-            yield span
+class Decoded(NamedTuple):
+    """A JSON value decoded exactly from ``text[start:end]``."""
+
+    start: int
+    end: int
+    value: Any
 
 
-def decoded_objects(region: str) -> Iterator[Any]:
-    """Objects decoded from successive ``{`` positions, for prose that itself contains braces."""
-    start = region.find("{")
-    for _ in range(_MAX_DECODE_STARTS):
-        if start < 0:
-            return
+def decode_all(text: str) -> tuple[list[Decoded], list[int]]:
+    """The top-level JSON values in ``text``, decoded exactly; and where broken JSON documents start.
+
+    Objects are decoded from successive ``{`` positions (skipping what a decoded value covers), an array or a
+    string only at the very start. A broken document starts at the first ``{`` of a gap between decoded values
+    that fails to decode while a field key follows it in that gap: it is the one to rewrite or repair.
+    """
+    found: list[Decoded] = []
+    failed: list[int] = []
+    gap_failure: int | None = None
+    first = len(text) - len(text.lstrip())
+    pos = first
+    if text[first : first + 1] in ("[", '"'):
         try:
-            yield _DECODER.raw_decode(region, start)[0]
+            value, end = _DECODER.raw_decode(text, first)
         except (ValueError, RecursionError):
             pass
-        start = region.find("{", start + 1)
+        else:
+            found.append(Decoded(first, end, value))
+            pos = end
+    for _ in range(_MAX_DECODE_STARTS):
+        start = text.find("{", pos)
+        if start < 0:
+            break
+        decoded = _decode_at(text, start)
+        if decoded is None:
+            if gap_failure is None:
+                gap_failure = start
+            pos = start + 1
+            continue
+        value, end = decoded
+        if gap_failure is not None and _JSONISH_KEY.search(text, gap_failure, start):
+            failed.append(gap_failure)
+        gap_failure = None
+        found.append(Decoded(start, end, value))
+        pos = end
+    if gap_failure is not None and _JSONISH_KEY.search(text, gap_failure):
+        failed.append(gap_failure)
+    return found, failed
 
 
-def repair_span(region: str, start: int | None = None) -> str | None:
-    """The text the repair step should parse: from the first bracket to the end of its fence or text.
-
-    ``start`` is the index of the bracket when the caller already knows the region is one JSON document.
-    """
-    text = region
-    if start is None:
-        if "```" in region:
-            text = next(fence_bodies(region), region)
-        starts = [index for index in (text.find("{"), text.find("[")) if index >= 0]
-        if not starts:
-            return None
-        start = min(starts)
-    span = text[start:] if start else text
-    if len(span) > MAX_REPAIR_CHARS or not _JSONISH_KEY.search(span):
+def _decode_at(text: str, start: int) -> tuple[Any, int] | None:
+    """The value decoded exactly from the ``{`` at ``start`` and where it ends, or None."""
+    # No closing brace after it: no object can start here (the usual broken answer), so do not parse.
+    if text.find("}", start) < 0:
         return None
-    return span
+    try:
+        return _DECODER.raw_decode(text, start)
+    except (ValueError, RecursionError):
+        return None
+
+
+def joined_lines(text: str, found: list[Decoded]) -> Decoded | None:
+    """JSON Lines of one field each (``{"hook": ...}`` then ``{"grip": ...}``) joined into one object.
+
+    Joined only when two or more objects follow each other with nothing but white space or commas between
+    them, every key is a contract field and no field repeats. Returns the joined object and the span of its lines.
+    """
+    run: list[Decoded] = []
+    for item in found:
+        if not isinstance(item.value, dict) or not item.value:
+            run = []
+            continue
+        if run and text[run[-1].end : item.start].strip(" \t\r\n,"):
+            run = []
+        run.append(item)
+    if len(run) < 2:
+        return None
+    joined: dict[str, Any] = {}
+    for item in run:
+        for key, value in item.value.items():
+            name = field_key(key)
+            if name is None or name in joined:
+                return None
+            joined[name] = value
+    return Decoded(run[0].start, run[-1].end, joined)
+
+
+def bare_pairs(text: str) -> tuple[int, str] | None:
+    """Key-value lines without braces (``"hook": "...",``): their offset and the object they spell, or None.
+
+    The block runs over consecutive lines that start with a quoted key, the first a contract field's.
+    """
+    match = _QUOTED_FIELD.search(text)
+    if match is None or "{" in text[: match.start()]:
+        return None
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    if text[line_start : match.start()].strip():
+        return None
+    lines = text[match.start() :].split("\n")
+    block: list[str] = []
+    for line in lines:
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if _QUOTED_KEY.match(stripped) is None:
+            break
+        block.append(stripped)
+    body = "\n".join(block).rstrip(",")
+    return match.start(), "{" + body + "}"
+
+
+def repairable(span: str, *, key_seen: bool = False) -> bool:
+    """Whether a broken span is worth handing to repair: small enough, and a field key is visible in it."""
+    return len(span) <= MAX_REPAIR_CHARS and (key_seen or _JSONISH_KEY.search(span) is not None)
 
 
 @functools.cache
@@ -166,19 +292,22 @@ def _repair_loads() -> Callable[..., Any]:
     return repair_loads
 
 
-def repair(span: str) -> Mapping[str, Any] | None:
-    """Parse a malformed JSON span: Python-literal syntax exactly, anything else with ``json_repair``."""
+def repair(span: str) -> tuple[Any, bool]:
+    """Parse a malformed JSON span: Python-literal syntax exactly, anything else with ``json_repair``.
+
+    Returns the parsed value (walk it with :func:`answers`; None when nothing could be parsed) and whether it
+    was parsed exactly (as a Python literal, which is complete: it has no string left open and no bracket).
+    """
     if span.endswith("}") and "//" not in span and "/*" not in span and not _NON_PYTHON_ESCAPE.search(span):
         try:
             # Single quotes and trailing commas are Python literal syntax: parse it exactly, and fast.
-            mapping = unwrap(ast.literal_eval(span))
+            value = ast.literal_eval(span)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            mapping = None
-        if mapping is not None:
-            return mapping
+            value = None
+        if value is not None and next(answers(value), None) is not None:
+            return value, True
     try:
         # Every exact parse already failed on this text, so the library need not try json.loads again.
-        value = _repair_loads()(span, skip_json_loads=True)
+        return _repair_loads()(span, skip_json_loads=True), False
     except (ValueError, TypeError, IndexError, RecursionError):
-        return None
-    return unwrap(value)
+        return None, False

@@ -11,19 +11,27 @@ and XML-style ``<hook>...</hook>`` tags win over both. A section's body runs to 
 from __future__ import annotations
 
 import re
-from typing import Final
+from typing import Final, NamedTuple
 
+from marsrag.contract._label_names import LABEL_FIELDS, capitalized_names
+from marsrag.contract._trie import trie_pattern
 from marsrag.contract.issues import ContractIssue
 from marsrag.contract.rules import text_problem
 from marsrag.contract.template import FIELDS
+
+# Decoration may include symbols and emoji ("### 🪝 Hook", "▶ GRIP:"): the symbol blocks, and the joiners and
+# variation selectors that compose emoji.
+_SYMBOLS: Final = "\u2190-\u21ff\u2500-\u27bf\u2b00-\u2bff\U0001f000-\U0001faff\ufe0f\u200d"
+_NAMES: Final = trie_pattern(LABEL_FIELDS)
+_CAPITALIZED_NAMES: Final = trie_pattern(capitalized_names())
 
 # A label at a line start: a run of decoration (indentation, block quote, heading hashes, a bullet, bold or
 # italic markers, a number such as "1." or "(1)"), the name, an optional short parenthetical, then a run of
 # closing markers and separators. The leading newline lets the regex engine jump from line to line with a
 # literal search instead of trying every character; possessive runs keep failures cheap.
 _LINE_LABEL: Final = re.compile(
-    r"\n(?P<prefix>[ \t>#*+•_()\d.\x00-\x08\x0b\x0c\x0e-\x1f\ufeff\ufffd-]*+)"
-    r"(?P<name>hook|grip|payoff|reinforce|loop)(?![\w-])"
+    rf"\n(?P<prefix>[ \t>#*+•_()\d.\x00-\x08\x0b\x0c\x0e-\x1f\ufeff\ufffd{_SYMBOLS}-]*+)"
+    rf"(?P<name>{_NAMES})(?![\w-])"
     r"(?:[ \t]*+\([^()\n]{1,40}\))?"
     r"(?P<suffix>[ \t*_:：—–-]*+)"
     r"(?P<eol>(?=\n|\Z))?",
@@ -31,10 +39,11 @@ _LINE_LABEL: Final = re.compile(
 )
 
 # Labels inside a paragraph: only after sentence punctuation, capitalized, and always with a colon, so
-# that prose such as "the retry loop: it spins" is never taken for a label.
+# that prose such as "the retry loop: it spins" is never taken for a label. An item number before the label
+# ("... stalls. 2. GRIP: ...") belongs to the label, not to the end of the previous section.
 _INLINE_LABEL: Final = re.compile(
-    r"[.!?;|)\]\"'*”’][ \t]+(?:\*\*|__)?"
-    r"(?P<name>Hook|HOOK|Grip|GRIP|Payoff|PAYOFF|Reinforce|REINFORCE|Loop|LOOP)"
+    r"[.!?;|)\]\"'*”’。][ \t]+(?:\*\*|__)?(?:\(?\d{1,2}[.)][ \t]*+(?:\*\*|__)?)?"
+    rf"(?P<name>{_CAPITALIZED_NAMES})"
     r"(?:\*\*|__)?[ \t]*[:：](?:\*\*|__)?[ \t]*"
 )
 
@@ -46,7 +55,9 @@ _XML_CLOSE: Final = {name: re.compile(rf"</{name}\s*>", re.IGNORECASE) for name 
 # Decoration left around a body: emphasis markers, stray separators, horizontal rules and fences.
 _BODY_LEAD: Final = re.compile(r"(?:[ \t]*(?:\*\*|__|[:：]))+")
 _RULE_OR_FENCE: Final = re.compile(r"[ \t]*(?:-{3,}|\*{3,}|_{3,}|`{3,}\w*)[ \t]*")
-_DECORATED_EDGES: Final = frozenset("*_:：-`")
+_DECORATED_EDGES: Final = frozenset("*_:：-`\"',")
+# A body written as one quoted string ("hook: \"...\"," in YAML or key-value style): its quotes are no content.
+_QUOTED: Final = re.compile(r"(?P<quote>[\"'])(?P<inner>.*)(?P=quote),?", re.DOTALL)
 _BLANK_RUNS: Final = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
 _TRAILING_SPACE: Final = re.compile(r"[ \t]+\n")
 
@@ -69,7 +80,7 @@ def _line_labels(text: str) -> list[_Label]:
             # A dash separates a label only when the label is visibly one (decorated or in capitals).
             elif not (prefix.strip() or name.isupper()):
                 continue
-        labels.append((match.start(), match.end() - 1, name.lower()))
+        labels.append((match.start(), match.end() - 1, LABEL_FIELDS[name.casefold()]))
     return labels
 
 
@@ -91,6 +102,26 @@ def _clean(body: str) -> str:
         body = head.rstrip()
     if "\n" in body:
         body = _BLANK_RUNS.sub("\n\n", _TRAILING_SPACE.sub("\n", body))
+    if body[:1] in ('"', "'"):
+        quoted = _QUOTED.fullmatch(body)
+        if quoted is not None and _one_string(quoted["inner"], quoted["quote"]):
+            body = quoted["inner"].strip()
+    return body
+
+
+def _one_string(inner: str, quote: str) -> bool:
+    """Whether quotes around ``inner`` enclose one string: inside it a quote may only open a quotation.
+
+    ``"The "cold" cache"`` is one string; ``"A" and "B"`` is two, whose outer quotes are content.
+    """
+    first = inner.find(quote)
+    return first < 0 or first == 0 or inner[first - 1].isspace()
+
+
+def _tidy(body: str) -> str:
+    """A stripped body, cleaned when it needs it: most are plain sentences, only decorated or multi-line ones."""
+    if body and (body[0] in _DECORATED_EDGES or body[-1] in _DECORATED_EDGES or "\n" in body):
+        return _clean(body)
     return body
 
 
@@ -121,39 +152,58 @@ def _pick(found: list[tuple[str, str]]) -> tuple[dict[str, str], list[ContractIs
     return sections, notes
 
 
-def _xml_sections(text: str) -> list[tuple[str, str]]:
-    """Bodies of ``<hook>...</hook>`` style tags (any case, attributes allowed), in text order; linear time."""
-    found: list[tuple[str, str]] = []
+def _xml_sections(text: str) -> list[tuple[int, str, str]]:
+    """``(offset, name, body)`` of ``<hook>...</hook>`` style tags (any case, attributes allowed), in text order.
+
+    Linear time.
+    """
+    found: list[tuple[int, str, str]] = []
     unclosed: set[str] = set()
     end = 0
     for opening in _XML_OPEN.finditer(text):
         name = opening["name"].lower()
         if name in unclosed or opening.start() < end:
             continue  # no closing tag left for this name, or nested inside the previous section
-        closing = _XML_CLOSE[name].search(text, opening.end())
-        if closing is None:
-            unclosed.add(name)
-            continue
-        found.append((name, _clean(text[opening.end() : closing.start()])))
-        end = closing.end()
+        # The closing tag written like the opening one is found at C speed; the case-blind search then only
+        # scans the body before it, for an earlier closing tag in another case.
+        same = text.find(f"</{opening['name']}>", opening.end())
+        if same >= 0:
+            earlier = text.find("</", opening.end(), same) >= 0
+            other = _XML_CLOSE[name].search(text, opening.end(), same) if earlier else None
+            body_end, end = (other.start(), other.end()) if other else (same, same + len(opening["name"]) + 3)
+        else:
+            closing = _XML_CLOSE[name].search(text, opening.end())
+            if closing is None:
+                unclosed.add(name)
+                continue
+            body_end, end = closing.span()
+        found.append((opening.start(), name, _tidy(text[opening.end() : body_end].strip())))
     return found
 
 
-def find_sections(text: str) -> tuple[dict[str, str], list[ContractIssue]] | None:
-    """Return ``({section: body}, notes)`` for labelled text, or None when it has no section labels.
+class Sections(NamedTuple):
+    """Labelled sections found in a text: ``{section: body}`` in text order, notes, and where the first starts."""
+
+    values: dict[str, str]
+    notes: list[ContractIssue]
+    start: int
+
+
+def find_sections(text: str) -> Sections | None:
+    """The labelled sections of ``text``, or None when it has no section labels.
 
     The sections are in text order (of each one's last label).
     """
     if "</" in text:
         tagged = _xml_sections(text)
         if tagged:
-            return _pick(tagged)
+            return Sections(*_pick([(name, body) for _, name, body in tagged]), tagged[0][0])
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     labels = _line_labels(text)
     if len({label[2] for label in labels}) < 5:
         # The match starts at the punctuation that ends the previous sentence; keep that in its body.
-        inline = [(m.start() + 1, m.end(), m["name"].lower()) for m in _INLINE_LABEL.finditer(text)]
+        inline = [(m.start() + 1, m.end(), LABEL_FIELDS[m["name"].casefold()]) for m in _INLINE_LABEL.finditer(text)]
         if inline:
             labels = sorted(labels + inline)
     if not labels:
@@ -162,11 +212,8 @@ def find_sections(text: str) -> tuple[dict[str, str], list[ContractIssue]] | Non
     last = len(labels) - 1
     for index, (_, body_start, name) in enumerate(labels):
         body = text[body_start : labels[index + 1][0] if index < last else len(text)].strip()
-        # Most bodies are plain sentences: only decorated or multi-line ones need cleaning.
-        if body and (body[0] in _DECORATED_EDGES or body[-1] in _DECORATED_EDGES or "\n" in body):
-            body = _clean(body)
-        found.append((name, body))
-    return _pick(found)
+        found.append((name, _tidy(body)))
+    return Sections(*_pick(found), labels[0][0])
 
 
 def section_labels(text: str) -> list[tuple[str, int]]:

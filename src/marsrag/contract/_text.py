@@ -1,0 +1,387 @@
+"""Validate raw text: remove what is never the answer, gather every candidate answer, keep the best one.
+
+The work goes cheapest first:
+
+1. clean JSON is one pydantic parse (the benchmarked hot path);
+2. reasoning blocks and leaked special tokens are removed, each only when its trigger character is present
+   (an output that is only reasoning fails and says so);
+3. every candidate is validated: each JSON document (in any fence or in prose; exact, rewritten, repaired;
+   the answers inside its envelopes), the labelled sections, the readings of YAML, tables and printed
+   models, and, when none of them is valid, the HTML read as Markdown and the text with one layer of string
+   escaping removed;
+4. the best candidate wins: more passing fields (valid over partial over failed), then the later one, so an
+   example or a placeholder object before the answer never beats it. A text that was cut (the provider said
+   so, or a value string is open at its end) stopped in its last candidate, so that one is the answer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+from pydantic import ValidationError
+
+from marsrag.contract._escapes import unescape_layer
+from marsrag.contract._html import html_to_markdown, may_be_html
+from marsrag.contract._json_cut import cut_field, scan_end, unfinished_field
+from marsrag.contract._json_forms import (
+    Decoded,
+    answers,
+    bare_pairs,
+    decode_all,
+    field_key,
+    joined_lines,
+    repair,
+    repairable,
+    segments,
+)
+from marsrag.contract._json_rewrites import rewrite
+from marsrag.contract._python_repr import read_printed
+from marsrag.contract._reasoning import may_have_reasoning, strip_reasoning
+from marsrag.contract._sections import find_sections
+from marsrag.contract._tables import may_have_table, table_sections
+from marsrag.contract._tokens import has_special_token, may_have_tokens, strip_special_tokens, strip_trailing_tokens
+from marsrag.contract._verdict import from_keys, from_mapping, from_model, has_truncated, input_failure
+from marsrag.contract._yaml_answers import load, yaml_document
+from marsrag.contract.issues import ContractIssue
+from marsrag.contract.model import LoopOutput
+from marsrag.contract.result import Mode, ValidationResult
+from marsrag.contract.rules import MAX_INPUT_CHARS
+from marsrag.contract.template import FIELDS
+
+_NON_SPACE: Final = re.compile(r"\S")
+_FINAL_ANSWER_MARKERS: Final = ("Final Answer:", "final answer:", "FINAL ANSWER:", "Final answer:")
+_REPAIRED: Final = ContractIssue(None, "repaired_json", "the JSON was malformed and was repaired")
+# Decoded layers nest (an envelope's string holding escaped text): a bound keeps hostile input linear.
+_MAX_LAYERS: Final = 3
+_FIELD_NAME: Final = re.compile(r"hook|grip|payoff|reinforce|loop", re.IGNORECASE)
+# Labelled text whose line breaks are written as "\n" escapes: a label right after one.
+_ESCAPED_LINES: Final = re.compile(r"\\n(?:\W|\d){0,8}(?:hook|grip|payoff|reinforce|loop)\b", re.IGNORECASE)
+
+
+class _Candidates:
+    """The candidates of one text, keeping the best and the last as they come."""
+
+    __slots__ = ("best", "best_key", "last", "last_key", "cut", "covered", "not_exact")
+
+    def __init__(self, cut: bool) -> None:
+        self.best: ValidationResult | None = None
+        self.best_key = (-1, -1)
+        self.last: ValidationResult | None = None
+        self.last_key = (-1, -1)
+        self.cut = cut
+        #: The spans of the JSON documents that gave a candidate, in order.
+        self.covered: list[tuple[int, int]] = []
+        #: A text the one-parse path already found not to be an exact answer (so it is not parsed twice).
+        self.not_exact: str | None = None
+
+    def add(self, result: ValidationResult | None, position: int, end: int | None = None) -> None:
+        if result is None:
+            return
+        if end is not None:
+            self.covered.append((position, end))
+        passing = len(result.passing_fields)
+        if (passing, position) >= self.best_key:
+            self.best, self.best_key = result, (passing, position)
+        if (position, passing) >= self.last_key:
+            self.last, self.last_key = result, (position, passing)
+        # A value string open at the end of the text: the text was cut in this candidate, whatever was said.
+        self.cut = self.cut or has_truncated(result)
+
+    @property
+    def valid(self) -> bool:
+        return self.best is not None and self.best.ok and not self.cut
+
+    def result(self) -> ValidationResult | None:
+        return self.last if self.cut else self.best
+
+
+def from_text(text: str, mode: Mode, cut: bool, layer: int = 0) -> ValidationResult:
+    """Validate one raw text (see the module docstring for the order of the work)."""
+    if len(text) > MAX_INPUT_CHARS:
+        return input_failure(mode, "too_long", f"the output has more than {MAX_INPUT_CHARS:,} characters")
+    if text[:1] == "\ufeff":
+        text = text[1:]
+    tried: str | None = None
+    if text[:1] == "{":
+        # Clean JSON, or clean JSON with the usual leak: a special token glued to its end.
+        candidate = strip_trailing_tokens(text) if text[-1:] in (">", "]") else text
+        if candidate[-1:] == "}":
+            clean = _exact(candidate, mode)
+            if clean is not None:
+                return clean
+            tried = candidate
+    reasoning = None
+    if may_have_reasoning(text):
+        text, reasoning = strip_reasoning(text)
+    had_tokens = False
+    if may_have_tokens(text):
+        stripped = strip_special_tokens(text)
+        text, had_tokens = stripped, len(stripped) != len(text)
+    match = _NON_SPACE.search(text)
+    if match is None:
+        if reasoning is not None:
+            return input_failure(
+                mode, "unparseable", f"the output is only reasoning ({reasoning} …) with no answer after it"
+            )
+        return input_failure(
+            mode, "empty", "the output is only special tokens" if had_tokens else "the output is empty"
+        )
+    if (reasoning is not None or had_tokens) and text[match.start()] == "{":
+        # The answer after a reasoning block, or between leaked tokens, is most often clean JSON: one parse.
+        text = text.strip()
+        clean = _exact(text, mode) if text[-1] == "}" else None
+        if clean is not None:
+            return clean
+    found = _Candidates(cut)
+    found.not_exact = tried
+    region = _final_answer_region(text)
+    _collect(region, mode, found, layer)
+    # Escaped line breaks in text that is no JSON document and has no real line breaks: its labels are one layer
+    # down, whatever the inline labels read above.
+    escaped_lines = not found.covered and "\n" not in region.strip()
+    if layer < _MAX_LAYERS and "\\" in region and (not found.valid or escaped_lines):
+        _escaped_layer(region, mode, found, layer)
+    result = found.result()
+    if result is not None:
+        return result
+    return input_failure(mode, "unparseable", "no JSON object or labelled sections with contract fields found")
+
+
+def _exact(text: str, mode: Mode) -> ValidationResult | None:
+    """One pydantic parse: the valid result when ``text`` is exactly a valid answer object, else None.
+
+    None too when a value carries a leaked special token: the slower path reads the object and removes it.
+    """
+    try:
+        model = LoopOutput.model_validate_json(text)
+    except ValidationError:
+        return None
+    if may_have_tokens(text) and any(has_special_token(value) for value in model.__dict__.values()):
+        return None
+    return from_model(model, mode, json_source=text)
+
+
+def _final_answer_region(text: str) -> str:
+    """The text after CrewAI's last ``Final Answer:`` marker, or the whole text when there is none."""
+    # The one-character test is a memchr scan; only text with a colon pays for the marker scans.
+    if ":" not in text or ("nswer:" not in text and "NSWER:" not in text):
+        return text
+    for marker in _FINAL_ANSWER_MARKERS:
+        index = text.rfind(marker)
+        if index >= 0:
+            rest = text[index + len(marker) :]
+            if rest.strip():
+                return rest
+    return text
+
+
+def _collect(region: str, mode: Mode, found: _Candidates, layer: int) -> None:
+    """Add every candidate answer of ``region``: its JSON documents, its sections, its other forms."""
+    if "{" in region or "[" in region or '"' in region:
+        for segment in segments(region):
+            _json_candidates(segment.text, segment.start, mode, found, layer)
+        if found.valid and not _names_a_field(_uncovered(region, found.covered)):
+            return  # a label can only be outside the JSON documents, and none is
+    sections = find_sections(region)
+    if sections is not None:
+        # Sections have no closing mark to prove the last one ended: after a cut, it did not.
+        last = next(reversed(sections.values)) if found.cut and sections.values else None
+        found.add(
+            from_mapping(sections.values, mode, tuple(sections.notes), truncated=last, from_text=True), sections.start
+        )
+    _other_forms(region, mode, found, layer, sections.start if sections is not None else 0)
+
+
+def _other_forms(region: str, mode: Mode, found: _Candidates, layer: int, sections_start: int) -> None:
+    """Add the readings of forms beside JSON and labels: YAML, tables, printed models, HTML."""
+    if ":" in region:
+        document = yaml_document(region)
+        value = load(document[1]) if document is not None else None
+        # Only a mapping (or a list of one) is a YAML answer; a scalar is the same text again.
+        if document is not None and isinstance(value, dict | list):
+            # The same text as the labels read, read exactly: it wins a tie with them.
+            _add_value(value, max(document[0], sections_start), mode, found, layer, cut=False)
+    if may_have_table(region):
+        table = table_sections(region)
+        if table is not None:
+            last = next(reversed(table[1])) if found.cut and table[1] else None
+            found.add(from_mapping(table[1], mode, (), truncated=last, from_text=True), table[0])
+    if "=" in region:
+        printed = read_printed(region)
+        if printed is not None:
+            found.add(
+                from_mapping(printed.values, mode, (), truncated=printed.truncated, from_text=True), printed.start
+            )
+    if not found.valid and layer < _MAX_LAYERS and may_be_html(region):
+        found.add(from_text(html_to_markdown(region), mode, found.cut, layer + 1), region.index("<"))
+
+
+def _names_a_field(text: str) -> bool:
+    folded = text.lower()  # five substring tests beat one case-blind alternation by far
+    return any(name in folded for name in FIELDS)
+
+
+def _uncovered(region: str, covered: list[tuple[int, int]]) -> str:
+    pieces, pos = [], 0
+    for start, end in sorted(covered):
+        pieces.append(region[pos:start])
+        pos = max(pos, end)
+    pieces.append(region[pos:])
+    return " ".join(pieces)
+
+
+def _json_candidates(text: str, base: int, mode: Mode, found: _Candidates, layer: int) -> None:
+    """Add the answers of the JSON documents in one fence body or stretch of prose."""
+    stripped = text.strip()
+    if stripped[:1] == "{" and stripped[-1:] == "}" and stripped != found.not_exact:
+        clean = _exact(stripped, mode)
+        if clean is not None:
+            found.add(clean, base, base + len(text))
+            return
+    decoded, broken = decode_all(text)
+    joined = joined_lines(text, decoded)
+    for item in decoded:
+        # A line of joined JSON Lines holds one field: only the joined answer is a candidate.
+        if joined is None or not joined.start <= item.start < joined.end:
+            _add_value(item.value, base + item.start, mode, found, layer, cut=False, end=base + item.end)
+    if joined is not None:
+        found.covered.append((base + joined.start, base + joined.end))
+        broken = _joined(text, joined, broken, base, mode, found)
+    if not broken and not any(isinstance(item.value, dict | list) for item in decoded):
+        pairs = bare_pairs(text)
+        if pairs is not None:
+            _document(pairs[1], base + pairs[0], mode, found, layer, braces_added=True)
+    for start in broken:
+        end = next((item.start for item in decoded if item.start > start), len(text))
+        _document(text[start:end], base + start, mode, found, layer)
+
+
+def _joined(text: str, joined: Decoded, broken: list[int], base: int, mode: Mode, found: _Candidates) -> list[int]:
+    """Add JSON Lines joined into one answer; a broken line right after them (the last one, cut) joins too.
+
+    Returns the broken documents left to read on their own.
+    """
+    tail = next((start for start in broken if not text[joined.end : start].strip(" \t\r\n,")), None)
+    if tail is None:
+        found.add(from_keys(joined.value, mode, from_text=True), base + joined.start)
+        return broken
+    span = text[tail:].strip()
+    value = repair(span)[0] if repairable(span) else None
+    extra = next((answer for answer in answers(value) if not isinstance(answer, str)), None)
+    if extra is None or any(field_key(key) in joined.value for key in extra):
+        found.add(from_keys(joined.value, mode, from_text=True), base + joined.start)
+        return broken
+    merged = {**joined.value, **extra}
+    found.add(from_keys(merged, mode, _REPAIRED, truncated=cut_field(span, found.cut), from_text=True), base + tail)
+    return [start for start in broken if start != tail]
+
+
+def _document(
+    span: str, position: int, mode: Mode, found: _Candidates, layer: int, *, braces_added: bool = False
+) -> None:
+    """One JSON document that may be broken: exact, then rewritten exactly, then repaired.
+
+    ``braces_added``: the braces were added around bare key-value lines, so every key must be a contract
+    field, and nothing proves the last value ended: after the provider's cut, it did not.
+    """
+    fixed = rewrite(span)
+    # Unchanged by the rewrites, a broken span fails to decode as it did: straight to repair.
+    decoded, broken = decode_all(fixed) if fixed is not span or braces_added else ([], [0])
+    for item in decoded:
+        if braces_added:
+            keys = list(item.value) if isinstance(item.value, dict) else [None]
+            if not all(field_key(key) for key in keys):
+                return
+            truncated = field_key(keys[-1]) if found.cut else None
+            found.add(from_keys(item.value, mode, truncated=truncated, from_text=True), position, position + len(span))
+        else:
+            _add_value(item.value, position, mode, found, layer, cut=False, end=position + len(span))
+    if decoded and not broken:
+        return
+    tail = fixed[broken[0] :] if broken else fixed
+    if repairable(tail, key_seen=fixed is span and not braces_added):
+        _repaired(tail.strip(), position, mode, found, layer)
+
+
+def _repaired(span: str, position: int, mode: Mode, found: _Candidates, layer: int) -> None:
+    value, exact = repair(span)
+    if value is None:
+        return
+    truncated, inner_cut, unclosed = None, False, False
+    if not exact:
+        # Repair closes whatever was left open, so a value cut mid-string would read as complete: ask the text.
+        # (A Python literal parsed exactly is complete: no string open, no bracket unclosed.)
+        end = scan_end(span)
+        truncated = unfinished_field(end, found.cut)
+        # A string open at the end under another key (a tool call's "arguments") holds an answer that was cut;
+        # so does a closed string in an envelope the provider's cut left open: its last field is unfinished.
+        inner_cut = truncated is None and end.open_key is not None
+        unclosed = truncated is None and found.cut and not end.closed
+    _add_value(
+        value,
+        position,
+        mode,
+        found,
+        layer,
+        cut=inner_cut,
+        notes=(_REPAIRED,),
+        truncated=truncated,
+        end=position + len(span),
+        unfinished=unclosed,
+    )
+
+
+def _add_value(
+    value: Any,
+    position: int,
+    mode: Mode,
+    found: _Candidates,
+    layer: int,
+    *,
+    cut: bool,
+    notes: tuple[ContractIssue, ...] = (),
+    truncated: str | None = None,
+    end: int | None = None,
+    unfinished: bool = False,
+) -> None:
+    """Add the answers inside one parsed value: mappings by their keys, strings as text one layer down.
+
+    ``end`` is where the value's document ends when it was decoded exactly (its span is then covered);
+    ``unfinished``: the document was cut while open, so a string answer's last field is not trusted.
+    """
+    for answer in answers(value):
+        if isinstance(answer, Mapping):
+            last = truncated
+            if unfinished and last is None:
+                # Decoded from a string inside the open document: its keys come in the order they were written.
+                last = next((name for name in map(field_key, reversed(list(answer))) if name is not None), None)
+            found.add(from_keys(answer, mode, *notes, truncated=last, from_text=True), position, end)
+        elif layer < _MAX_LAYERS:
+            result = from_text(answer, mode, cut or found.cut, layer + 1)
+            if unfinished and not has_truncated(result):
+                result = _last_field_unfinished(result, answer, mode)
+            found.add(result, position, end)
+
+
+def _last_field_unfinished(result: ValidationResult, text: str, mode: Mode) -> ValidationResult:
+    """``result`` with the field named last in ``text`` failed ``truncated`` (it was being written at the cut)."""
+    names = [field_key(match.group()) for match in _FIELD_NAME.finditer(text)]
+    last = next((name for name in reversed(names) if name is not None), None)
+    values = {name: value for name, value in result.loop_output.items() if value is not None}
+    return from_mapping(values, mode, result.warnings, truncated=last, from_text=True) if last else result
+
+
+def _escaped_layer(region: str, mode: Mode, found: _Candidates, layer: int) -> None:
+    """Labelled text written as a JSON string (``"HOOK: ...\\nGRIP: ..."``, quoted or not): one layer removed.
+
+    A string that opens but never closes was cut.
+    """
+    if not _ESCAPED_LINES.search(region):
+        return
+    text = region.strip()
+    opened = text[:1] == '"'
+    closed = opened and len(text) > 1 and text[-1] == '"' and text[-2] != "\\"
+    inner = text[1:-1] if closed else text[1:] if opened else text
+    found.add(from_text(unescape_layer(inner), mode, found.cut or (opened and not closed), layer + 1), 0)

@@ -1,0 +1,83 @@
+"""Leaked special tokens: control tokens a server failed to strip, removed wherever they are glued.
+
+A token is recognised by its shape, not by a list of models: anything written ``<|name|>`` (Llama 3's
+``<|eot_id|>``, ChatML's ``<|im_end|>``, Phi's ``<|end|>``, DeepSeek's full-width ``<｜end▁of▁sentence｜>``),
+the angle-bracket end and start tokens (``</s>``, ``<s>``, ``<eos>``, ``<eot>``, ``<pad>``, ``<unk>``,
+Gemma's ``<end_of_turn>``/``<start_of_turn>``, ``<end_of_utterance>``), Llama 2's ``<<SYS>>``, and the
+square-bracket tokens in capitals (``[EOS]``, ``[/INST]``, ``[PAD]``, Mistral's ``[TOOL_CALLS]``). A
+turn-start token takes its role name with it (``<|im_start|>assistant``). Markup such as ``<b>`` or
+``<hook>`` is not a token and stays.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from marsrag.contract._trie import trie_pattern
+
+# One pattern per opening character, none ignoring case: a pattern that starts with one literal is searched
+# for at C speed, while an alternation of several (or a case-blind one) is tried at every position.
+_ROLES: Final = r"(?P<role>[ \t]*(?:system|user|assistant|model|tool|developer)\b(?:<\|end_header_id\|>)?)?"
+_BARRED: Final = re.compile(r"<[|｜](?P<name>[^<>|｜\n]{1,48})[|｜]>" + _ROLES)
+_ANGLE_NAMES: Final = (
+    "/s s eos bos eot eom pad unk mask endoftext end_of_turn start_of_turn end_of_text end_of_utterance end_of_sentence"
+).split()
+# Llama 2's "<<SYS>>" is the name "<SYS>" in angle brackets.
+_ANGLED: Final = re.compile(
+    f"<(?P<name>{trie_pattern([*_ANGLE_NAMES, *(name.upper() for name in _ANGLE_NAMES), '<SYS>', '</SYS>'])})>" + _ROLES
+)
+# Square-bracket tokens are written in capitals; "[pad]" in prose is not one.
+_BRACKETED: Final = re.compile(
+    r"\[(?:/?INST|EOS|BOS|EOT|EOM|PAD|SEP|CLS|UNK|MASK|TOOL_CALLS|/?AVAILABLE_TOOLS|/?TOOL_RESULTS)\]"
+)
+_TURN_STARTS: Final = frozenset({"im_start", "start", "start_header_id", "start_of_turn"})
+
+
+def may_have_tokens(text: str) -> bool:
+    """A cheap test: False means the text holds no special token."""
+    return "<" in text or "[" in text
+
+
+def has_special_token(text: str) -> bool:
+    """Whether ``text`` holds a leaked special token."""
+    return any(pattern.search(text) is not None for pattern in _patterns(text))
+
+
+def strip_special_tokens(text: str) -> str:
+    """``text`` without its leaked special tokens (a turn start without the role it announces)."""
+    for pattern in _patterns(text):
+        text = pattern.sub(_removed, text)
+    return text
+
+
+def strip_trailing_tokens(text: str) -> str:
+    """``text`` without the special tokens (and white space) it ends in: the usual leak, checked in O(1)."""
+    trimmed = text.rstrip()
+    while trimmed[-1:] in (">", "]"):
+        start = trimmed.rfind("<" if trimmed[-1] == ">" else "[")
+        token = trimmed[start:]
+        if start < 0 or not any(pattern.fullmatch(token) for pattern in (_BARRED, _ANGLED, _BRACKETED)):
+            break
+        trimmed = trimmed[:start].rstrip()
+    return trimmed
+
+
+def _patterns(text: str) -> list[re.Pattern[str]]:
+    patterns = []
+    if "<" in text:
+        patterns.append(_ANGLED)
+        # One-character tests are memchr scans, far cheaper than a multi-character one.
+        if "|" in text or "｜" in text:
+            patterns.append(_BARRED)
+    if "[" in text:
+        patterns.append(_BRACKETED)
+    return patterns
+
+
+def _removed(match: re.Match[str]) -> str:
+    # A role word after a token that starts no turn is prose: keep it.
+    role = match.groupdict().get("role")
+    if role and match["name"].casefold() not in _TURN_STARTS:
+        return role
+    return ""

@@ -1,0 +1,121 @@
+"""Encoded answers: one layer of encoding is removed when that is what makes the contract fields visible."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from marsrag.contract import FIELDS, validate_output
+from tests.contract.samples import CLEAN_JSON, CONTENT, labelled
+from tests.contract.strategies import answers
+
+PRETTY = json.dumps(CONTENT, indent=2)
+LABELS = labelled("{n}. {L}: {v}")
+
+
+def escape_once(text: str) -> str:
+    """``text`` as it would sit inside a JSON string, without the outer quotes."""
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
+ENCODED = {
+    "escaped quotes, no outer string": escape_once(CLEAN_JSON),
+    "escaped pretty json, no outer string": escape_once(PRETTY),
+    "escaped quotes after prose": "Output: " + escape_once(CLEAN_JSON),
+    "escaped quotes in a fence": f"```json\n{escape_once(CLEAN_JSON)}\n```",
+    "json string holding labels": json.dumps(LABELS),
+    "json string holding bold labels": json.dumps(labelled("**{T}:** {v}", "\n\n")),
+    "labels with \\n escapes, no quotes": escape_once(LABELS),
+    "wrapper holding labelled text": json.dumps({"output": LABELS}),
+    "tool call, arguments as a json string": json.dumps({"name": "LoopOutput", "arguments": CLEAN_JSON}),
+    "tool call, parameters as a json string": json.dumps({"name": "LoopOutput", "parameters": PRETTY}),
+    "tool call, arguments as an object": json.dumps({"name": "LoopOutput", "arguments": CONTENT}),
+    "openai tool call": json.dumps(
+        {"id": "call_1", "type": "function", "function": {"name": "LoopOutput", "arguments": CLEAN_JSON}}
+    ),
+    "tool_calls list": json.dumps({"tool_calls": [{"function": {"name": "LoopOutput", "arguments": CLEAN_JSON}}]}),
+    "anthropic tool use": json.dumps({"type": "tool_use", "id": "t1", "name": "LoopOutput", "input": CONTENT}),
+    "hermes tool call tags": f'<tool_call>\n{{"name": "LoopOutput", "arguments": {CLEAN_JSON}}}\n</tool_call>',
+    "mistral tool calls token": f'[TOOL_CALLS] [{{"name": "LoopOutput", "arguments": {CLEAN_JSON}}}]',
+    "llama python tag": f'<|python_tag|>{{"name": "LoopOutput", "parameters": {CLEAN_JSON}}}',
+    "chat message with content": json.dumps({"role": "assistant", "content": CLEAN_JSON}),
+    "a whole chat completion": json.dumps(
+        {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "model": "m",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": CLEAN_JSON}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 2},
+        }
+    ),
+    "ollama chat response with labels": json.dumps(
+        {"model": "m", "message": {"role": "assistant", "content": LABELS}, "done": True}
+    ),
+}
+
+
+@pytest.mark.parametrize("raw", ENCODED.values(), ids=ENCODED.keys())
+def test_encoded_answers_are_decoded_one_layer(raw: str) -> None:
+    """Each encoding is removed once and the answer inside validates exactly."""
+    result = validate_output(raw)
+    assert result.status == "valid", result.errors
+    assert {name: " ".join((value or "").split()) for name, value in result.loop_output.items()} == CONTENT
+
+
+def test_a_mapping_input_is_unwrapped_the_same_way() -> None:
+    """A parsed tool call or a wrapper around labelled text, handed over as a dict, gives the same answer."""
+    assert validate_output({"name": "LoopOutput", "arguments": CLEAN_JSON}).status == "valid"
+    assert validate_output({"output": LABELS}).status == "valid"
+
+
+def test_a_layer_is_removed_only_when_it_shows_the_fields() -> None:
+    """Escapes in valid JSON values stay JSON escapes; a string holding no answer gives no answer."""
+    grip = 'He said "restart"\nthen waited.'
+    result = validate_output(json.dumps({**CONTENT, "grip": grip}))
+    assert result.status == "valid" and result.loop_output["grip"] == grip
+    assert validate_output(json.dumps("Just a sentence about caches.")).status == "failed"
+    assert validate_output(json.dumps({"name": "LoopOutput", "arguments": "{}"})).status == "failed"
+    assert validate_output(escape_once(json.dumps({"answer": "yes"}))).status == "failed"
+
+
+def test_an_envelope_with_several_answers_keeps_the_best() -> None:
+    """Two tool calls side by side in one object: the one that validates wins, not the first."""
+    raw = json.dumps({"draft": {"name": "x", "arguments": json.dumps(dict.fromkeys(FIELDS, "TBD"))}, "final": CONTENT})
+    assert validate_output(raw).status == "valid"
+
+
+CUT = {
+    "escaped quotes": escape_once(CLEAN_JSON)[:-25],
+    "tool call arguments string": json.dumps({"name": "LoopOutput", "arguments": CLEAN_JSON})[:-25],
+    "json string of labels": json.dumps(LABELS)[:-12],
+    "labels with \\n escapes": escape_once(LABELS)[:-12] + "\\n",
+}
+
+
+@pytest.mark.parametrize("raw", CUT.values(), ids=CUT.keys())
+def test_a_cut_inside_an_encoded_answer_is_truncated(raw: str) -> None:
+    """Truncation holds one layer down: a value cut inside the encoding fails truncated, never valid."""
+    result = validate_output(raw, cut=True)
+    assert result.status != "valid"
+    assert {issue.code for issue in result.errors if issue.field == "loop"} == {"truncated"}
+
+
+@given(answers, st.booleans())
+def test_any_json_answer_with_its_quotes_escaped_once_validates_to_the_same_fields(
+    answer: dict[str, str], pretty: bool
+) -> None:
+    """Any JSON answer written one layer too deep (every quote escaped, no outer string) is the same answer."""
+    raw = escape_once(json.dumps(answer, indent=2 if pretty else None))
+    result = validate_output(raw)
+    assert result.status == "valid", (raw, result.errors)
+    assert dict(result.loop_output) == answer
+
+
+@given(answers)
+def test_any_tool_call_with_encoded_arguments_validates_to_the_same_fields(answer: dict[str, str]) -> None:
+    """Any answer passed as a tool call's JSON-encoded ``arguments`` is the same answer."""
+    raw = json.dumps({"name": "LoopOutput", "arguments": json.dumps(answer)})
+    assert dict(validate_output(raw).loop_output) == answer

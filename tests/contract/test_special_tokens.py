@@ -1,0 +1,124 @@
+"""Leaked special tokens: removed from the text and every value, never shown to a user nor handed on as a hook."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from marsrag.chain import plan_transition
+from marsrag.contract import validate_output
+from marsrag.state import LoopFields, TaskState, Validation
+from tests.contract.samples import CLEAN_JSON, CONTENT, labelled
+from tests.contract.strategies import answers
+
+TOKENS = [
+    "<eos>",
+    "</s>",
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<|end_of_text|>",
+    "<|eom_id|>",
+    "[EOS]",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "<｜end▁of▁sentence｜>",
+    "<EOT>",
+    "<|EOT|>",
+    "[/INST]",
+    "<|return|>",
+]
+
+
+def collapse(text: str | None) -> str:
+    return " ".join((text or "").split())
+
+
+@pytest.mark.parametrize("token", TOKENS)
+def test_a_token_after_the_answer_is_removed(token: str) -> None:
+    """JSON or labels followed by a leaked token validate to the same fields."""
+    for raw in (CLEAN_JSON + token, labelled("{L}: {v}") + token, f"```json\n{CLEAN_JSON}\n```{token}"):
+        result = validate_output(raw)
+        assert result.status == "valid", (raw, result.errors)
+        assert dict(result.loop_output) == CONTENT
+
+
+@pytest.mark.parametrize("token", TOKENS)
+def test_a_token_glued_inside_a_value_is_removed(token: str) -> None:
+    """A token inside the loop's string (valid JSON as written) never reaches the value, so never the next hook."""
+    raw = CLEAN_JSON.replace(CONTENT["loop"], CONTENT["loop"] + token)
+    result = validate_output(raw)
+    assert result.status == "valid" and result.loop_output["loop"] == CONTENT["loop"]
+    state = TaskState(
+        run_id="r",
+        task_id="diagnose",
+        position=0,
+        loop_mode="hard",
+        validation=Validation(status=result.status, errors=[]),
+        loop_output=LoopFields(**result.loop_output),
+    )
+    assert plan_transition(state, "recommend").hook == CONTENT["loop"]
+
+
+def test_turn_tokens_take_their_role_with_them() -> None:
+    """A leaked chat-template turn start (``<|im_start|>assistant``) leaves neither the token nor the role."""
+    for raw in (
+        f"<|im_start|>assistant\n{CLEAN_JSON}<|im_end|>",
+        f"<|start_header_id|>assistant<|end_header_id|>\n\n{labelled('{L}: {v}')}<|eot_id|>",
+        f"<start_of_turn>model\n{CLEAN_JSON}<end_of_turn>",
+        f"<s>[INST] answer [/INST] {CLEAN_JSON}</s>",
+    ):
+        result = validate_output(raw)
+        assert result.status == "valid" and dict(result.loop_output) == CONTENT, raw
+
+
+def test_many_tokens_between_sections_are_removed() -> None:
+    """Tokens repeated between and inside sections are all gone from every value."""
+    raw = labelled("{L}: {v}<|eot_id|><|eot_id|>", "\n<|eot_id|>")
+    result = validate_output(raw)
+    assert result.status == "valid" and dict(result.loop_output) == CONTENT
+
+
+def test_markup_and_prose_brackets_are_not_tokens() -> None:
+    """Only token shapes go: ``<b>``, a ``<hook>`` tag and ``[pad]`` in prose stay as written."""
+    grip = "Use <b>bold</b> and [pad] the buffer, or <em>[Note]</em> it."
+    result = validate_output(json.dumps({**CONTENT, "grip": grip}))
+    assert result.loop_output["grip"] == grip
+    assert validate_output(labelled("<{l}>{v}</{l}>")).status == "valid"
+
+
+@pytest.mark.parametrize("raw", ["<|eot_id|>", "</s>", " <|im_end|>\n[EOS] ", "<|im_start|>assistant\n<|im_end|>"])
+def test_an_output_of_only_tokens_is_empty(raw: str) -> None:
+    """Nothing but tokens is failed as empty, and says the output held only special tokens."""
+    result = validate_output(raw)
+    assert result.status == "failed" and result.errors[0].code == "empty"
+    assert "special tokens" in result.errors[0].message
+
+
+def test_a_token_after_a_cut_value_keeps_the_cut() -> None:
+    """The provider stopped on a token mid-value: the value is still cut, the token still removed."""
+    raw = CLEAN_JSON[:-20] + "<|eot_id|>"
+    result = validate_output(raw)
+    assert {issue.field: issue.code for issue in result.errors} == {"loop": "truncated"}
+    assert "<|" not in (result.loop_output["loop"] or "")
+
+
+token_names = st.text(st.characters(whitelist_categories=("Ll", "Lu", "Nd"), whitelist_characters="_"), min_size=1)
+tokens = st.one_of(st.sampled_from(TOKENS), token_names.map(lambda name: f"<|{name[:40]}|>"))
+
+
+@given(answers, tokens, st.booleans())
+def test_any_valid_answer_with_a_token_appended_validates_to_the_same_fields(
+    answer: dict[str, str], token: str, inside: bool
+) -> None:
+    """Any valid answer with a special token appended (after the text, or glued to a value) is the same answer."""
+    if inside:
+        raw = json.dumps({name: value + token for name, value in answer.items()})
+    else:
+        raw = json.dumps(answer) + token
+    result = validate_output(raw)
+    assert result.status == "valid", (raw, result.errors)
+    assert {name: collapse(value) for name, value in result.loop_output.items()} == answer
