@@ -170,21 +170,23 @@ def test_runs_left_pending_by_a_killed_server_are_taken_at_once_by_the_next(tmp_
     once (not only when it happens to start a minute after they were created)."""
     db = f"sqlite:///{tmp_path / 'runs.db'}"
     port = free_port()
-    first = serve(tmp_path, db, [VALID], port, failpoints="task.after_commit:diagnose", threads=1)
+    first = serve(tmp_path, db, [VALID] * 15, port, threads=1)
     base = f"http://127.0.0.1:{port}"
     try:
         wait_until(lambda: httpx.get(f"{base}/health", timeout=2).status_code == 200, "the first server")
-        ids = start_at_once(base, [f"latency {i}" for i in range(3)])
+        ids = start_at_once(base, [f"latency {i}" for i in range(5)])
+        first.kill()  # SIGKILL right after accepting five runs on one thread: most are still queued
         assert first.wait(timeout=120) == -signal.SIGKILL
     finally:
         first.kill()
         first.communicate()
     rows = runs_of(db)
-    # One run was executing when the server died, the other two waited in its queue: all three are stale.
-    left = sorted((str(rows[run_id]["status"]), rows[run_id]["stale"]) for run_id in ids)
-    assert left == [("pending", True), ("pending", True), ("running", True)]
+    left = [(str(rows[run_id]["status"]), rows[run_id]["stale"]) for run_id in ids]
+    # Whatever had not finished (the one executing, the ones waiting in the queue) is stale.
+    assert all(stale for status, stale in left if status != "completed"), left
+    assert ("pending", True) in left, left
     port = free_port()
-    second = serve(tmp_path, db, [SECOND] * 8, port)
+    second = serve(tmp_path, db, [SECOND] * 15, port)
     base = f"http://127.0.0.1:{port}"
     try:
         wait_until(
@@ -195,7 +197,7 @@ def test_runs_left_pending_by_a_killed_server_are_taken_at_once_by_the_next(tmp_
         second.terminate()
         second.communicate(timeout=60)
     rows = runs_of(db)
-    assert [(rows[run_id]["status"], rows[run_id]["stale"]) for run_id in ids] == [("completed", False)] * 3
+    assert [(rows[run_id]["status"], rows[run_id]["stale"]) for run_id in ids] == [("completed", False)] * 5
 
 
 @pytest.mark.crewai
