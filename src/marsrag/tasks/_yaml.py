@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,9 +79,12 @@ class YamlDoc:
         return Position(1, 1)
 
 
-def _walk(root: yaml.Node, doc: YamlDoc) -> None:
-    # Aliases share nodes: visiting each node once keeps "billion laughs" documents linear. An explicit stack,
-    # not recursion: libyaml composes 1,000 levels of nesting, deeper than Python's default recursion limit.
+def _nodes(root: yaml.Node) -> Iterator[tuple[yaml.Node, KeyPath]]:
+    """Each node of the composed tree once, in document order, with its key path.
+
+    Aliases share nodes: visiting each node once keeps "billion laughs" documents linear. An explicit stack,
+    not recursion: libyaml composes 1,000 levels of nesting, deeper than Python's default recursion limit.
+    """
     seen: set[int] = set()
     stack: list[tuple[yaml.Node, KeyPath]] = [(root, ())]
     while stack:
@@ -88,21 +92,30 @@ def _walk(root: yaml.Node, doc: YamlDoc) -> None:
         if id(node) in seen:
             continue
         seen.add(id(node))
+        yield node, path
         children: list[tuple[yaml.Node, KeyPath]] = []
         if isinstance(node, yaml.MappingNode):
-            for key_node, value_node in node.value:
-                if isinstance(key_node, yaml.ScalarNode):
-                    key_path = (*path, str(key_node.value))
-                    mark = key_node.start_mark
-                    doc.positions.setdefault(key_path, Position(mark.line + 1, mark.column + 1))
-                    children.append((value_node, key_path))
+            children = [
+                (value_node, (*path, str(key_node.value)))
+                for key_node, value_node in node.value
+                if isinstance(key_node, yaml.ScalarNode)
+            ]
         elif isinstance(node, yaml.SequenceNode):
             children = [(item, (*path, str(index))) for index, item in enumerate(node.value)]
+        # Reversed onto the stack so nodes are visited in document order, as the first position must win.
+        stack.extend(reversed(children))
+
+
+def _walk(root: yaml.Node, doc: YamlDoc) -> None:
+    for node, path in _nodes(root):
+        if isinstance(node, yaml.MappingNode):
+            for key_node, _ in node.value:
+                if isinstance(key_node, yaml.ScalarNode):
+                    mark = key_node.start_mark
+                    doc.positions.setdefault((*path, str(key_node.value)), Position(mark.line + 1, mark.column + 1))
         elif isinstance(node, yaml.ScalarNode):
             mark = node.start_mark
             doc.scalars.setdefault(path, ScalarSpan(mark.line + 1, mark.column + 1, node.style))
-        # Reversed onto the stack so nodes are visited in document order, as the first position must win.
-        stack.extend(reversed(children))
 
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -110,34 +123,23 @@ _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 def _duplicate_keys(root: yaml.Node) -> list[DuplicateKey]:
     # Read from the composed tree, before construction: constructing flattens merge keys (<<: *base) into
-    # the mapping, where a key overriding a merged one is intended, not a duplicate. Same traversal as _walk.
+    # the mapping, where a key overriding a merged one is intended, not a duplicate.
     found: list[DuplicateKey] = []
-    seen: set[int] = set()
-    stack: list[tuple[yaml.Node, KeyPath]] = [(root, ())]
-    while stack:
-        node, path = stack.pop()
-        if id(node) in seen:
+    for node, path in _nodes(root):
+        if not isinstance(node, yaml.MappingNode):
             continue
-        seen.add(id(node))
-        children: list[tuple[yaml.Node, KeyPath]] = []
-        if isinstance(node, yaml.MappingNode):
-            first: dict[tuple[str, str], Position] = {}
-            for key_node, value_node in node.value:
-                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE_TAG:
-                    continue
-                mark = key_node.start_mark
-                here = Position(mark.line + 1, mark.column + 1)
-                key_path = (*path, str(key_node.value))
-                # By tag and text: "1" and 1 are two keys, as they are in the data.
-                key = (key_node.tag, str(key_node.value))
-                if key in first:
-                    found.append(DuplicateKey(key_path, first[key], here))
-                else:
-                    first[key] = here
-                children.append((value_node, key_path))
-        elif isinstance(node, yaml.SequenceNode):
-            children = [(item, (*path, str(index))) for index, item in enumerate(node.value)]
-        stack.extend(reversed(children))
+        first: dict[tuple[str, str], Position] = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE_TAG:
+                continue
+            mark = key_node.start_mark
+            here = Position(mark.line + 1, mark.column + 1)
+            # By tag and text: "1" and 1 are two keys, as they are in the data.
+            key = (key_node.tag, str(key_node.value))
+            if key in first:
+                found.append(DuplicateKey((*path, str(key_node.value)), first[key], here))
+            else:
+                first[key] = here
     return found
 
 
