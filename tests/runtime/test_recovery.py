@@ -44,9 +44,12 @@ def test_the_sweep_hands_over_exactly_the_runs_no_live_process_holds(tmp_path: P
     alive = f"{socket.gethostname()}:{os.getppid()}"  # the process that started this one: alive
     release = threading.Event()
     executed: list[str] = []
+    entered = threading.Condition()
 
     def execute(run_id: str) -> None:
-        executed.append(run_id)
+        with entered:
+            executed.append(run_id)
+            entered.notify_all()
         release.wait(60)
 
     executor = ThreadRunExecutor(execute, lambda *_: None, threads=8)  # type: ignore[arg-type,return-value]
@@ -67,6 +70,8 @@ def test_the_sweep_hands_over_exactly_the_runs_no_live_process_holds(tmp_path: P
             assert sweeper.sweep() == ["pending-dead", "pending-here", "pending-nobody", "running-dead"]
             assert store.get_run("pending-dead").owner == here  # adopted before it was handed over
             assert sweeper.sweep() == []  # the executor holds them now
+            with entered:  # a bounded wait for the executor's threads to take them (not a timing assertion)
+                entered.wait_for(lambda: len(executed) == 4, timeout=60)
     finally:
         release.set()
         executor.shutdown(grace=30)
