@@ -11,7 +11,7 @@ from marsrag.contract import FIELDS
 FIELD_WORD = re.compile("|".join(FIELDS), re.IGNORECASE)
 
 words = st.text(alphabet=st.characters(whitelist_categories=("Lu", "Ll", "Nd")), min_size=1, max_size=12)
-sentences = st.lists(words, min_size=2, max_size=10).map(lambda ws: " ".join(ws) + ".")
+sentences = st.lists(words, min_size=2, max_size=12).map(lambda ws: " ".join(ws) + ".")
 #: Field content: one to three sentences of letters and digits that name no field.
 contents = (
     st.lists(sentences, min_size=1, max_size=3)

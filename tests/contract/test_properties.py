@@ -9,6 +9,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from marsrag.contract import FIELDS, LoopOutput, validate_output
+from tests.contract.strategies import answers
 
 _FIELD_WORD = re.compile("|".join(FIELDS), re.IGNORECASE)
 
@@ -110,14 +111,6 @@ def test_mapping_verdict_agrees_with_the_model(values: dict[str, object]) -> Non
     assert len(result.passing_fields) + len(result.failing_fields) == len(FIELDS)
 
 
-words = st.text(alphabet=st.characters(whitelist_categories=("Lu", "Ll", "Nd")), min_size=1, max_size=12)
-sentences = st.lists(words, min_size=2, max_size=12).map(lambda ws: " ".join(ws) + ".")
-contents = (
-    st.lists(sentences, min_size=1, max_size=3)
-    .map(" ".join)
-    .filter(lambda text: not _FIELD_WORD.search(text) and len(text) <= 800)
-)
-answers = st.fixed_dictionaries(dict.fromkeys(FIELDS, contents))
 styles = st.sampled_from(
     [
         "{n}. {L}: {v}",

@@ -9,30 +9,15 @@ passed over, and named directly they are skipped ("not a regular file"), never o
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from marsrag.rag import ingest_paths, knowledge_base
 from marsrag.rag.knowledge import MAX_FILE_BYTES
-from tests.rag.conftest import sql_engine, write
+from tests.rag.conftest import marsrag, sql_engine, write
 
 SECRET = "The vault combination is kumquat."
-
-
-def marsrag(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """The real CLI in a subprocess (its stdin closed, so nothing can wait on a terminal)."""
-    return subprocess.run(
-        [sys.executable, "-m", "marsrag", *map(str, args)],
-        capture_output=True,
-        text=True,
-        check=False,
-        stdin=subprocess.DEVNULL,
-        cwd=cwd,
-        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"},
-    )
 
 
 @pytest.fixture

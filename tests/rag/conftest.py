@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -45,3 +48,16 @@ def write(root: Path, relative: str, content: str | bytes) -> Path:
     else:
         path.write_text(content, encoding="utf-8")
     return path
+
+
+def marsrag(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The real CLI in a subprocess (its stdin closed, so nothing can wait on a terminal)."""
+    return subprocess.run(
+        [sys.executable, "-m", "marsrag", *map(str, args)],
+        capture_output=True,
+        text=True,
+        check=False,
+        stdin=subprocess.DEVNULL,
+        cwd=cwd,
+        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"},
+    )

@@ -3,29 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from marsrag.rag import knowledge_base
 from marsrag.rag.identity import MAX_COLLECTION_CHARS
-from tests.rag.conftest import write
-
-
-def marsrag(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """The real CLI in a subprocess, its stdin closed."""
-    return subprocess.run(
-        [sys.executable, "-m", "marsrag", *map(str, args)],
-        capture_output=True,
-        text=True,
-        check=False,
-        stdin=subprocess.DEVNULL,
-        cwd=cwd,
-        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"},
-    )
+from tests.rag.conftest import marsrag, write
 
 
 @pytest.fixture
