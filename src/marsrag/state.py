@@ -100,6 +100,19 @@ class Retrieval(BaseModel):
     results: list[dict[str, Any]] = Field(default_factory=list)
 
 
+class Citation(BaseModel):
+    """A numbered source marker (``[1]``) in a task's text, resolved to the passage it names.
+
+    ``source`` and ``chunk_id`` are those of the passage's entry in the task's ``retrieval.results``;
+    ``fields`` are the contract fields whose text carries the marker, in the contract's order.
+    """
+
+    ref: str
+    source: str
+    chunk_id: int | str | None = None
+    fields: list[str] = Field(default_factory=list)
+
+
 class TaskState(BaseModel):
     """One task's runtime state, exactly the shape of spec section 4 plus attempts, hook source, retrieval."""
 
@@ -115,6 +128,10 @@ class TaskState(BaseModel):
     attempts: list[AttemptRecord] = Field(default_factory=list)
     hook_source: HookSource = "goal"
     retrieval: Retrieval | None = None
+    #: The markers in the task's text that resolve to a retrieved passage, in order of their number.
+    citations: list[Citation] = Field(default_factory=list)
+    #: Problems with the markers (one that names no passage given to the task); never a validation error.
+    citation_warnings: list[str] = Field(default_factory=list)
     rendered: str = ""
     created_at: datetime = Field(default_factory=utcnow)
 

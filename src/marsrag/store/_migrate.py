@@ -18,7 +18,7 @@ from marsrag.store._engine import WRITE_OPTION, one_line
 from marsrag.store.schema import VERSION_TABLE
 
 #: The newest revision in ``migrations/versions`` (a test keeps the two in step).
-HEAD = "0008"
+HEAD = "0009"
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 

@@ -110,6 +110,8 @@ def task_row(state: TaskState) -> dict[str, Any]:
         "routing_next_workflow": routing.next_workflow,
         "retrieval_query": retrieval.query if retrieval else None,
         "retrieval_results": retrieval.results if retrieval else None,
+        "citations": [citation.model_dump(mode="json") for citation in state.citations],
+        "citation_warnings": list(state.citation_warnings),
         "created_at": as_utc(state.created_at),
     }
 
@@ -208,6 +210,9 @@ def task_from(row: Row, attempts: Iterable[Row]) -> TaskState:
         ],
         "hook_source": row["hook_source"],
         "retrieval": retrieval,
+        # NULL: a task stored before migration 0009, which knew no citations.
+        "citations": row["citations"] or [],
+        "citation_warnings": row["citation_warnings"] or [],
         "rendered": row["rendered"],
         "created_at": as_utc(row["created_at"]),
     }

@@ -94,6 +94,10 @@ task_states = Table(
     Column("retrieval_query", Text, nullable=True),
     # none_as_null: "no retrieval" is SQL NULL, not the JSON value null.
     Column("retrieval_results", JSON(none_as_null=True), nullable=True),
+    # Numbered source markers resolved to passages, and warnings about the ones that resolve to none
+    # (migration 0009); NULL for tasks stored before it.
+    Column("citations", JSON(none_as_null=True), nullable=True),
+    Column("citation_warnings", JSON(none_as_null=True), nullable=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
     # The operator action running on the task (migration 0005): who claimed it and when; NULL when none.
     Column("action_owner", String, nullable=True),
