@@ -7,19 +7,47 @@ import re
 import pytest
 
 from marsrag.contract import validate_output
+from marsrag.runtime.briefing import briefing
+from marsrag.runtime.citations import MARKER, resolve
 
 pytestmark = pytest.mark.crewai
 
-PROMPT = """Current Task: Recommend the fix.
-The user's goal: "Checkout latency breached the SLO after cache restarts"
-
-The previous step handed over this question or action; open your HOOK with it: "Which cache tier should we pre-warm first?"
-
-Sources retrieved for this step:
-[kb/runbooks/prewarm.md#Steps] Pre-warm each cache node from the latest snapshot before it rejoins the pool. A pre-warmed node reaches a 95% hit rate in about two minutes.
-[kb/incidents/cold-cache.md#Root cause] Every breach started within ten minutes of a cache node restart. Cold caches sent all reads to the database.
-[kb/practices/slo.md#Error budgets] The checkout SLO is 99.9% of requests under 300 ms at p95 in each region.
-"""  # noqa: E501
+RESULTS = [
+    {
+        "chunk_id": 11,
+        "source": "kb/runbooks/prewarm.md#Runbook: Pre-warm a cache node > Steps",
+        "heading": "Runbook: Pre-warm a cache node > Steps",
+        "text": "Snapshots are written every 15 minutes.\n\n"
+        "- **Pre-warm** each cache node from the latest snapshot before it rejoins the pool.\n"
+        "- A pre-warmed node reaches a 95% hit rate in about two minutes.",
+        "score": 3.0,
+    },
+    {
+        "chunk_id": 12,
+        "source": "kb/incidents/cold-cache.md#INC-41: Cold cache restarts > Root cause",
+        "heading": "INC-41: Cold cache restarts > Root cause",
+        "text": "Every breach started within ten minutes of a cache node restart.\n"
+        "Cold caches sent all reads to the database, which slowed checkout for an hour.",
+        "score": 2.0,
+    },
+    {
+        "chunk_id": 13,
+        "source": "kb/practices/slo.md#SLOs > Error budgets",
+        "heading": "SLOs > Error budgets",
+        "text": "The checkout SLO is 99.9% of requests under 300 ms at p95 in each region.",
+        "score": 1.0,
+    },
+    {
+        "chunk_id": 14,
+        "source": "kb/runbooks/drain.md#Runbook: Drain a node > Procedure",
+        "heading": "Runbook: Drain a node > Procedure",
+        "text": "Drain the node before any restart, so that its keys move to the others first.",
+        "score": 0.5,
+    },
+]
+GOAL = "Checkout latency breached the SLO after cache restarts"
+HOOK = "Which cache tier should we pre-warm first?"
+PROMPT = f"Current Task: Recommend the fix.\n{briefing(GOAL, HOOK, RESULTS)}\n"
 
 
 def compose(prompt: str, task: str = "recommend") -> dict[str, str]:
@@ -28,34 +56,97 @@ def compose(prompt: str, task: str = "recommend") -> dict[str, str]:
     return compose_answer(prompt, task)
 
 
+def _sentences(text: str) -> list[str]:
+    return [part for part in re.split(r"(?<=[.!?])\s+", text) if part]
+
+
+def assert_grounded(answer: dict[str, str], results: list[dict[str, object]]) -> None:
+    """Every quoted sentence carries the marker of the passage it came from; every marker resolves."""
+    from marsrag.llm.composer import plain
+
+    citations, warnings = resolve(answer, results)
+    assert warnings == []
+    for name in ("grip", "payoff", "reinforce"):
+        for sentence in _sentences(answer[name]):
+            markers = [int(ref) for match in MARKER.finditer(sentence) for ref in match.group(1).split(",")]
+            bare = MARKER.sub("", sentence).replace(" .", ".").strip()
+            # The quoted part of a sentence follows any lead-in of the composer's own ("Recommended next step: ").
+            quoted = bare.split(": ", 1)[-1] if bare.startswith(("Recommended", "No source")) else bare
+            holders = [n for n, item in enumerate(results, start=1) if quoted.rstrip(".") in plain(str(item["text"]))]
+            if holders:
+                assert markers, f"{name}: {sentence!r} is quoted from passage {holders} without a marker"
+                assert set(markers) <= set(holders), f"{name}: {sentence!r} is credited to the wrong passage"
+    assert {citation.ref for citation in citations} == {
+        ref
+        for name in ("grip", "payoff", "reinforce", "loop")
+        for match in MARKER.finditer(answer[name])
+        for ref in match.group(1).split(",")
+    }
+
+
 def test_answer_is_a_valid_loop_output_grounded_in_the_passages() -> None:
-    """All five sections are valid; every citation names a passage that was given."""
+    """All five sections are valid; every sentence quoted from a passage is cited with that passage's number."""
     answer = compose(PROMPT)
     assert validate_output(answer).status == "valid"
-    cited = set(re.findall(r"\[([^\]]+)\]", answer["reinforce"] + answer["loop"]))
-    assert cited and cited <= {
-        "kb/runbooks/prewarm.md#Steps",
-        "kb/incidents/cold-cache.md#Root cause",
-        "kb/practices/slo.md#Error budgets",
-    }
+    assert_grounded(answer, RESULTS)
+    assert MARKER.search(answer["reinforce"])
 
 
 def test_handed_over_hook_is_used_verbatim() -> None:
     """The hook the previous step handed over opens the answer (next.hook = prior.loop)."""
-    assert compose(PROMPT)["hook"] == "Which cache tier should we pre-warm first?"
+    assert compose(PROMPT)["hook"] == HOOK
 
 
-def test_payoff_is_an_action_and_the_loop_points_at_unused_evidence() -> None:
-    """The payoff recommends an action from the evidence; the loop asks about a passage not used yet."""
+def test_hook_states_the_goal_once() -> None:
+    """Without a handed-over hook, the hook states the goal's tension once."""
+    hook = compose(briefing(GOAL, None, RESULTS))["hook"]
+    assert hook.count("cache restarts") == 1 and hook.endswith("?")
+
+
+def test_payoff_is_the_action_sentence_and_says_so() -> None:
+    """The payoff is the most relevant instruction, said to be the recommendation, with its passage's marker."""
+    payoff = compose(PROMPT)["payoff"]
+    assert payoff.startswith("Recommended next step: Pre-warm each cache node")
+    assert "[1]" in payoff
+
+
+def test_whole_passages_are_read() -> None:
+    """A passage's later lines count: the instruction on its second line is found (not only the first line)."""
     answer = compose(PROMPT)
-    assert "Pre-warm each cache node" in answer["payoff"]
-    assert "Error budgets" in answer["loop"]
+    assert "Snapshots are written" not in answer["payoff"]
+    assert "before it rejoins the pool" in answer["payoff"]
+
+
+def test_no_markdown_reaches_the_answer() -> None:
+    """Bullets, bold and code ticks in a passage never reach the text."""
+    answer = compose(PROMPT)
+    for text in answer.values():
+        assert "**" not in text and "`" not in text and not re.search(r"(^|\n)\s*[-*] ", text)
+
+
+def test_loop_points_at_an_unused_passage_and_is_no_asked_question() -> None:
+    """The loop asks about a passage the answer did not quote; one the session asked is not offered again."""
+    answer = compose(PROMPT)
+    cited = {citation.ref for citation in resolve(answer, RESULTS)[0]}
+    assert "4" not in cited and "Drain a node" in answer["loop"]
+    asked = briefing(GOAL, HOOK, RESULTS, asked=[answer["loop"]])
+    assert compose(asked)["loop"] != answer["loop"]
+
+
+def test_nothing_new_says_so_and_offers_the_fallback_question() -> None:
+    """With every passage used or asked about, the loop says the knowledge base has nothing new."""
+    from marsrag.state import FALLBACK_HOOK
+
+    one = RESULTS[:1]
+    loop = compose(briefing(GOAL, None, one))["loop"]
+    assert "nothing new" in loop and FALLBACK_HOOK in loop
 
 
 def test_deterministic_and_different_per_task() -> None:
-    """The same prompt gives the same answer; another task gives another loop."""
+    """The same prompt gives the same answer; a different hook gives another answer."""
     assert compose(PROMPT) == compose(PROMPT)
-    assert compose(PROMPT, "plan")["payoff"] != compose(PROMPT, "recommend")["payoff"]
+    other = briefing(GOAL, "How do error budgets bound the risk?", list(reversed(RESULTS)))
+    assert compose(other) != compose(PROMPT)
 
 
 def test_without_evidence_it_still_answers_validly_and_says_so() -> None:
@@ -74,3 +165,11 @@ def test_composer_is_a_crewai_llm_answering_json() -> None:
     llm = OfflineComposer(model="offline-composer")
     assert validate_output(llm.call([{"role": "user", "content": PROMPT}])).status == "valid"
     assert llm.supports_function_calling() is False
+
+
+def test_plain_removes_markdown_and_keeps_list_items_as_sentences() -> None:
+    """Headings, bullets, emphasis, links and table rules go; each item becomes its own sentence."""
+    from marsrag.llm.composer import plain
+
+    text = "## Steps\n- **Drain** the node with `drainctl`\n- See [the guide](http://x/y)\n|a|b|\n|---|---|\n|1|2|"
+    assert plain(text) == "Steps\nDrain the node with drainctl.\nSee the guide.\na, b.\n1, 2."

@@ -47,9 +47,15 @@ def test_make_run_path(tmp_path: Path) -> None:
     assert [t["transition_mode"] for t in document["transitions"]] == ["direct", "direct"]
     assert len({t["loop_output"]["loop"] for t in tasks}) == 3  # the chain moves
     for task in tasks:
-        retrieved = {hit["source"] for hit in task["retrieval"]["results"]}
-        cited = set(re.findall(r"\[([^\]]+\.md#[^\]]+)\]", task["loop_output"]["reinforce"]))
-        assert retrieved and cited and cited <= retrieved
+        results = task["retrieval"]["results"]
+        # Every marker in the evidence resolves to a stored citation of a passage retrieved for this task.
+        markers = set(re.findall(r"\[(\d+)\]", task["loop_output"]["reinforce"]))
+        citations = {citation["ref"]: citation for citation in task["citations"]}
+        assert results and markers and markers <= set(citations)
+        for ref in markers:
+            hit = results[int(ref) - 1]
+            assert (citations[ref]["source"], citations[ref]["chunk_id"]) == (hit["source"], hit["chunk_id"])
+        assert task["citation_warnings"] == []
     listed = json.loads(marsrag("runs", "list", "--format", "json", home=tmp_path).stdout)
     assert [row["run_id"] for row in listed] == [document["run_id"]]
 

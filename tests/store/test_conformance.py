@@ -18,7 +18,7 @@ from sqlalchemy import text
 
 from marsrag.contract import LOOP_CONTRACT_VERSION
 from marsrag.errors import IncompatibleRecordError, StoreError
-from marsrag.state import RunRecord
+from marsrag.state import RunRecord, TaskState
 from marsrag.store import RunStore, open_store
 from marsrag.store._migrate import HEAD
 from marsrag.store.conformance import RunStoreConformance, in_threads
@@ -34,6 +34,15 @@ def sql(store: RunStore, statement: str, **params: Any) -> list[Any]:
     with store.engine.begin() as connection:
         result = connection.execute(text(statement), params)
         return list(result.all()) if result.returns_rows else []
+
+
+def task_row_before_0009(state: TaskState) -> dict[str, Any]:
+    """A ``task_states`` row as revisions before 0009 had it (no citation columns)."""
+    from marsrag.store import _rows
+
+    row = _rows.task_row(state)
+    del row["citations"], row["citation_warnings"]
+    return row
 
 
 def run_row_before_0007(record: RunRecord) -> dict[str, Any]:
@@ -214,7 +223,7 @@ def test_migration_0003_names_the_kind_of_existing_attempts(db_url: str) -> None
     stored = task(run_id="r")
     with at_revision(db_url, "0002") as connection:
         connection.execute(insert(runs), [run_row_before_0007(run("r"))])
-        connection.execute(insert(task_states), [_rows.task_row(stored)])
+        connection.execute(insert(task_states), [task_row_before_0009(stored)])
         for row in _rows.attempt_rows(stored):
             del row["kind"]
             connection.execute(
@@ -238,7 +247,7 @@ def test_migration_0006_keeps_attempts_stored_before_it_with_unknown_calls(db_ur
     stored = task(run_id="r")
     with at_revision(db_url, "0005") as connection:
         connection.execute(insert(runs), [run_row_before_0007(run("r"))])
-        connection.execute(insert(task_states), [_rows.task_row(stored)])
+        connection.execute(insert(task_states), [task_row_before_0009(stored)])
         for row in _rows.attempt_rows(stored):
             connection.execute(
                 text(
@@ -281,13 +290,12 @@ def test_migration_0007_keeps_runs_and_tasks_stored_before_it(db_url: str) -> No
     from sqlalchemy import insert
 
     from marsrag.errors import AlreadyFollowedError
-    from marsrag.store import _rows
     from marsrag.store.schema import runs, task_states
 
     stored = task(run_id="r", attempts=[])
     with at_revision(db_url, "0006") as connection:
         connection.execute(insert(runs), [run_row_before_0007(run("r")), run_row_before_0007(run("s"))])
-        connection.execute(insert(task_states), [_rows.task_row(stored)])
+        connection.execute(insert(task_states), [task_row_before_0009(stored)])
     with open_store(db_url) as migrated:
         assert sql(migrated, f"SELECT version_num FROM {VERSION_TABLE}") == [(HEAD,)]
         assert [migrated.get_run(run_id).followed_from for run_id in ("r", "s")] == [None, None]
@@ -309,3 +317,33 @@ def test_migration_0007_downgrades_to_0006(db_url: str) -> None:
         assert "followed_from" not in {column["name"] for column in inspect(connection).get_columns("runs")}
         assert "commit_id" not in {column["name"] for column in inspect(connection).get_columns("task_states")}
         assert connection.execute(text("SELECT count(*) FROM runs")).scalar() == 2
+
+
+def test_migration_0009_reads_tasks_stored_before_it_with_no_citations(db_url: str) -> None:
+    """Tasks stored at revision 0008 read back with no citations; new saves keep theirs; downgrade keeps rows."""
+    from sqlalchemy import insert, inspect
+
+    from marsrag.state import Citation
+    from marsrag.store.schema import runs, task_states
+
+    stored = task(run_id="r", attempts=[])
+    with at_revision(db_url, "0008") as connection:
+        connection.execute(insert(runs), [run_row_before_0007(run("r"))])
+        connection.execute(insert(task_states), [task_row_before_0009(stored)])
+    cited = stored.model_copy(
+        update={
+            "task_id": "t2",
+            "position": 1,
+            "citations": [Citation(ref="1", source="a.md#A", chunk_id=7, fields=["reinforce"])],
+            "citation_warnings": ["marker [9] in grip names no passage (it was given 1)"],
+        }
+    )
+    with open_store(db_url) as migrated:
+        assert sql(migrated, f"SELECT version_num FROM {VERSION_TABLE}") == [(HEAD,)]
+        assert migrated.get_tasks("r") == [stored]
+        assert stored.citations == [] and stored.citation_warnings == []
+        migrated.save_task(cited)
+        assert migrated.get_tasks("r")[1] == cited
+    with at_revision(db_url, "0008", downgrade=True) as connection:
+        assert "citations" not in {column["name"] for column in inspect(connection).get_columns("task_states")}
+        assert connection.execute(text("SELECT count(*) FROM task_states")).scalar() == 2

@@ -12,10 +12,21 @@ the fallback is used only when the loop itself is missing or invalid.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Final
 
-from marsrag.state import FALLBACK_HOOK, TaskState, TransitionMode
+from marsrag.state import FALLBACK_HOOK, RunRecord, TaskState, TransitionMode
+
+#: The fallback question, then other wordings of it for a session that already asked it.
+FALLBACK_QUESTIONS: Final = (
+    FALLBACK_HOOK,
+    "Which open question about the original goal is still unanswered?",
+    "What would we need to know to close this out?",
+)
+REPEATED = "the last step's loop repeats a question already asked in this session"
+_MARKERS: Final = re.compile(r"\[\d{1,3}(?:\s*,\s*\d{1,3})*\]")
 
 
 @dataclass(frozen=True)
@@ -77,14 +88,47 @@ def plan_transition(prior: TaskState | None, target: str | None = None) -> Plann
     return PlannedTransition(FALLBACK_HOOK, "fallback", f"fields {', '.join(ordered)} failed{after}")
 
 
-def plan_next_action(tasks: Sequence[TaskState]) -> tuple[TaskState, PlannedTransition] | None:
+def plan_next_action(
+    tasks: Sequence[TaskState], asked: Sequence[str] = ()
+) -> tuple[TaskState, PlannedTransition] | None:
     """A run's next recommended question/action: the handoff out of its last task under the contract.
 
     The same rule as between tasks (spec section 3), so the UI's next-action card, ``follow`` and the chain
     agree: the last contract task's loop when usable, else the fallback question. None when no task of the
     run ran under the contract (a machine-first run has no next action).
+
+    ``asked``: what the run's session already asked, up to this run (:func:`asked_before`). A next action
+    that repeats one of them (ignoring case, spacing, end punctuation and source markers) is replaced by a
+    fallback question the session has not asked, so following a session's next actions never goes in a
+    circle.
     """
     contract = [task for task in tasks if task.validation.status != "skipped"]
     if not contract:
         return None
-    return contract[-1], plan_transition(contract[-1])
+    planned = plan_transition(contract[-1])
+    seen = {_same(item) for item in asked}
+    if _same(planned.hook) in seen:
+        planned = PlannedTransition(_unasked_fallback(seen), "fallback", REPEATED)
+    return contract[-1], planned
+
+
+def asked_before(runs: Iterable[RunRecord], run: RunRecord) -> list[str]:
+    """The goals of ``run``'s session up to and including it (a followed run's goal is the action followed)."""
+    earlier = [item for item in runs if item.session_id == run.session_id and item.created_at <= run.created_at]
+    if all(item.run_id != run.run_id for item in earlier):
+        earlier.append(run)
+    return [item.goal for item in sorted(earlier, key=lambda item: item.created_at)]
+
+
+def _same(text: str) -> str:
+    return " ".join(_MARKERS.sub(" ", text).casefold().split()).rstrip(".?!")
+
+
+def _unasked_fallback(seen: set[str]) -> str:
+    for question in FALLBACK_QUESTIONS:
+        if _same(question) not in seen:
+            return question
+    number = 2
+    while _same(f"{FALLBACK_HOOK} (follow-up {number})") in seen:
+        number += 1
+    return f"{FALLBACK_HOOK} (follow-up {number})"

@@ -245,7 +245,7 @@ def _commit(
     updated = settle(state, attempts, candidates, router=runner.router, candidates=runner.candidates)
     runner.commits.commit(run, updated, new_attempts, replan=True, holder=holder)
     tasks = [updated if task.task_id == updated.task_id else task for task in runner.store.get_tasks(run.run_id)]
-    runner.store.set_run_status(run.run_id, run.status, summary=summarize(tasks), seen=run)
+    runner.store.set_run_status(run.run_id, run.status, summary=summarize(tasks, runner.asked(run)), seen=run)
     return updated
 
 

@@ -2,6 +2,10 @@
 
 One wording for the run and for operator actions, so a task re-run by an operator sees what it saw in the
 run. The composer LLM reads these exact phrases back (``llm/composer.py``).
+
+Sources are numbered in retrieval order, ``[1]`` first, each a header line (number, then ``path#Heading``)
+and the whole passage below it, indented so that no line of a passage can read as another header; an
+end line closes the list. Answers cite a passage by its number (:mod:`marsrag.runtime.citations`).
 """
 
 from __future__ import annotations
@@ -10,17 +14,50 @@ from collections.abc import Sequence
 from typing import Any
 
 
-def briefing(goal: str, hook: str | None, results: Sequence[dict[str, Any]], *, extra: str | None = None) -> str:
-    """The text appended to a task's description: goal, hook (when chained), sources, then ``extra``."""
+def briefing(
+    goal: str,
+    hook: str | None,
+    results: Sequence[dict[str, Any]],
+    *,
+    asked: Sequence[str] = (),
+    extra: str | None = None,
+) -> str:
+    """The text appended to a task's description: goal, hook (when chained), sources, asked, then ``extra``.
+
+    ``asked``: the questions and actions the session already asked (its runs' goals), so that the LOOP offers
+    something new; the newest :data:`MAX_ASKED` are listed.
+    """
     parts = [f'The user\'s goal: "{goal}"']
     if hook is not None:
         parts.append(f'The previous step handed over this question or action; open your HOOK with it: "{hook}"')
     if results:
-        passages = "\n".join(f"[{item.get('source', '?')}] {item.get('text', '')}" for item in results)
-        parts.append(f"Sources retrieved for this step:\n{passages}")
+        parts.append(sources(results))
+    if asked:
+        listed = "\n".join(f"- {' '.join(item.split())}" for item in list(asked)[-MAX_ASKED:])
+        parts.append(f"{ASKED_HEADING}\n{listed}")
     if extra:
         parts.append(extra)
     return "\n\n".join(parts)
+
+
+SOURCES_HEADING = (
+    "Sources retrieved for this step. Cite a source by its number in brackets, like [1], right after the "
+    "sentence it supports (in REINFORCE above all); cite only these numbers:"
+)
+SOURCES_END = "(end of sources)"
+ASKED_HEADING = "Already asked in this session (offer a different next question or action in LOOP):"
+MAX_ASKED = 10
+
+
+def sources(results: Sequence[dict[str, Any]]) -> str:
+    """The numbered sources block: ``[N] path#Heading`` then the whole passage, indented; then the end line."""
+    entries = []
+    for number, item in enumerate(results, start=1):
+        text = "\n".join(
+            f"    {line}" if line.strip() else "" for line in str(item.get("text", "")).strip().splitlines()
+        )
+        entries.append(f"[{number}] {item.get('source', '?')}\n{text}")
+    return "\n\n".join([SOURCES_HEADING, *entries, SOURCES_END])
 
 
 def without_placeholders(text: str) -> str:

@@ -22,6 +22,7 @@ from marsrag.chain.planner import plan_transition
 from marsrag.contract import FIELDS, ContractIssue, ValidationResult
 from marsrag.events.sinks import EventSink, dispatch
 from marsrag.faults import failpoint
+from marsrag.runtime.citations import resolve
 from marsrag.runtime.routing import Candidate, Router
 from marsrag.state import (
     AttemptKind,
@@ -125,11 +126,14 @@ def settle(
     if base.hook_source != "goal":
         fields.hook = base.loop_output.hook
     routing = router.route(fields.loop, candidates) if fields.loop else base.routing
+    citations, warnings = resolve(fields.model_dump(), base.retrieval.results if base.retrieval else [])
     return base.model_copy(
         update={
             "validation": Validation(status=chosen.status, errors=list(chosen.errors)),
             "loop_output": fields,
             "routing": routing,
+            "citations": citations,
+            "citation_warnings": warnings,
             "attempts": list(attempts),
             "rendered": fields.render(),
         }

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
-from marsrag.chain.planner import plan_next_action
+from marsrag.chain.planner import asked_before, plan_next_action
 from marsrag.contract import LOOP_CONTRACT_VERSION
 from marsrag.errors import ActionConflictError, StoreError
 from marsrag.events.sinks import EventSink
@@ -159,7 +159,7 @@ class WorkflowRunner:
         prior = self.store.get_run(run_id)
         if prior.status in ("pending", "running") and not is_stale(prior):
             raise ActionConflictError(f"run {run_id!r} is still {prior.status}: follow it once it has finished")
-        planned = plan_next_action(self.store.get_tasks(run_id))
+        planned = plan_next_action(self.store.get_tasks(run_id), self.asked(prior))
         if planned is None:
             raise ActionConflictError(f"run {run_id!r} has no next action to follow (no task ran under the contract)")
         last, action = planned
@@ -200,10 +200,14 @@ class WorkflowRunner:
             execution.kickoff()
         except RunInterrupted as stop:
             # Handed back, not failed: the next sweep (this server's successor) resumes it after its last commit.
-            return self._finish(held, "pending", reason=str(stop), summary=summarize(execution.states))
+            return self._finish(held, "pending", reason=str(stop), summary=summarize(execution.states, execution.asked))
         except Exception as error:  # noqa: BLE001 - any failure is recorded on the run, with its reason
             return self._finish(held, "failed", reason=f"{type(error).__name__}: {error}")
-        return self._finish(held, "completed", summary=summarize(execution.states))
+        return self._finish(held, "completed", summary=summarize(execution.states, execution.asked))
+
+    def asked(self, run: RunRecord) -> list[str]:
+        """What ``run``'s session asked up to it: its runs' goals, oldest first (see :func:`asked_before`)."""
+        return asked_before(self.store.list_runs(session_id=run.session_id), run)
 
     def _finish(self, held: RunRecord, status: RunStatus, **details: str) -> RunRecord:
         """Record the run's end while this process still holds it, riding out a brief store outage; the final record.
@@ -243,6 +247,8 @@ class _Execution:
         self.states: list[TaskState] = list(stored)
         self.hooks: dict[int, tuple[str | None, HookSource]] = {0: (None, "goal")}
         self.retrievals: dict[int, Retrieval] = {}
+        #: The session's questions so far, read once: each task's LOOP is asked to offer something new.
+        self.asked = runner.asked(run)
         for index, item in enumerate(self.built.tasks):
             item.task.callback = partial(self._task_done, index)
         if start == 0:
@@ -283,7 +289,9 @@ class _Execution:
         results = self.runner.retriever.search(query, self.runner.retrieval_limit)
         self.retrievals[index] = Retrieval(query=query, results=results)
         chained = hook if hook is not None and self.built.tasks[index].has_contract else None
-        text = briefing(self.run.goal, chained, results)
+        # The hooks handed within this run were asked too: a later task's LOOP should not circle back to them.
+        handed = [item for position, (item, _) in sorted(self.hooks.items()) if position <= index and item]
+        text = briefing(self.run.goal, chained, results, asked=list(dict.fromkeys([*self.asked, *handed])))
         if first:
             # Text added before kickoff is interpolated with its inputs: stray braces would be read as inputs.
             text = without_placeholders(text)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from marsrag.chain.planner import plan_next_action
 from marsrag.contract import FIELDS
+from marsrag.runtime.citations import unmarked
 from marsrag.state import TaskState
 
 
@@ -23,18 +24,25 @@ def passed_fields(state: TaskState) -> dict[str, str]:
     return {name: values[name] for name in FIELDS if values[name] and name not in failed}
 
 
-def summarize(states: Sequence[TaskState]) -> str:
-    """Payoffs first (valid tasks before partial ones, each in run order), then evidence, then the next step."""
+def summarize(states: Sequence[TaskState], asked: Sequence[str] = ()) -> str:
+    """Payoffs first (valid tasks before partial ones, each in run order), then evidence, then the next step.
+
+    ``asked``: what the session asked up to this run, as :func:`~marsrag.chain.planner.plan_next_action` takes it.
+    """
     rank = {"valid": 0, "partial": 1}
     passed = [(state, passed_fields(state)) for state in states]
     with_payoff = [(state, fields) for state, fields in passed if "payoff" in fields]
     ordered = sorted(with_payoff, key=lambda item: (rank.get(item[0].validation.status, 2), item[0].position))
-    lines = [f"- {fields['payoff']} ({state.task_id})" for state, fields in ordered]
+    # Source markers number each task's own passages: out of their task they would point at the wrong one.
+    payoffs: dict[str, list[str]] = {}
+    for state, fields in ordered:
+        payoffs.setdefault(unmarked(fields["payoff"]), []).append(state.task_id)
+    lines = [f"- {payoff} ({', '.join(task_ids)})" for payoff, task_ids in payoffs.items()]
     # The last task's evidence is the one the whole chain arrived at; earlier ones are on their tasks.
     evidence = next((fields["reinforce"] for _, fields in reversed(passed) if "reinforce" in fields), None)
     if evidence:
-        lines.append(f"Evidence: {evidence}")
-    planned = plan_next_action(states)
+        lines.append(f"Evidence: {unmarked(evidence)}")
+    planned = plan_next_action(states, asked)
     if planned is not None:
         lines.append(f"Next: {planned[1].hook}")
     if not lines:

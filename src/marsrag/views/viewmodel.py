@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from marsrag.chain.planner import plan_next_action
+from marsrag.chain.planner import REPEATED, asked_before, plan_next_action
 from marsrag.contract import FIELDS
 from marsrag.liveness import is_stale
 from marsrag.state import FALLBACK_HOOK, AttemptRecord, RunRecord, TaskState, TransitionRecord
@@ -248,22 +248,35 @@ def task_view(
     )
 
 
-def next_action_card(tasks: Sequence[TaskState]) -> NextActionCard | None:
-    """The run's next-action card: the planner's handoff out of its last contract task (None without one)."""
-    planned = plan_next_action(tasks)
+def next_action_card(tasks: Sequence[TaskState], asked: Sequence[str] = ()) -> NextActionCard | None:
+    """The run's next-action card: the planner's handoff out of its last contract task (None without one).
+
+    ``asked``: what the session asked up to this run (:func:`~marsrag.chain.planner.asked_before`).
+    """
+    planned = plan_next_action(tasks, asked)
     if planned is None:
         return None
     last, action = planned
     note = None
-    if action.mode == "fallback":
+    if action.reason == REPEATED:
+        note = "The last step's loop repeats a question already asked in this session, so this is a fallback question."
+    elif action.mode == "fallback":
         note = f"The last step's loop could not be used ({action.reason}), so this is the fallback question."
     return NextActionCard(NEXT_ACTION_HEADING, action.hook, action.mode, note, last.task_id)
 
 
 def run_view(
-    run: RunRecord, tasks: Sequence[TaskState], transitions: Sequence[TransitionRecord], *, now: Any = None
+    run: RunRecord,
+    tasks: Sequence[TaskState],
+    transitions: Sequence[TransitionRecord],
+    *,
+    now: Any = None,
+    asked: Sequence[str] = (),
 ) -> RunView:
-    """Map a run, its task states and its transitions to the run page's view model."""
+    """Map a run, its task states and its transitions to the run page's view model.
+
+    ``asked``: what the run's session asked up to it (for the next-action card; see :func:`read_run_view`).
+    """
     current = [t for t in transitions if not t.superseded]
     into = {t.transition_target_task_id: t for t in current}
     out = {t.transition_source_task_id: t for t in current}
@@ -291,7 +304,7 @@ def run_view(
         created_at=run.created_at.isoformat(timespec="seconds"),
         stale=is_stale(run, now) if now is not None else is_stale(run),
         tasks=views,
-        next_action=next_action_card(tasks) if run.status not in ("pending", "running") else None,
+        next_action=next_action_card(tasks, asked) if run.status not in ("pending", "running") else None,
         superseded=tuple(transition_view(t) for t in transitions if t.superseded),
         outcome=outcome,
         header=run_header(run.status, outcome),
@@ -304,7 +317,8 @@ def read_run_view(store: RunStore, run_id: str) -> RunView:
     Raises:
         RunNotFoundError: no such run.
     """
-    return run_view(*store.read_run(run_id))
+    run, tasks, transitions = store.read_run(run_id)
+    return run_view(run, tasks, transitions, asked=asked_before(store.list_runs(session_id=run.session_id), run))
 
 
 def _problem(field: str | None, message: str) -> str:

@@ -9,6 +9,7 @@ import logging
 from contextlib import ExitStack
 from typing import Any
 
+from marsrag.chain.planner import asked_before
 from marsrag.compose import open_executor, open_runner
 from marsrag.errors import AlreadyFollowedError
 from marsrag.runtime.actions import Action
@@ -20,7 +21,7 @@ from marsrag.state import LoopEvent, RunRecord, TaskState
 from marsrag.store.base import RunStore
 from marsrag.tasks.config import ProjectConfig
 from marsrag.views.document import run_document, run_rows
-from marsrag.views.viewmodel import RunView, run_view
+from marsrag.views.viewmodel import RunView, read_run_view, run_view
 from marsrag.web.settings import WebSettings
 
 log = logging.getLogger(__name__)
@@ -100,12 +101,16 @@ class Backend:
         Raises:
             RunNotFoundError: no such run.
         """
-        return run_view(*self.store.read_run(run_id))
+        return read_run_view(self.store, run_id)
 
     def session_views(self, session_id: str) -> list[RunView]:
         """The runs of a session as a chain, oldest first (empty for an unknown session)."""
         runs = list(reversed(self.store.list_runs(session_id=session_id)))
-        return [run_view(*self.store.read_run(run.run_id)) for run in runs]
+        views = []
+        for run in runs:
+            stored, tasks, transitions = self.store.read_run(run.run_id)
+            views.append(run_view(stored, tasks, transitions, asked=asked_before(runs, stored)))
+        return views
 
     def run_rows(self, *, limit: int, offset: int = 0, session_id: str | None = None) -> list[dict[str, Any]]:
         """``runs list`` rows, newest first."""
