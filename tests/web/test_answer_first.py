@@ -148,7 +148,7 @@ def test_the_ask_page_says_which_llm_answers_and_describes_each_workflow(site: S
     """The replay LLM of the test server is named as a replay; each sample workflow shows its description."""
     html = site.client.get("/ask").text
     llm = re.search(r'<strong class="llm-name">([^<]*)</strong>', html)
-    assert llm and llm[1].startswith("replay script ") and "not a live model" in llm[1]
+    assert llm and llm[1] == "replay script replay-1.jsonl (recorded answers, not a live model)"
     descriptions = dict(
         re.findall(
             r'<div class="workflow-choice" data-workflow="(\w+)">'
@@ -166,7 +166,7 @@ def test_the_ask_page_says_which_llm_answers_and_describes_each_workflow(site: S
     [
         (None, None, COMPOSER_LABEL),
         ("composer", None, COMPOSER_LABEL),
-        ("replay:/tmp/a.jsonl", None, "replay script /tmp/a.jsonl (recorded answers, not a live model)"),
+        ("replay:/srv/scripts/a.jsonl", None, "replay script a.jsonl (recorded answers, not a live model)"),
         ("ollama/llama3.1", None, "ollama/llama3.1"),
         ("openai/smollm2", "http://user:secret@127.0.0.1:8088/v1?key=k", "openai/smollm2 at 127.0.0.1:8088"),
         ("openai/x", "http://[::1]:9000", "openai/x at [::1]:9000"),

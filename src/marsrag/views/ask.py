@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import PurePath
 from urllib.parse import urlsplit
 
 from marsrag.llm.select import REPLAY_PREFIX
@@ -29,13 +30,14 @@ class WorkflowChoice:
 def answering_llm(spec: str | None, base_url: str | None = None) -> str:
     """Who answers a run started with the LLM ``spec`` (the settings' ``llm``), in words.
 
-    The offline composer says it is not a language model; a replay script names its file; a model string
-    is named with the host (and port) of its ``base_url``, never its credentials, path or query.
+    The offline composer says it is not a language model; a replay script names its file (not the folder it
+    is in); a model string is named with the host (and port) of its ``base_url``, never its credentials, path
+    or query.
     """
     if not spec or spec == COMPOSER:
         return COMPOSER_LABEL
     if spec.startswith(REPLAY_PREFIX):
-        return f"replay script {spec[len(REPLAY_PREFIX) :]} (recorded answers, not a live model)"
+        return f"replay script {PurePath(spec[len(REPLAY_PREFIX) :]).name} (recorded answers, not a live model)"
     host = _host(base_url) if base_url else None
     return f"{spec} at {host}" if host else spec
 
