@@ -34,18 +34,19 @@ def db(tmp_path: Path) -> str:
     return url
 
 
-def test_at_80_columns_each_id_is_on_one_line_and_runs_show_takes_it(db: str) -> None:
-    """Each run's short id is whole on one line of the table, and ``runs show`` finds the run by it."""
-    rows = json.loads(marsrag("runs", "list", "--db", db, "--format", "json", columns=80).stdout)
+@pytest.mark.parametrize("columns", [80, 100])
+def test_at_80_and_100_columns_each_id_is_on_one_line_and_runs_show_takes_it(db: str, columns: int) -> None:
+    """Each run's short id is whole on one line of the table, and ``runs show`` finds the run by it (80, 100)."""
+    rows = json.loads(marsrag("runs", "list", "--db", db, "--format", "json", columns=columns).stdout)
     assert {row["short_id"] for row in rows if row["run_id"] in TWINS} == {TWINS[0][:11], TWINS[1][:11]}
-    listed = marsrag("runs", "list", "--db", db, columns=80)
+    listed = marsrag("runs", "list", "--db", db, columns=columns)
     assert listed.returncode == 0, listed.stderr
     lines = listed.stdout.splitlines()
-    assert all(len(line) <= 80 for line in lines)
+    assert all(len(line) <= columns for line in lines)
     for row in rows:
         assert len(row["short_id"]) >= 8 and row["run_id"].startswith(row["short_id"])
         assert sum(line.split()[:1] == [row["short_id"]] for line in lines) == 1
-        shown = marsrag("runs", "show", row["short_id"], "--db", db, "--format", "json", columns=80)
+        shown = marsrag("runs", "show", row["short_id"], "--db", db, "--format", "json", columns=columns)
         assert shown.returncode == 0, shown.stderr
         assert json.loads(shown.stdout)["run_id"] == row["run_id"]
 

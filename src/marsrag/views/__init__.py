@@ -8,7 +8,7 @@ both front ends render the same model and none of them decides on its own what a
 from __future__ import annotations
 
 from marsrag.views.document import run_document, run_summary_row
-from marsrag.views.outcome import OUTCOMES, RunHeader, run_header, task_outcome
+from marsrag.views.outcome import OUTCOMES, RunHeader, outcome_text, run_header, task_outcome
 from marsrag.views.summary import summarize
 from marsrag.views.viewmodel import RunView, attempt_call_line, read_run_view, run_view
 
@@ -17,6 +17,7 @@ __all__ = [
     "RunHeader",
     "RunView",
     "attempt_call_line",
+    "outcome_text",
     "read_run_view",
     "run_document",
     "run_header",

@@ -42,6 +42,20 @@ def task_outcome(statuses: Iterable[str]) -> dict[str, int]:
     return counts
 
 
+#: How each outcome reads in :func:`outcome_text`.
+_OUTCOME_WORDS = {"skipped": "without contract"}
+
+
+def outcome_text(outcome: Mapping[str, int]) -> str:
+    """How a run's tasks ended, in words: ``3 valid``, ``2 valid, 1 partial``; ``no tasks`` when it has none.
+
+    Every outcome with a task is named, in :data:`OUTCOMES` order (skipped tasks read "without contract").
+    """
+    named = [f"{outcome[name]} {_OUTCOME_WORDS.get(name, name)}" for name in OUTCOMES if outcome.get(name)]
+    extra = [f"{count} {name}" for name, count in outcome.items() if name not in OUTCOMES and count]
+    return ", ".join(named + extra) or "no tasks"
+
+
 def run_header(status: str, outcome: Mapping[str, int]) -> RunHeader:
     """The header of a run in ``status`` whose tasks ended as ``outcome``.
 
@@ -62,4 +76,4 @@ def run_header(status: str, outcome: Mapping[str, int]) -> RunHeader:
     return RunHeader(text, level)
 
 
-__all__ = ["OUTCOMES", "HeaderLevel", "RunHeader", "run_header", "task_outcome"]
+__all__ = ["OUTCOMES", "HeaderLevel", "RunHeader", "outcome_text", "run_header", "task_outcome"]

@@ -9,16 +9,18 @@ status; the run's header says how its tasks ended.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from marsrag.chain.planner import REPEATED, asked_before, plan_next_action
 from marsrag.contract import FIELDS
 from marsrag.liveness import is_stale
-from marsrag.state import FALLBACK_HOOK, AttemptRecord, RunRecord, TaskState, TransitionRecord
+from marsrag.runtime.citations import MARKER
+from marsrag.state import FALLBACK_HOOK, AttemptRecord, Citation, RunRecord, TaskState, TransitionRecord
 from marsrag.store.base import RunStore
-from marsrag.views.outcome import RunHeader, run_header, task_outcome
+from marsrag.views.outcome import RunHeader, outcome_text, run_header, task_outcome
 
 #: Card titles, in the contract's fixed order.
 SECTION_TITLES: tuple[str, ...] = tuple(name.title() for name in FIELDS)
@@ -36,6 +38,13 @@ _ACTIONS: dict[str, tuple[ActionKind, str]] = {
     "partial": ("regenerate", "Regenerate section"),
     "failed": ("repair", "Run repair task"),
 }
+#: A numbered source marker in a task's text: ``[1]``, ``[12]`` (``[1][2]`` is two of them).
+CITATION_MARKER = MARKER
+#: A summary line quoting a task's payoff ends with the task's id in brackets: ``- Pre-warm caches. (plan)``.
+_SUMMARY_PAYOFF = re.compile(r"^- (?P<text>.*) \((?P<task_id>[^()]+)\)$")
+_SUMMARY_EVIDENCE = "Evidence: "
+_SUMMARY_NEXT = "Next: "
+
 _ATTEMPT_KINDS = {
     "answer": "answer",
     "repair": "repair (in the run)",
@@ -45,13 +54,31 @@ _ATTEMPT_KINDS = {
 
 
 @dataclass(frozen=True)
+class TextPart:
+    """A piece of a text as it is shown: plain text, or a citation marker that links to its source.
+
+    ``anchor`` is the id of the source it links to (``src-<task id>-<ref>``) when ``ref`` is a known
+    citation; a marker naming no citation stays plain text (``ref`` and ``anchor`` None). Templates print
+    ``text`` escaped and wrap a cited part in a link: markup never comes from the text itself.
+    """
+
+    text: str
+    ref: str | None = None
+    anchor: str | None = None
+
+
+@dataclass(frozen=True)
 class SectionCard:
-    """One contract section: its title, its text (None when missing) and, when it failed, why."""
+    """One contract section: its title, its text (None when missing) and, when it failed, why.
+
+    ``parts`` is the text split at its citation markers (:class:`TextPart`), empty when there is no text.
+    """
 
     field: str
     title: str
     text: str | None
     problem: str | None
+    parts: tuple[TextPart, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -102,7 +129,7 @@ class TransitionView:
 
 @dataclass(frozen=True)
 class AttemptView:
-    """One attempt: number, where it came from, verdict, problems, raw text and its LLM call."""
+    """One attempt: number, where it came from, verdict (and its badge), problems, raw text and its LLM call."""
 
     number: int
     kind: str
@@ -111,14 +138,27 @@ class AttemptView:
     raw: str
     #: What was asked, of whom, and what it cost (:func:`attempt_call_line`); "" when nothing is known.
     call: str = ""
+    #: The verdict in words, as the task's badge shows it (None only for views built by hand).
+    badge: StatusBadge | None = None
 
 
 @dataclass(frozen=True)
 class SourceView:
-    """A passage the retrieval step returned for a task."""
+    """A numbered passage given to a task (its ``[ref]`` marker), as its sources panel lists it.
+
+    ``source`` is the citation key (``path#Heading > Sub``); ``title`` the document's path and ``heading``
+    the section's heading path, split from it when the result has no ``heading``. ``cited`` says whether
+    the task's text cites it; ``anchor`` is the id its markers link to.
+    """
 
     source: str
     text: str
+    ref: str = ""
+    title: str = ""
+    heading: str = ""
+    score: float | None = None
+    cited: bool = False
+    anchor: str = ""
 
 
 @dataclass(frozen=True)
@@ -141,6 +181,23 @@ class TaskView:
     attempts: tuple[AttemptView, ...]
     retrieval_query: str | None
     sources: tuple[SourceView, ...]
+    #: Problems with the task's markers (one naming no passage given to it), shown as a note.
+    citation_warnings: tuple[str, ...] = ()
+    #: The machine output split at its citation markers (empty for a contract task).
+    machine_parts: tuple[TextPart, ...] = ()
+
+
+@dataclass(frozen=True)
+class SummaryLine:
+    """One line of the run's summary: a payoff (with the task it is from), the evidence, the next step or text.
+
+    ``parts`` link the line's markers to the sources of ``task_id``, the task the line quotes (None when no
+    task can be named: its markers stay text).
+    """
+
+    kind: Literal["payoff", "evidence", "next", "text"]
+    parts: tuple[TextPart, ...]
+    task_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -164,6 +221,13 @@ class RunView:
     outcome: dict[str, int]
     #: The status and every non-valid outcome, e.g. ``completed · 1 of 3 tasks failed``.
     header: RunHeader
+    #: The summary, line by line, its markers linked to the sources of the task each line quotes.
+    summary_lines: tuple[SummaryLine, ...] = ()
+
+    @property
+    def outcome_text(self) -> str:
+        """How its tasks ended, in words: ``3 valid``, ``2 valid, 1 partial``."""
+        return outcome_text(self.outcome)
 
     @property
     def in_progress(self) -> bool:
@@ -193,6 +257,7 @@ def operator_action(status: str) -> OperatorAction | None:
 
 def section_cards(state: TaskState) -> tuple[SectionCard, ...]:
     """The five cards of a task, in the fixed order, each with its text and the first problem found with it."""
+    known = citation_anchors(state)
     problems: dict[str, str] = {}
     for issue in state.validation.errors:
         if issue.field in FIELDS and issue.field not in problems:
@@ -201,7 +266,8 @@ def section_cards(state: TaskState) -> tuple[SectionCard, ...]:
     for name, title in zip(FIELDS, SECTION_TITLES, strict=True):
         text = getattr(state.loop_output, name)
         problem = problems.get(name) or (None if text else f"{name} is missing")
-        cards.append(SectionCard(name, title, text, problem if state.validation.status != "valid" else None))
+        shown_problem = problem if state.validation.status != "valid" else None
+        cards.append(SectionCard(name, title, text, shown_problem, cited_parts(text or "", known)))
     return tuple(cards)
 
 
@@ -244,8 +310,89 @@ def task_view(
         action=operator_action(status),
         attempts=tuple(_attempt_view(attempt) for attempt in state.attempts),
         retrieval_query=state.retrieval.query if state.retrieval else None,
-        sources=tuple(_source(item) for item in (state.retrieval.results if state.retrieval else [])),
+        sources=source_views(state),
+        citation_warnings=tuple(state.citation_warnings),
+        machine_parts=cited_parts(_machine_output(state), citation_anchors(state)) if skipped else (),
     )
+
+
+def source_anchor(task_id: str, ref: str) -> str:
+    """The id of a task's source ``ref`` on the run page: ``src-<task id>-<ref>``."""
+    return f"src-{task_id}-{ref}"
+
+
+def citation_anchors(state: TaskState) -> dict[str, str]:
+    """The task's known citations: each ``ref`` with the anchor of its source."""
+    return {citation.ref: source_anchor(state.task_id, citation.ref) for citation in state.citations}
+
+
+def cited_parts(text: str, anchors: Mapping[str, str]) -> tuple[TextPart, ...]:
+    """``text`` split at its citation markers; a marker whose ref is in ``anchors`` links there, any other is text.
+
+    Adjacent plain pieces are joined, so a text without known citations is one part (none when it is empty).
+    """
+    parts: list[TextPart] = []
+    plain = ""
+    at = 0
+    for marker in CITATION_MARKER.finditer(text):
+        ref = marker.group(1)
+        if ref not in anchors:
+            continue
+        plain += text[at : marker.start()]
+        if plain:
+            parts.append(TextPart(plain))
+            plain = ""
+        parts.append(TextPart(marker.group(0), ref, anchors[ref]))
+        at = marker.end()
+    plain += text[at:]
+    if plain:
+        parts.append(TextPart(plain))
+    return tuple(parts)
+
+
+def source_views(state: TaskState) -> tuple[SourceView, ...]:
+    """The sources panel of a task: each retrieved passage by its number, then any cited source not among them.
+
+    Result ``i`` (from 0) is marker ``[i+1]``. A citation whose ref names no retrieved passage still gets an
+    entry (its source, no passage), so every marker that links has a target.
+    """
+    cited = {citation.ref: citation for citation in state.citations}
+    results = state.retrieval.results if state.retrieval else []
+    views = [_source(state.task_id, str(number), item, cited) for number, item in enumerate(results, start=1)]
+    listed = {view.ref for view in views}
+    for citation in state.citations:
+        if citation.ref not in listed:
+            views.append(_source(state.task_id, citation.ref, _citation_item(citation), cited))
+            listed.add(citation.ref)
+    return tuple(views)
+
+
+def summary_lines(summary: str, tasks: Sequence[TaskState]) -> tuple[SummaryLine, ...]:
+    """The run's summary line by line, each line's markers linked to the sources of the task it quotes.
+
+    A payoff line names its task (``- ... (plan)``); the evidence line is the reinforce of the last task
+    whose reinforce says exactly that. Lines quoting no task keep their markers as text.
+    """
+    by_id = {task.task_id: task for task in tasks}
+    lines: list[SummaryLine] = []
+    for line in summary.splitlines():
+        if not line.strip():
+            continue
+        payoff = _SUMMARY_PAYOFF.match(line)
+        if payoff and payoff["task_id"] in by_id:
+            task = by_id[payoff["task_id"]]
+            lines.append(SummaryLine("payoff", cited_parts(line[2:], citation_anchors(task)), task.task_id))
+        elif line.startswith(_SUMMARY_EVIDENCE):
+            evidence = line[len(_SUMMARY_EVIDENCE) :]
+            quoted = next((task for task in reversed(tasks) if task.loop_output.reinforce == evidence), None)
+            anchors = citation_anchors(quoted) if quoted else {}
+            lines.append(SummaryLine("evidence", cited_parts(line, anchors), quoted.task_id if quoted else None))
+        elif line.startswith(_SUMMARY_NEXT):
+            lines.append(SummaryLine("next", (TextPart(line),)))
+        else:
+            kind: Literal["payoff", "text"] = "payoff" if line.startswith("- ") else "text"
+            lines.append(SummaryLine(kind, (TextPart(line[2:] if kind == "payoff" else line),)))
+    return tuple(lines)
 
 
 def next_action_card(tasks: Sequence[TaskState], asked: Sequence[str] = ()) -> NextActionCard | None:
@@ -308,6 +455,7 @@ def run_view(
         superseded=tuple(transition_view(t) for t in transitions if t.superseded),
         outcome=outcome,
         header=run_header(run.status, outcome),
+        summary_lines=summary_lines(run.summary, tasks),
     )
 
 
@@ -390,14 +538,32 @@ def _attempt_view(attempt: AttemptRecord) -> AttemptView:
         problems=tuple(_problem(issue.field, issue.message) for issue in attempt.errors),
         raw=attempt.raw,
         call=attempt_call_line(attempt),
+        badge=status_badge(attempt.status),
     )
 
 
-def _source(item: dict[str, Any]) -> SourceView:
-    return SourceView(source=str(item.get("source", "?")), text=str(item.get("text", "")))
+def _source(task_id: str, ref: str, item: Mapping[str, Any], cited: Mapping[str, Citation]) -> SourceView:
+    source = str(item.get("source") or "?")
+    path, _, tail = source.partition("#")
+    score = item.get("score")
+    return SourceView(
+        source=source,
+        text=str(item.get("text") or ""),
+        ref=ref,
+        title=path or source,
+        heading=str(item.get("heading") or tail),
+        score=float(score) if isinstance(score, int | float) and not isinstance(score, bool) else None,
+        cited=ref in cited,
+        anchor=source_anchor(task_id, ref),
+    )
+
+
+def _citation_item(citation: Citation) -> dict[str, Any]:
+    return {"source": citation.source, "chunk_id": citation.chunk_id}
 
 
 __all__ = [
+    "CITATION_MARKER",
     "NEXT_ACTION_HEADING",
     "SECTION_TITLES",
     "AttemptView",
@@ -407,15 +573,22 @@ __all__ = [
     "SectionCard",
     "SourceView",
     "StatusBadge",
+    "SummaryLine",
     "TaskView",
+    "TextPart",
     "TransitionView",
     "attempt_call_line",
+    "citation_anchors",
+    "cited_parts",
     "next_action_card",
     "operator_action",
     "read_run_view",
     "run_view",
     "section_cards",
+    "source_anchor",
+    "source_views",
     "status_badge",
+    "summary_lines",
     "task_view",
     "transition_view",
 ]

@@ -20,6 +20,7 @@ from marsrag.runtime.runner import WorkflowRunner
 from marsrag.state import LoopEvent, RunRecord, TaskState
 from marsrag.store.base import RunStore
 from marsrag.tasks.config import ProjectConfig
+from marsrag.views.ask import WorkflowChoice, answering_llm, workflow_choices
 from marsrag.views.document import run_document, run_rows
 from marsrag.views.viewmodel import RunView, read_run_view, run_view
 from marsrag.web.settings import WebSettings
@@ -60,9 +61,15 @@ class Backend:
 
     def workflow_names(self) -> list[str]:
         """Workflows to offer on the ask page: user-facing ones first (the default first), then the rest."""
-        workflows = list(self.project.workflows.values())
-        facing = [w.name for w in workflows if w.kind == "user_facing"]
-        return facing + [w.name for w in workflows if w.kind != "user_facing"]
+        return [choice.name for choice in self.workflow_choices()]
+
+    def workflow_choices(self) -> list[WorkflowChoice]:
+        """The ask page's workflows, in :meth:`workflow_names` order, each with its description."""
+        return workflow_choices(self.project.workflows.values())
+
+    def answering_llm(self) -> str:
+        """Who answers this server's runs, in words (the configured ``--llm``, or the offline composer)."""
+        return answering_llm(self.settings.settings.llm, self.settings.settings.base_url)
 
     def start_run(self, goal: str, *, workflow: str | None = None, session_id: str | None = None) -> RunRecord:
         """Record a pending run and queue it; returns at once.

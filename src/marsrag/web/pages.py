@@ -16,7 +16,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from marsrag.errors import ConfigError, InputError, RunNotFoundError
 from marsrag.goals import MAX_GOAL_CHARS, MAX_SESSION_ID_CHARS, goal_problem, session_id_problem
 from marsrag.runtime.actions import Action
-from marsrag.views.outcome import run_header
+from marsrag.views.outcome import outcome_text, run_header
 from marsrag.web.backend import Backend
 from marsrag.web.csrf import CSRF_FIELD, csrf_ok
 from marsrag.web.guards import backend_of, require_form_writer, same_origin
@@ -34,13 +34,16 @@ FormDep = Annotated[dict[str, Any], Depends(require_form_writer)]
 def runs_page(request: Request, backend: BackendDep, page: Annotated[int, Query(ge=1, le=100_000)] = 1) -> Response:
     """The runs list, newest first, a page at a time."""
     rows = backend.run_rows(limit=PAGE_SIZE + 1, offset=(page - 1) * PAGE_SIZE)
-    shown = [{**row, "header": run_header(row["status"], row["outcome"])} for row in rows[:PAGE_SIZE]]
+    shown = [
+        {**row, "header": run_header(row["status"], row["outcome"]), "outcome_text": outcome_text(row["outcome"])}
+        for row in rows[:PAGE_SIZE]
+    ]
     return render(request, "runs.html", {"rows": shown, "page": page, "has_next": len(rows) > PAGE_SIZE})
 
 
 @router.get("/ask", response_class=HTMLResponse)
 def ask_page(request: Request, backend: BackendDep, session_id: str | None = None) -> Response:
-    """The ask form: goal, workflow, session."""
+    """The ask form: goal, workflow (each with its description), session; and which LLM will answer."""
     return _ask(request, backend, goal="", workflow=None, session_id=session_id or "", problem=None)
 
 
@@ -66,7 +69,10 @@ def ask(request: Request, backend: BackendDep, form: FormDep) -> Response:
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
 def run_page(request: Request, run_id: str, backend: BackendDep, tasks: BackgroundTasks) -> Response:
-    """A run: one block per task, the summary and the next-action card; refreshes itself while it runs."""
+    """A run, answer first: goal, outcome, summary and next-action card, then one block per task.
+
+    Refreshes itself while it runs.
+    """
     view = backend.run_view(run_id)
     # Recorded after the response is sent: the page does not wait for the event write.
     tasks.add_task(backend.record_rendered, view)
@@ -125,11 +131,12 @@ async def login(request: Request) -> Response:
 def _ask(
     request: Request, backend: Backend, *, goal: str, workflow: str | None, session_id: str, problem: str | None
 ) -> Response:
-    names = backend.workflow_names()
+    choices = backend.workflow_choices()
     context = {
         "goal": goal,
-        "workflows": names,
-        "workflow": workflow or (names[0] if names else ""),
+        "workflows": choices,
+        "workflow": workflow or (choices[0].name if choices else ""),
+        "llm": backend.answering_llm(),
         "session_id": session_id,
         "problem": problem,
         "max_goal": MAX_GOAL_CHARS,
