@@ -104,3 +104,42 @@ def test_skipped_prior_has_no_loop_to_hand_on() -> None:
     )
     planned = plan_transition(prior)
     assert planned.mode == "fallback" and "loop_mode none" in planned.reason
+
+
+def test_a_next_action_the_session_already_asked_becomes_an_unasked_fallback_question() -> None:
+    """A loop repeating a session goal (any case, spacing, end punctuation or markers) is replaced, never repeated."""
+    from marsrag.chain.planner import FALLBACK_QUESTIONS, REPEATED, plan_next_action
+
+    prior = state([])
+    assert plan_next_action([prior], ["Another question?"])[1].hook == LOOP  # type: ignore[index]
+    repeated = plan_next_action([prior], [f"  {LOOP.upper().rstrip('?')} [2] "])
+    assert repeated is not None
+    assert (repeated[1].hook, repeated[1].mode, repeated[1].reason) == (FALLBACK_HOOK, "fallback", REPEATED)
+    asked = [LOOP, FALLBACK_HOOK]
+    assert plan_next_action([prior], asked)[1].hook == FALLBACK_QUESTIONS[1]  # type: ignore[index]
+    asked = [LOOP, *FALLBACK_QUESTIONS, f"{FALLBACK_HOOK} (follow-up 2)"]
+    assert plan_next_action([prior], asked)[1].hook == f"{FALLBACK_HOOK} (follow-up 3)"  # type: ignore[index]
+
+
+def test_asked_before_takes_the_goals_of_the_session_up_to_the_run() -> None:
+    """Only the run's own session, oldest first, up to and including the run itself."""
+    from datetime import timedelta
+
+    from marsrag.chain.planner import asked_before
+    from marsrag.state import RunRecord, utcnow
+
+    now = utcnow()
+
+    def run(run_id: str, goal: str, minutes: int, session: str = "s") -> RunRecord:
+        return RunRecord(
+            run_id=run_id,
+            session_id=session,
+            goal=goal,
+            workflow="w",
+            loop_mode="hard",
+            created_at=now + timedelta(minutes=minutes),
+        )
+
+    runs = [run("c", "third", 2), run("x", "elsewhere", 1, "t"), run("b", "second", 1), run("a", "first", 0)]
+    assert asked_before(runs, runs[2]) == ["first", "second"]
+    assert asked_before([], runs[0]) == ["third"]

@@ -58,3 +58,17 @@ def test_the_next_line_is_the_planners_next_action() -> None:
     assert summarize([last]).splitlines()[-1] == "Next: Snapshot or replay?"
     assert summarize([last, machine]).splitlines()[-1] == "Next: Snapshot or replay?"
     assert passed_fields(machine) == {}
+
+
+def test_a_payoff_repeated_word_for_word_is_listed_once_unless_it_cites() -> None:
+    """Identical payoffs merge into one line naming their tasks; cited ones stay per task (each numbers its own)."""
+    same = summarize([state("diagnose", 0), state("plan", 1)])
+    assert same.splitlines()[0] == f"- {CONTENT['payoff']} (diagnose, plan)"
+    cited = CONTENT["payoff"].rstrip(".") + " [1]."
+    apart = summarize([state("diagnose", 0, payoff=cited), state("plan", 1, payoff=cited)])
+    assert apart.splitlines()[:2] == [f"- {cited} (diagnose)", f"- {cited} (plan)"]
+
+
+def test_the_next_line_never_repeats_what_the_session_asked() -> None:
+    """With the final loop already asked in the session, the Next line is a question not yet asked."""
+    assert summarize([state("plan", 0)], [CONTENT["loop"]]).splitlines()[-1] == f"Next: {FALLBACK_HOOK}"

@@ -19,15 +19,11 @@ from typing import Any, Final
 from marsrag.contract import FIELDS
 from marsrag.state import Citation
 
-#: A marker: one number or several in one pair of brackets (``[1]``, ``[1, 3]``), never part of a word or link.
-MARKER: Final = re.compile(r"(?<![\w\]])\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\](?![(\w])")
+#: A marker: one number or several in one pair of brackets (``[1]``, ``[1, 3]``; ``[1][2]`` is two), never part of a
+#: word or a Markdown link.
+MARKER: Final = re.compile(r"(?<!\w)\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\](?![(\w])")
 #: The fields whose markers cite this task's passages.
 CITING_FIELDS: Final = tuple(name for name in FIELDS if name != "hook")
-
-
-def unmarked(text: str) -> str:
-    """``text`` without its source markers (``... database [2].`` -> ``... database.``)."""
-    return MARKER.sub("", text).replace(" .", ".").replace(" ,", ",").replace("  ", " ").strip()
 
 
 def refs(text: str) -> list[str]:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from marsrag.chain.planner import plan_next_action
 from marsrag.contract import FIELDS
-from marsrag.runtime.citations import unmarked
+from marsrag.runtime.citations import MARKER
 from marsrag.state import TaskState
 
 
@@ -33,15 +33,17 @@ def summarize(states: Sequence[TaskState], asked: Sequence[str] = ()) -> str:
     passed = [(state, passed_fields(state)) for state in states]
     with_payoff = [(state, fields) for state, fields in passed if "payoff" in fields]
     ordered = sorted(with_payoff, key=lambda item: (rank.get(item[0].validation.status, 2), item[0].position))
-    # Source markers number each task's own passages: out of their task they would point at the wrong one.
+    # Each line names its task: its source markers number that task's passages (the run page links them).
+    # A payoff several tasks repeat word for word is listed once, unless it cites (each task numbers its own).
     payoffs: dict[str, list[str]] = {}
     for state, fields in ordered:
-        payoffs.setdefault(unmarked(fields["payoff"]), []).append(state.task_id)
-    lines = [f"- {payoff} ({', '.join(task_ids)})" for payoff, task_ids in payoffs.items()]
+        key = fields["payoff"] if not MARKER.search(fields["payoff"]) else f"{fields['payoff']}\0{state.task_id}"
+        payoffs.setdefault(key, []).append(state.task_id)
+    lines = [f"- {key.split(chr(0))[0]} ({', '.join(task_ids)})" for key, task_ids in payoffs.items()]
     # The last task's evidence is the one the whole chain arrived at; earlier ones are on their tasks.
     evidence = next((fields["reinforce"] for _, fields in reversed(passed) if "reinforce" in fields), None)
     if evidence:
-        lines.append(f"Evidence: {unmarked(evidence)}")
+        lines.append(f"Evidence: {evidence}")
     planned = plan_next_action(states, asked)
     if planned is not None:
         lines.append(f"Next: {planned[1].hook}")
