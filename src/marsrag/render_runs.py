@@ -89,11 +89,33 @@ def _print_task(out: Console, task: TaskView) -> None:
         out.print(shown(task.machine_output or ""))
     else:
         _print_cards(out, task)
+    _print_sources(out, task)
     for attempt in task.attempts:
         # Only attempts whose LLM call is known: older runs print as before.
         if attempt.call:
             heading = f"attempt {attempt.number} · {attempt.kind} · {attempt.status}"
             out.print(shown(f"{heading}: {attempt.call}", "dim"))
+
+
+def _print_sources(out: Console, task: TaskView) -> None:
+    """The sources the task cites, by number: its document and its own heading (the full path is in JSON)."""
+    cited = [source for source in task.sources if source.cited]
+    if cited:
+        # A grid, so that a long path folds inside its column instead of leaving its number alone on a line.
+        table = Table(show_header=False, box=None, padding=(0, 1), expand=False)
+        table.add_column(style="bold", no_wrap=True)
+        table.add_column(no_wrap=True)
+        table.add_column(overflow="fold")
+        for number, source in enumerate(cited):
+            heading = source.heading.rsplit(" > ", 1)[-1] if source.heading else ""
+            table.add_row(
+                shown("SOURCES" if number == 0 else ""),
+                shown(f"[{source.ref}]"),
+                shown(source.title + (f" · {heading}" if heading else "")),
+            )
+        out.print(table)
+    for warning in task.citation_warnings:
+        out.print(shown(f"! {warning}", "yellow"))
 
 
 def _print_cards(out: Console, task: TaskView) -> None:

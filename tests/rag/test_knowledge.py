@@ -242,6 +242,25 @@ def test_hits_are_retriever_results(kb: KnowledgeBase, docs: Path) -> None:
         kb.search("cache", limit=-1)
 
 
+def test_one_document_fills_at_most_two_places_while_others_match(kb: KnowledgeBase, tmp_path: Path) -> None:
+    """A document whose every section matches leaves room for others; with no other match it tops the list up."""
+    root = tmp_path / "spread"
+    sections = "".join(f"## Cache restart part {n}\n\nCache restart detail number {n}.\n\n" for n in range(6))
+    write(root, "incident.md", f"# Cache restart incident\n\n{sections}")
+    write(root, "runbook.md", "# Runbook\n\n## Steps\n\nPre-warm the cache before a restart.\n")
+    write(root, "other.md", "# Other\n\n## Notes\n\nA cache note.\n")
+    kb.ingest([root])
+    hits = kb.search("cache restart", limit=4)
+    documents = [hit["source"].split("#", 1)[0] for hit in hits]
+    assert documents.count("spread/incident.md") == 2 and len(hits) == 4
+    assert {"spread/runbook.md", "spread/other.md"} <= set(documents)
+    assert [hit["score"] for hit in hits] == sorted((hit["score"] for hit in hits), reverse=True)
+    uncapped = kb.search("cache restart", limit=4, per_document=None)
+    assert [hit["source"].split("#", 1)[0] for hit in uncapped].count("spread/incident.md") > 2
+    # Only one document matches: its chunks fill every place.
+    assert len(kb.search("detail number", limit=4)) == 4
+
+
 def test_the_hook_changes_what_is_retrieved(kb: KnowledgeBase, docs: Path) -> None:
     """The runner's query (hook + goal) and the goal alone have different best passages."""
     kb.ingest([docs])

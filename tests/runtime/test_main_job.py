@@ -69,5 +69,8 @@ def test_text_output_shows_sections_badges_next_action_and_store(tmp_path: Path)
     for label in ("HOOK", "GRIP", "PAYOFF", "REINFORCE", "LOOP"):
         assert proc.stdout.count(label) >= 3
     assert "Next recommended question/action:" in proc.stdout
+    # A short sources list under each task: the cited passages by number, document and own heading.
+    assert proc.stdout.count(" SOURCES ") == 3
+    assert re.search(r"\[1\]\s+knowledge_base/\S+\.md · ", proc.stdout)
     assert f"State stored in sqlite:///{tmp_path}/marsrag.db" in proc.stdout
     assert "diagnose: valid" in proc.stderr  # progress while the tasks ran

@@ -48,9 +48,16 @@ _IMPERATIVES = frozenset(
     "add alert announce apply avoid block cap check confirm deploy disable drain enable escalate fail flush freeze "
     "gate hold keep limit lower mark move page pause pin pre-warm prewarm promote raise record reduce rejoin remove "
     "renew replace restart revert roll rotate route run scale schedule set shed split stagger start stop switch "
-    "throttle use verify warm watch water mulch prune feed".split()
+    "throttle treat use verify warm watch water mulch prune feed always never".split()
 )
-_MODAL = re.compile(r"\b(should|must|recommend(?:ed|s)?|needs? to|make sure|always|never)\b", re.IGNORECASE)
+_MODAL = re.compile(r"\b(should|must|recommend(?:ed|s)?|needs? to|make sure|the rule is|is required)\b", re.IGNORECASE)
+_CLAUSE = re.compile(r"[:;]\s+")
+# A sentence about the document itself ("Use this runbook to ...", "It exists because ...") says nothing about
+# the problem: never quoted as an insight or a recommendation.
+_ABOUT_ITSELF = re.compile(
+    r"\b(?:this|the present) (?:runbook|document|page|guide|note|section|procedure|playbook)\b|^it exists\b",
+    re.IGNORECASE,
+)
 # A sentence opening with one of these leans on the one before it: weak on its own.
 _ANAPHORA = frozenset("it this that they these those he she its their such".split())
 _LIMIT = 780
@@ -91,18 +98,19 @@ class _Sentence:
 
     @property
     def action(self) -> bool:
-        """An instruction (its first word, or the first after a short label such as ``AI-1 (Platform):``) or a
-        statement of what one should do."""
-        text = self.text
-        label, colon, rest = text.partition(": ")
-        if colon and len(label) <= 40:
-            text = rest
-        first = text.split(" ", 1)[0].lower().strip(",.:;\"'")
-        return first in _IMPERATIVES or bool(_MODAL.search(self.text))
+        """An instruction (the first word of the sentence or of a clause after a colon or semicolon, as in
+        ``AI-1 (Platform): add ...`` or ``...; treat it like a restart``) or a statement of what one should do."""
+        for clause in _CLAUSE.split(self.text):
+            if clause.split(" ", 1)[0].lower().strip(",.:;\"'") in _IMPERATIVES:
+                return True
+        return bool(_MODAL.search(self.text))
 
     @property
     def leans_back(self) -> bool:
-        return self.text.split(" ", 1)[0].lower().strip(",.:;\"'") in _ANAPHORA
+        """Whether the sentence needs the one before it: it opens on a pronoun ("It ...", "This ...") or its
+        instruction's object is one ("Roll it out ...")."""
+        words = [word.lower().strip(",.:;\"'") for word in self.text.split(" ", 3)[:3]]
+        return words[0] in _ANAPHORA or (words[0] in _IMPERATIVES and bool(_ANAPHORA.intersection(words[1:])))
 
     def cited(self) -> str:
         """The sentence with its passage's marker before its final stop (``... database [2].``)."""
@@ -251,6 +259,8 @@ def _ranked(read: _Prompt, focus: set[str]) -> list[_Sentence]:
     found = []
     for rank, passage in enumerate(passages):
         for index, text in enumerate(passage.sentences):
+            if _ABOUT_ITSELF.search(text):
+                continue
             # Retrieval already ranked the passages: the better ones break ties and lift near-ties.
             score = len(set(tokens(text)) & focus) + 1.5 * (count - rank) / count
             if text.split(" ", 1)[0].lower() in _ANAPHORA:
@@ -269,9 +279,16 @@ def compose(prompt: str, task: str) -> dict[str, str]:
         return _ungrounded(read, task, hook)
     focus = set(tokens(f"{read.handed or ''} {read.goal}"))
     ranked = _ranked(read, focus)
-    actions = [s for s in ranked if s.action]
+    if not ranked:
+        return _ungrounded(read, task, hook)
+    # A sentence leaning on the one before it ("Roll it out ...") reads wrong on its own: the last resort.
+    actions = [s for s in ranked if s.action and not s.leans_back] or [s for s in ranked if s.action]
     payoff = actions[0] if actions else None
-    explanations = [s for s in ranked if not s.action and s is not payoff] or [s for s in ranked if s is not payoff]
+    explanations = (
+        [s for s in ranked if not s.action and not s.leans_back]
+        or [s for s in ranked if not s.action and s is not payoff]
+        or [s for s in ranked if s is not payoff]
+    )
     grip = explanations[0] if explanations else ranked[0]
     if payoff is not None:
         payoff_text = f"Recommended next step: {payoff.cited()}"
@@ -302,7 +319,10 @@ def _support(ranked: list[_Sentence], grip: _Sentence, payoff: _Sentence, used: 
     unused = [s for s in ranked if s.passage.number not in used and not s.leans_back]
     # The most relevant result is always used: retrieval ranked it first for a reason.
     fresh = next((s for s in unused if s.passage is ranked_first(ranked)), None) or next(iter(unused), None)
-    more = next((s for s in ranked if s.passage.number in used and s is not grip and s is not payoff), None)
+    more = next(
+        (s for s in ranked if s.passage.number in used and s is not grip and s is not payoff and not s.leans_back),
+        None,
+    )
     chosen = [sentence for sentence in (fresh, more) if sentence is not None]
     return chosen or [grip]
 

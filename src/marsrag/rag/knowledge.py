@@ -27,6 +27,7 @@ from marsrag.rag.readers import NotTextError, decode, parse
 from marsrag.rag.report import IngestReport, ReplacedDocument, SkippedFile
 from marsrag.store import (
     LEGACY_COLLECTION,
+    ChunkHit,
     ChunkText,
     DocumentChange,
     DocumentKey,
@@ -36,7 +37,7 @@ from marsrag.store import (
     open_store,
 )
 
-__all__ = ["MAX_FILE_BYTES", "KnowledgeBase", "ProgressCallback"]
+__all__ = ["MAX_FILE_BYTES", "PER_DOCUMENT", "KnowledgeBase", "ProgressCallback"]
 
 logger = logging.getLogger(__name__)
 # A library reports through its loggers but leaves output to the application: no "last resort" stderr lines.
@@ -47,6 +48,10 @@ ProgressCallback = Callable[[int, int], None]
 
 #: Larger files are skipped: no document worth citing is this big, and it would all sit in memory at once.
 MAX_FILE_BYTES = 16 * 1024 * 1024
+#: The default cap of chunks per document in one search's results (see :meth:`KnowledgeBase.search`).
+PER_DOCUMENT = 2
+# Candidates read per place when the cap applies: enough for the cap to find other documents.
+_POOL_FACTOR = 4
 
 
 class KnowledgeBase:
@@ -108,11 +113,16 @@ class KnowledgeBase:
             logger.warning("skipped %s: %s", skipped.path, skipped.reason)
         return report
 
-    def search(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
+    def search(self, query: str, limit: int = 5, *, per_document: int | None = PER_DOCUMENT) -> list[dict[str, Any]]:
         """The chunks that best match ``query`` (free text; any string is safe), best first.
 
         Each hit is ``{"chunk_id", "source", "heading", "text", "score"}``; ``source`` is ``path#heading``,
         ready to cite. A query with no searchable word gives no hits.
+
+        ``per_document``: at most this many chunks of one document while others match (None: no cap). Every
+        chunk's heading path starts with its document's title, so a document whose title matches the query
+        would otherwise fill every place; the cap makes room for the runbook beside the incident. When fewer
+        documents match than the cap leaves room for, the places left go to the next best chunks in rank order.
 
         Raises:
             ValueError: a negative limit.
@@ -123,6 +133,8 @@ class KnowledgeBase:
         words = terms(query)
         if not words or limit == 0:
             return []
+        pool = self._documents.search_chunks(words, limit if per_document is None else limit * _POOL_FACTOR)
+        hits = pool[:limit] if per_document is None else _spread(pool, limit, per_document)
         return [
             {
                 "chunk_id": hit.chunk_id,
@@ -131,7 +143,7 @@ class KnowledgeBase:
                 "text": hit.text,
                 "score": hit.score,
             }
-            for hit in self._documents.search_chunks(words, limit)
+            for hit in hits
         ]
 
     def _known_hashes(self) -> dict[DocumentKey, str]:
@@ -165,6 +177,23 @@ class KnowledgeBase:
             report.unchanged += 1
         if change.outcome != "unchanged":
             report.chunks_written += len(pieces)
+
+
+def _spread(pool: list[ChunkHit], limit: int, per_document: int) -> list[ChunkHit]:
+    """The best ``limit`` hits of ``pool`` with at most ``per_document`` per document, topped up in rank order."""
+    kept: list[ChunkHit] = []
+    counts: dict[str, int] = {}
+    for hit in pool:
+        if counts.get(hit.document_path, 0) < per_document:
+            kept.append(hit)
+            counts[hit.document_path] = counts.get(hit.document_path, 0) + 1
+            if len(kept) == limit:
+                break
+    if len(kept) < limit:
+        chosen = {hit.chunk_id for hit in kept}
+        kept.extend([hit for hit in pool if hit.chunk_id not in chosen][: limit - len(kept)])
+    order = {hit.chunk_id: position for position, hit in enumerate(pool)}
+    return sorted(kept, key=lambda hit: order[hit.chunk_id])
 
 
 def _why(change: DocumentChange, version: DocumentVersion) -> str:
