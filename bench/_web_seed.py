@@ -1,7 +1,7 @@
 """A store of realistic runs for the web benchmark, written in bulk, and a throwaway PostgreSQL schema.
 
 Each run is what the sample ``support_answer`` workflow stores (diagnose -> recommend -> plan, loop mode hard):
-three task states with 1-2 attempts, retrieval results and the Loop Contract fields of ``bench._samples``, the
+three task states with 1-2 attempts, retrieval results, the Loop Contract fields of ``bench._samples`` citing them
 two transitions the planner derives from them, one event per attempt and per transition, and, for two runs of
 each three-run session, the ``loop.action.followed`` that started the next one (about 6 events per run). One
 run in five has a repaired, partial or failed task, so every status badge and transition mode appears.
@@ -27,6 +27,7 @@ from sqlalchemy.exc import OperationalError
 from bench._samples import CONTENT
 from marsrag.chain.planner import plan_transition
 from marsrag.contract import LOOP_CONTRACT_VERSION, ContractIssue
+from marsrag.runtime.citations import resolve
 from marsrag.state import (
     AttemptRecord,
     LoopEvent,
@@ -189,7 +190,14 @@ def _task(
     partial: bool,
     failed: bool,
 ) -> TaskState:
-    fields = LoopFields(**CONTENT)
+    # Cited as the composer cites: the page renders markers as links and a sources panel per task.
+    fields = LoopFields(
+        **{
+            **CONTENT,
+            "grip": CONTENT["grip"].rstrip(".") + " [1].",
+            "reinforce": CONTENT["reinforce"].rstrip(".") + " [2][3].",
+        }
+    )
     hook_source = "goal"
     if prior:
         planned = plan_transition(prior[-1])
@@ -210,6 +218,17 @@ def _task(
     if repaired or partial or failed:
         history.insert(0, ("failed", first_errors))
     raw = "\n".join(f"{name.upper()}: {value}" for name, value in fields.model_dump().items() if value)
+    results = [
+        {
+            "chunk_id": 11 * n + position,
+            "source": f"{path}#{heading}",
+            "heading": heading,
+            "text": text,
+            "score": round(7.5 - n, 2),
+        }
+        for n, (path, heading, text) in enumerate(PASSAGES[position : position + 3])
+    ]
+    citations, warnings = resolve(fields.model_dump(), results)
     return TaskState(
         run_id=run_id,
         task_id=task_id,
@@ -231,19 +250,9 @@ def _task(
             for number, (attempt_status, attempt_errors) in enumerate(history, 1)
         ],
         hook_source=hook_source,
-        retrieval=Retrieval(
-            query=fields.hook or "",
-            results=[
-                {
-                    "chunk_id": 11 * n + position,
-                    "source": f"{path}#{heading}",
-                    "heading": heading,
-                    "text": text,
-                    "score": round(7.5 - n, 2),
-                }
-                for n, (path, heading, text) in enumerate(PASSAGES[position : position + 3])
-            ],
-        ),
+        retrieval=Retrieval(query=fields.hook or "", results=results),
+        citations=citations,
+        citation_warnings=warnings,
         rendered=fields.render(),
         created_at=moment,
     )
