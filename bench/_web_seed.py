@@ -25,9 +25,9 @@ from sqlalchemy import Table, create_engine, insert
 from sqlalchemy.exc import OperationalError
 
 from bench._samples import CONTENT
+from marsrag.chain.citations import resolve
 from marsrag.chain.planner import plan_transition
 from marsrag.contract import LOOP_CONTRACT_VERSION, ContractIssue
-from marsrag.runtime.citations import resolve
 from marsrag.state import (
     AttemptRecord,
     LoopEvent,

@@ -6,9 +6,9 @@ import re
 
 import pytest
 
+from marsrag.chain.briefing import briefing
+from marsrag.chain.citations import MARKER, resolve
 from marsrag.contract import validate_output
-from marsrag.runtime.briefing import briefing
-from marsrag.runtime.citations import MARKER, resolve
 
 pytestmark = pytest.mark.crewai
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from marsrag.runtime.citations import refs, resolve
+from marsrag.chain.citations import refs, resolve
 
 RESULTS = [{"chunk_id": 7, "source": "a.md#A"}, {"chunk_id": 8, "source": "b.md#B"}, {"chunk_id": 9, "source": "c.md"}]
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from marsrag.chain.briefing import briefing
+from marsrag.chain.citations import resolve
 from marsrag.rag import KnowledgeBase
-from marsrag.runtime.briefing import briefing
-from marsrag.runtime.citations import resolve
 from tests.conftest import REPO
 from tests.llm.test_composer import assert_grounded
 from tests.rag.conftest import write

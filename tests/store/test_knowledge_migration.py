@@ -67,7 +67,7 @@ def test_documents_stored_before_0008_keep_their_rows_and_chunk_ids_in_the_legac
     with at_revision(db_url, "0006") as connection:
         store_at_0006(connection)
     with open_store(db_url) as store:
-        assert sql(store, f"SELECT version_num FROM {VERSION_TABLE}") == [(HEAD,)] and HEAD == REVISION
+        assert sql(store, f"SELECT version_num FROM {VERSION_TABLE}") == [(HEAD,)] and HEAD >= REVISION
         assert sql(store, "SELECT collection, path, sha256, size, source FROM documents ORDER BY path") == [
             (LEGACY_COLLECTION, path, sha256, size, None) for path, sha256, size, _ in OLD_DOCUMENTS
         ]

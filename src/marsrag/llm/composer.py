@@ -2,7 +2,7 @@
 
 It is a deterministic ``crewai.BaseLLM`` that writes a valid LoopOutput for each task from what the prompt
 gives it: the goal, the hook handed over by the previous step, the numbered passages retrieved for the step
-(:mod:`marsrag.runtime.briefing`) and the questions already asked in the session. It reads each passage
+(:mod:`marsrag.chain.briefing`) and the questions already asked in the session. It reads each passage
 whole, with its Markdown removed, and only ever quotes whole sentences, each followed by the number of the
 passage it came from:
 
@@ -26,9 +26,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from marsrag.chain.briefing import ASKED_HEADING, SOURCES_END, SOURCES_HEADING
 from marsrag.integrations.calls import report
 from marsrag.llm._local import LocalLLM
-from marsrag.runtime.briefing import ASKED_HEADING, SOURCES_END, SOURCES_HEADING
 from marsrag.state import FALLBACK_HOOK
 from marsrag.tokens import tokens
 

@@ -14,11 +14,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
+from marsrag.chain.briefing import briefing, without_placeholders
 from marsrag.contract import FIELD_LIMITS, FIELDS, render_sections, validate_output
 from marsrag.errors import ActionConflictError, TaskNotFoundError
 from marsrag.integrations.calls import JOURNAL, AttemptCalls
 from marsrag.liveness import is_stale, owner_id
-from marsrag.runtime.briefing import briefing, without_placeholders
 from marsrag.runtime.commit import Outcome, failed_attempt, settle
 from marsrag.runtime.runner import WorkflowRunner
 from marsrag.state import AttemptKind, AttemptRecord, RunRecord, TaskState

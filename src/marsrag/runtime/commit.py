@@ -18,11 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from marsrag.chain.citations import resolve
 from marsrag.chain.planner import plan_transition
 from marsrag.contract import FIELDS, ContractIssue, ValidationResult
 from marsrag.events.sinks import EventSink, dispatch
 from marsrag.faults import failpoint
-from marsrag.runtime.citations import resolve
 from marsrag.runtime.routing import Candidate, Router
 from marsrag.state import (
     AttemptKind,

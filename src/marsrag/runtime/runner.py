@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
+from marsrag.chain.briefing import briefing, without_placeholders
 from marsrag.chain.planner import asked_before, plan_next_action
 from marsrag.contract import LOOP_CONTRACT_VERSION
 from marsrag.errors import ActionConflictError, StoreError
@@ -24,7 +25,6 @@ from marsrag.integrations.calls import JOURNAL, AttemptCalls
 from marsrag.integrations.crewai import TaskOutput
 from marsrag.integrations.crewai_builders import BuiltCrew, BuiltTask, build_crew
 from marsrag.liveness import is_stale, owner_id
-from marsrag.runtime.briefing import briefing, without_placeholders
 from marsrag.runtime.commit import Outcome, TaskCommitter, settle
 from marsrag.runtime.retrieval import NoRetriever, Retriever, retrieval_query
 from marsrag.runtime.routing import LexicalRouter, Router, project_candidates

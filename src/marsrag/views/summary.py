@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from marsrag.chain.citations import MARKER
 from marsrag.chain.planner import plan_next_action
 from marsrag.contract import FIELDS
-from marsrag.runtime.citations import MARKER
 from marsrag.state import TaskState
 
 

@@ -14,10 +14,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from marsrag.chain.citations import MARKER
 from marsrag.chain.planner import REPEATED, asked_before, plan_next_action
 from marsrag.contract import FIELDS
 from marsrag.liveness import is_stale
-from marsrag.runtime.citations import MARKER
 from marsrag.state import FALLBACK_HOOK, AttemptRecord, Citation, RunRecord, TaskState, TransitionRecord
 from marsrag.store.base import RunStore
 from marsrag.views.outcome import RunHeader, outcome_text, run_header, task_outcome

@@ -1,7 +1,7 @@
 """Numbered source markers: a task's ``[1]``, ``[2]`` resolved to the passages its briefing numbered.
 
 The briefing gives a task its retrieved passages as ``[1]``, ``[2]`` ... in retrieval order
-(:mod:`marsrag.runtime.briefing`); the answer cites them by number after the sentence each supports. This
+(:mod:`marsrag.chain.briefing`); the answer cites them by number after the sentence each supports. This
 module reads the markers back: every marker that names a passage becomes a :class:`~marsrag.state.Citation`
 carrying that passage's ``source`` and ``chunk_id``, and every marker that names none becomes a warning on
 the task (never a validation error: the contract judges the sections, citations are evidence about them).

@@ -5,7 +5,7 @@ run. The composer LLM reads these exact phrases back (``llm/composer.py``).
 
 Sources are numbered in retrieval order, ``[1]`` first, each a header line (number, then ``path#Heading``)
 and the whole passage below it, indented so that no line of a passage can read as another header; an
-end line closes the list. Answers cite a passage by its number (:mod:`marsrag.runtime.citations`).
+end line closes the list. Answers cite a passage by its number (:mod:`marsrag.chain.citations`).
 """
 
 from __future__ import annotations
