@@ -7,11 +7,16 @@ an edge cannot hide in a function. docs/architecture.md draws the same layers.
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.contract.samples import CONTENT, labelled
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -60,10 +65,13 @@ LAZY_ON_PURPOSE = (
     "json_repair",
 )
 #: Light enough to import at the top elsewhere (``tasks`` reads YAML configs), but imported inside a function
-#: by the contract, whose ``validate`` must start fast and parses YAML only for an answer written in it.
+#: by the contract, whose ``validate`` must start fast and parses YAML only for an answer written in it (checked
+#: statically and by running ``marsrag validate``, at the end of this module).
 LAZY_FOR_FAST_START = ("yaml",)
 #: The entry point: each command imports its own library inside the command, so ``validate`` starts fast.
 ENTRY = "marsrag.cli"
+#: What ``marsrag validate`` imports: the entry point, then (inside the command) the contract and the input reader.
+VALIDATE_IMPORTS = (ENTRY, "marsrag.contract", "marsrag.inputs")
 
 
 @dataclass(frozen=True)
@@ -314,3 +322,60 @@ def _heavy_modules() -> set[str]:
 def test_the_fast_commands_load_nothing_heavy(package: str) -> None:
     """What ``validate``, ``schema`` and ``lint`` import at the top never pulls in CrewAI or SQLAlchemy."""
     assert not {module for module in _heavy_modules() if _package(module) == package}
+
+
+def _loaded_at_top(starts: tuple[str, ...]) -> set[str]:
+    """The project modules importing ``starts`` loads: top-level imports followed, with every parent package."""
+    loaded: set[str] = set()
+    todo = list(starts)
+    while todo:
+        module = todo.pop()
+        parts = module.split(".")
+        for parent in (".".join(parts[:end]) for end in range(1, len(parts) + 1)):
+            if parent in MODULES and parent not in loaded:
+                loaded.add(parent)
+                todo += [edge.target for edge in EDGES if edge.source == parent and not edge.inner]
+    return loaded
+
+
+def test_validate_imports_no_fast_start_part_at_the_top() -> None:
+    """No module ``marsrag validate`` loads imports PyYAML at its top: the contract imports it when reading YAML."""
+    loaded = _loaded_at_top(VALIDATE_IMPORTS)
+    assert "marsrag.contract._yaml_answers" in loaded  # the module reading YAML answers is loaded, not PyYAML
+    eager = [
+        f"{module}:{line} imports {name} at the top"
+        for module, name, line, inner in IMPORTS
+        if not inner and module in loaded and name.split(".")[0] in LAZY_FOR_FAST_START
+    ]
+    assert eager == []
+
+
+# The same answer as a YAML document the label grammar cannot read (block and quoted scalars).
+_YAML_ANSWER = "\n".join(
+    f"{key}: >\n  {value}" if key != "grip" else f"{key}: {json.dumps(value)}" for key, value in CONTENT.items()
+)
+
+
+@pytest.mark.parametrize(
+    ("answer", "yaml_loaded"),
+    [
+        (json.dumps(CONTENT), False),
+        (labelled("{L}: {v}"), False),
+        (_YAML_ANSWER, True),
+    ],
+    ids=["clean JSON", "labels", "YAML answer"],
+)
+def test_validate_imports_yaml_only_to_read_a_yaml_answer(answer: str, yaml_loaded: bool) -> None:
+    """``marsrag validate`` on clean JSON or labels never imports PyYAML; on a YAML answer it does, to read it."""
+    probe = (
+        "import sys\n"
+        "from marsrag.cli import main\n"
+        "try:\n"
+        "    main(['validate', '--format', 'json', '-'])\n"
+        "except SystemExit as exit:\n"
+        "    code = exit.code\n"
+        "sys.stderr.write(f'EXIT={code} YAML={\"yaml\" in sys.modules}')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], input=answer.encode(), capture_output=True, check=False)
+    assert json.loads(proc.stdout)["status"] == "valid", proc.stdout
+    assert proc.stderr.decode().strip().endswith(f"EXIT=0 YAML={yaml_loaded}"), proc.stderr.decode()

@@ -65,6 +65,9 @@ def _changed(edit: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         (lambda s: s["rules"].update(soft_sentences=[1, 5]), "minor"),
         (lambda s: s["rules"].pop("reject_truncated"), "major"),
         (lambda s: s["rules"].update(reject_truncated=False), "major"),
+        (lambda s: s["rules"].pop("placeholder_field_name"), "major"),
+        (lambda s: s["rules"].update(placeholder_template=r"\{\{[^{}]+\}\}"), "major"),
+        (lambda s: s["rules"].update(reject_no_letter_or_digit=False), "major"),
         (lambda s: s["rules"].update(partial_min_fields=4), "major"),
         (lambda s: s["rules"]["fields"].remove("grip"), "major"),
         (lambda s: s["rules"]["required"].append("summary"), "major"),
@@ -94,16 +97,31 @@ def test_released_snapshots_are_never_rewritten(tmp_path: Path) -> None:
     assert [str(v) for v in load_snapshots(tmp_path)] == [LOOP_CONTRACT_VERSION, "2.0.0"]
 
 
-def test_adding_the_truncated_rejection_is_minor() -> None:
-    """1.0.0 -> 1.1.0 adds only ``reject_truncated`` (a rejection of input that never was a whole answer)."""
+NON_ANSWER_REJECTIONS = (
+    "reject_truncated",
+    "placeholder_template",
+    "placeholder_field_name",
+    "reject_no_letter_or_digit",
+)
+
+
+def test_1_1_0_adds_only_rejections_of_non_answers_which_is_minor() -> None:
+    """1.0.0 -> 1.1.0 adds only rules rejecting what never was an answer's content, and changes nothing else.
+
+    ``reject_truncated`` (a field cut off before it ended), then the values with no content at all: only a
+    template placeholder, only a field's name, no letter or digit.
+    """
     snapshots = {str(version): snapshot for version, snapshot in load_snapshots().items()}
     old, new = snapshots["1.0.0"], snapshots["1.1.0"]
-    assert set(new["rules"]) - set(old["rules"]) == {"reject_truncated"} and new["rules"]["reject_truncated"] is True
+    assert set(new["rules"]) - set(old["rules"]) == set(NON_ANSWER_REJECTIONS)
+    assert new["rules"]["reject_truncated"] is True and new["rules"]["reject_no_letter_or_digit"] is True
+    assert {key: value for key, value in new["rules"].items() if key in old["rules"]} == old["rules"]
     assert required_bump(old, new) == "minor"
     assert bump_between(parse_version("1.0.0"), parse_version("1.1.0")) == "minor"
-    without = copy.deepcopy(old)
-    without["rules"]["reject_truncated"] = True
-    assert required_bump(old, without) == "minor" and required_bump(without, old) == "major"
+    for key in NON_ANSWER_REJECTIONS:
+        with_rule = copy.deepcopy(old)
+        with_rule["rules"][key] = new["rules"][key]
+        assert required_bump(old, with_rule) == "minor" and required_bump(with_rule, old) == "major"
 
 
 def test_released_1_0_0_snapshot_is_kept() -> None:

@@ -16,7 +16,7 @@ from marsrag.errors import ContractVersionError
 
 
 def test_running_contract_is_1_1_0() -> None:
-    """The running contract is 1.1.0: 1.0.0 plus the ``truncated`` error code, a minor (additive) change."""
+    """The running contract is 1.1.0: 1.0.0 plus ``truncated`` and the no-content placeholders, a minor change."""
     assert LOOP_CONTRACT_VERSION == "1.1.0"
 
 

@@ -24,6 +24,15 @@ _ESCAPED_OBJECT: Final = re.compile(r"\s*\{\s*\\+\"")
 _DOUBLED_OPEN: Final = re.compile(r"\{\{\s*[\"'“]")
 
 
+def may_rewrite(span: str) -> bool:
+    """Whether a rewrite may apply to ``span`` (its trigger is there); when not, :func:`rewrite` returns ``span``."""
+    return (
+        ("\\" in span and (_ESCAPED_OBJECT.match(span) is not None or has_markdown_escape(span)))
+        or has_curly_quotes(span)
+        or span.lstrip().startswith("{{")
+    )
+
+
 def rewrite(span: str) -> str:
     """``span`` with every applicable rewrite applied, in order (the same text when none applies)."""
     text = span

@@ -5,11 +5,13 @@ The work goes cheapest first:
 1. clean JSON is one pydantic parse (the benchmarked hot path);
 2. reasoning blocks and leaked special tokens are removed, each only when its trigger character is present
    (an output that is only reasoning fails and says so);
-3. every candidate is validated: each JSON document (in any fence or in prose; exact, rewritten, repaired;
+3. one flat JSON object broken the commonest way (no closing brace, a trailing comma, comments) that reads as a
+   valid answer is the answer at once: the pipeline below could find no other candidate in it;
+4. every candidate is validated: each JSON document (in any fence or in prose; exact, rewritten, repaired;
    the answers inside its envelopes), the labelled sections, the readings of YAML, tables and printed
    models, and, when none of them is valid, the HTML read as Markdown and the text with one layer of string
    escaping removed;
-4. the best candidate wins: more passing fields (valid over partial over failed), then the later one, so an
+5. the best candidate wins: more passing fields (valid over partial over failed), then the later one, so an
    example or a placeholder object before the answer never beats it. A text that was cut (the provider said
    so, or a value string is open at its end) stopped in its last candidate, so that one is the answer.
 """
@@ -32,11 +34,12 @@ from marsrag.contract._json_forms import (
     decode_all,
     field_key,
     joined_lines,
+    nearly_exact,
     repair,
     repairable,
     segments,
 )
-from marsrag.contract._json_rewrites import rewrite
+from marsrag.contract._json_rewrites import may_rewrite, rewrite
 from marsrag.contract._python_repr import read_printed
 from marsrag.contract._reasoning import may_have_reasoning, strip_reasoning
 from marsrag.contract._sections import find_sections
@@ -134,9 +137,13 @@ def from_text(text: str, mode: Mode, cut: bool, layer: int = 0) -> ValidationRes
         clean = _exact(text, mode) if text[-1] == "}" else None
         if clean is not None:
             return clean
+    region = _final_answer_region(text)
+    if not cut and region is text and text[match.start()] == "{":
+        single = _single_document(text, match.start(), mode, layer, tried)
+        if single is not None:
+            return single
     found = _Candidates(cut)
     found.not_exact = tried
-    region = _final_answer_region(text)
     _collect(region, mode, found, layer)
     # Escaped line breaks in text that is no JSON document and has no real line breaks: its labels are one layer
     # down, whatever the inline labels read above.
@@ -161,6 +168,34 @@ def _exact(text: str, mode: Mode) -> ValidationResult | None:
     if may_have_tokens(text) and any(has_special_token(value) for value in model.__dict__.values()):
         return None
     return from_model(model, mode, json_source=text)
+
+
+def _single_document(text: str, first: int, mode: Mode, layer: int, tried: str | None) -> ValidationResult | None:
+    """The valid answer of a text that is one flat JSON object, exact or broken the commonest way; else None.
+
+    The repair forms' fast path: with one ``{`` (at ``first``), no fence and no ``Final Answer:`` marker, the
+    object's document covers the text, so once it is a valid answer no other candidate can beat it. The answer is
+    the one the candidate pipeline reads (exact, else what repair gives for a missing closing brace, a trailing
+    comma or comments: :func:`nearly_exact`), without the repair library, the end scan and the other readings.
+    Not for a cut text (its last field is judged by how the document ends) nor a span a rewrite would change.
+    """
+    # One-character tests before the three-character ones: memchr scans.
+    if text.count("{") != 1 or ("`" in text and "```" in text) or ("~" in text and "~~~" in text):
+        return None
+    span = text[first:]
+    stripped = span.rstrip()
+    if stripped[-1] == "}" and stripped != tried:
+        clean = _exact(stripped, mode)
+        if clean is not None:
+            return clean
+    if may_rewrite(span) or not repairable(span):
+        return None
+    value = nearly_exact(stripped)
+    if value is None:
+        return None
+    found = _Candidates(False)
+    _add_value(value, first, mode, found, layer, cut=False, notes=(_REPAIRED,), end=first + len(stripped))
+    return found.best if found.valid else None
 
 
 def _final_answer_region(text: str) -> str:

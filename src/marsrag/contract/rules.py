@@ -54,6 +54,21 @@ PLACEHOLDERS: Final = frozenset(
 
 # A lone bracketed token such as "<hook>", "[your text here]" or "{string}" is a placeholder too.
 _BRACKETED = re.compile(r"[<\[{(][\w .,'/-]{0,40}[>\]})]")
+# Since 1.1.0: a value that is only a template engine's placeholder: mustache or Handlebars ("{{code}}",
+# "{{{code}}}"), Jinja ("{% code %}"), shell or JavaScript ("${code}"), doubled brackets ("[[hook]]", "<<hook>>").
+_TEMPLATE = re.compile(
+    r"\{\{\{?[^{}]{1,60}\}\}\}?|\{%[^{}]{1,60}%\}|\$\{[^{}]{1,60}\}|\[\[[^\[\]]{1,60}\]\]|<<[^<>]{1,60}>>"
+)
+_TEMPLATE_STARTS = frozenset("{$[<")
+# Since 1.1.0: a value that only names a field, matched on the folded value: a description of the content, not
+# the content ("The hook", "Your grip here", "payoff text", "Insert the loop"). A sentence using the word is content.
+_FIELD_NAME_ONLY = re.compile(
+    r"[\W_]*(?:(?:insert|write|enter|add|put) )?(?:(?:the|a|an|your|my|our|this) )?"
+    r"(?:" + "|".join(FIELDS) + r")s?"
+    r"(?: (?:text|content|sentence|section|statement|line|field|value|part))?(?: (?:goes )?here)?[\W_]*"
+)
+# Since 1.1.0: a value without one letter or digit ("][", "—", "🔥") says nothing, whatever its length.
+_LETTER_OR_DIGIT = re.compile(r"[^\W_]")
 _SPACES = re.compile(r"\s+")
 _FOLD_TRIM = " \t\r\n.:;!\"'`*_"
 
@@ -79,8 +94,18 @@ def non_content_reason(value: str) -> tuple[str, str] | None:
     on every field of every output and real answers must pay almost nothing for it.
     """
     size = len(value)
-    if size <= 44 and ((folded := fold(value)) in PLACEHOLDERS or not folded or _BRACKETED.fullmatch(value)):
-        return "placeholder", f"is a placeholder ({value!r}), not content"
+    if size <= 44:
+        folded = fold(value)
+        if (
+            folded in PLACEHOLDERS
+            or not folded
+            or _BRACKETED.fullmatch(value)
+            or _FIELD_NAME_ONLY.fullmatch(folded)
+            or _not_words(value)
+        ):
+            return "placeholder", f"is a placeholder ({value!r}), not content"
+    elif not value[0].isalnum() and _not_words(value):
+        return "placeholder", f"is a placeholder ({value[:40]!r}…), not content"
     if _INSTRUCTION_LENGTHS[0] <= size <= _INSTRUCTION_LENGTHS[1] and (
         value[:5].casefold() in _INSTRUCTION_HEADS or ":" in value[:16]
     ):
@@ -90,6 +115,15 @@ def non_content_reason(value: str) -> tuple[str, str] | None:
         if folded in _INSTRUCTION_FOLDS or (label in FIELDS and rest in _INSTRUCTION_FOLDS):
             return "template_echo", "echoes the template's instruction instead of answering"
     return None
+
+
+def _not_words(value: str) -> bool:
+    """Whether a value (not starting with a letter or digit) is a template placeholder or has no letter or digit."""
+    if value[0].isalnum():
+        return False
+    if value[0] in _TEMPLATE_STARTS and _TEMPLATE.fullmatch(value):
+        return True
+    return _LETTER_OR_DIGIT.search(value) is None
 
 
 def text_problem(text: str) -> tuple[str, str] | None:
@@ -131,6 +165,10 @@ def rules_snapshot() -> dict[str, object]:
         "placeholders": sorted(PLACEHOLDERS),
         "reject_punctuation_only": True,
         "placeholder_bracketed": _BRACKETED.pattern,
+        # Since 1.1.0: values with no content at all, as the real-model corpus showed them passing.
+        "placeholder_template": _TEMPLATE.pattern,
+        "placeholder_field_name": _FIELD_NAME_ONLY.pattern,
+        "reject_no_letter_or_digit": True,
         "reject_template_echo": sorted(_INSTRUCTION_FOLDS),
         # Since 1.1.0: a field cut off before it ended (an open JSON string, or the provider's cut) fails.
         "reject_truncated": True,

@@ -24,9 +24,13 @@ SNAPSHOT_DIR = Path(__file__).with_name("versions")
 # Keys that identify a version or only explain it; changing them alone is a patch.
 _WORDING_KEYS = frozenset({"$id", "x-loop-contract-version", "description", "title", "template"})
 
-# Rules that reject input which never was a complete answer (a truncated one): adding one fails no answer
-# that a model finished, so it is an addition (minor); dropping or changing one is major.
-_ADDITIVE_REJECTIONS = frozenset({"reject_truncated"})
+# Rules that reject what never was an answer's content: a field cut off before it ended (reject_truncated), a
+# value that is only a template placeholder, only a field's name, or has no letter or digit (the placeholder_*
+# and reject_no_letter_or_digit rules, 1.1.0). Adding one fails no answer whose fields a model finished with
+# content, so it is an addition (minor); dropping or changing one is major.
+_ADDITIVE_REJECTIONS = frozenset(
+    {"reject_truncated", "placeholder_template", "placeholder_field_name", "reject_no_letter_or_digit"}
+)
 
 
 def current_snapshot() -> dict[str, Any]:
@@ -62,7 +66,7 @@ def _max(*bumps: Bump) -> Bump:
 def _rule_bump(key: str, old: Any, new: Any) -> Bump:
     """The bump one changed rule needs: loosening what is accepted is minor, tightening is major."""
     if key in _ADDITIVE_REJECTIONS:
-        return "minor" if old is None and new is True else "major"
+        return "minor" if old is None and new not in (None, False) else "major"
     if key in ("max_chars",) and isinstance(old, int) and isinstance(new, int):
         return "minor" if new > old else "major"
     if key in ("min_chars",) and isinstance(old, int) and isinstance(new, int):
