@@ -203,6 +203,30 @@ def lint(
 
 
 @app.command()
+def init(
+    directory: Annotated[
+        Path, typer.Argument(metavar="DIRECTORY", help="The project folder to create (an empty one may exist).")
+    ],
+    force: Annotated[
+        bool, typer.Option("--force", help="Add the missing files to a non-empty folder; existing files are kept.")
+    ] = False,
+) -> None:
+    """Start a project, as `crewai create crew` does: config/ (agents, narrative tasks, a workflow), knowledge/,
+    tests/ with the Loop Contract regression tests, pytest.ini, .pre-commit-config.yaml, .env.example, README.
+
+    `cd DIRECTORY && marsrag run "..."` then works at once, offline (./config is found by itself). A folder that
+    is not empty is refused (exit 2) unless --force; no existing file is ever overwritten.
+
+    Example: marsrag init support-bot
+    """
+    # lazy: only this command's library loads (validate, schema and lint start fast)
+    from marsrag.scaffold import init_project
+
+    for line in init_project(directory, force=force).lines():
+        _out(line + "\n")
+
+
+@app.command()
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Markdown, text or HTML files, or folders (recursively).")],
     db: DbOption = None,
@@ -462,15 +486,18 @@ def tune(
     since: Annotated[str | None, typer.Option(help="Only runs from: 28d, 2w, a date or an ISO datetime.")] = None,
     until: Annotated[str | None, typer.Option(help="Only runs before: a date (its end) or an ISO datetime.")] = None,
     min_executions: Annotated[int, typer.Option(min=1, help="Narrative task executions needed to tune.")] = 20,
-    write: Annotated[bool, typer.Option("--write", help="Write the recommended modes into workflows.yaml.")] = False,
+    write: Annotated[
+        bool, typer.Option("--write", help="Write the recommended modes into the config's workflows.yaml.")
+    ] = False,
     format: Annotated[FormatChoice, typer.Option(help="text or json.")] = FormatChoice.text,
 ) -> None:
     """Recommend a loop_mode per workflow from the measured outcomes, with the reasons and numbers behind it.
 
-    Nothing changes unless --write is given; then only the loop_mode lines of workflows.yaml change, and
-    the config must still load (lint included) or nothing is written. The rules are in docs/metrics.md.
+    Nothing changes unless --write is given; then only the loop_mode lines of the config folder's
+    workflows.yaml change (./config/workflows.yaml in a `marsrag init` project, found by itself), and the
+    config must still load (lint included) or nothing is written. The rules are in docs/metrics.md.
 
-    Example: marsrag tune --since 28d --config config
+    Example: marsrag tune --since 28d --write
     """
     # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.metrics.service import tune as tune_modes
