@@ -55,7 +55,7 @@ def broken_config(tmp_path: Path) -> Path:
     answers = tmp_path / "answers"
     answers.mkdir()
     (answers / "diagnose.txt").write_text(
-        json.dumps({"hook": "Slow.", "grip": "Cold.", "reinforce": "Seen.", "loop": "?"})
+        json.dumps({"hook": "Slow.", "grip": "Cold.", "reinforce": "Seen.", "loop": "Why?"})
     )
     return tmp_path
 
