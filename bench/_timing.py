@@ -80,12 +80,18 @@ def rate(seconds: float) -> str:
     return f"{per_second:.1f}/s"
 
 
+#: Every table printed in this process, in order, with its notes: what ``make bench`` writes to the docs.
+PRINTED: list[Report] = []
+
+
 class Report:
-    """Collects rows and prints them as an aligned table."""
+    """Collects rows and prints them as an aligned table (recorded in :data:`PRINTED` when printed)."""
 
     def __init__(self, title: str) -> None:
         self.title = title
         self.rows: list[tuple[str, str, str, str, str, str]] = []
+        #: Lines printed under the table: what was measured and how, or why something was skipped.
+        self.notes: list[str] = []
 
     def add(self, name: str, ours: str, base: str, ratio: float, target: str, ok: bool) -> None:
         self.rows.append((name, ours, base, f"{ratio:.2f}x", target, "ok" if ok else "MISS"))
@@ -94,5 +100,15 @@ class Report:
         header = ("figure", "ours", "baseline", "ratio", "target", "")
         widths = [max(len(row[i]) for row in [header, *self.rows]) for i in range(6)]
         print(f"\n== {self.title}")
-        for row in [header, *self.rows]:
-            print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+        if self.rows:
+            for row in [header, *self.rows]:
+                print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+        for note in self.notes:
+            print(f"  {note}")
+        PRINTED.append(self)
+
+    def note(self, text: str) -> None:
+        """Add a line under the table; printed at once when the table already was."""
+        self.notes.append(text)
+        if self in PRINTED:
+            print(f"  {text}")

@@ -607,7 +607,6 @@ def report(setup: Setup, outcome: Outcome) -> bool:
         f"< {DRAIN_TIMEOUT_S:.0f} s",
         drained is not None,
     )
-    table.print()
 
     notes = [f"{setup.tag}: {', '.join(setup.details + [f'store {_where(setup.url)}'])}"]
     kinds = [POST, DOC, PAGE, INDEX, LIST]
@@ -625,8 +624,8 @@ def report(setup: Setup, outcome: Outcome) -> bool:
     extra = set(outcome.stored) - set(statuses)
     if extra:
         notes.append(f"{setup.tag}: {len(extra)} stored run(s) no client got a 202 for (an answer lost in transit)")
-    for note in notes:
-        print(f"  {note}")
+    table.notes.extend(notes)
+    table.print()
 
     loud: list[str] = []
     if server_errors or transport or odd:
@@ -653,9 +652,9 @@ def report(setup: Setup, outcome: Outcome) -> bool:
         loud.append(f"{len(outcome.watch_errors)} failed reads of the store's statuses, e.g. {outcome.watch_errors[0]}")
     loud.extend(_log_trouble(setup.logs))
     for line in loud:
-        print(f"  !! {setup.tag}: {line}")
+        table.note(f"!! {setup.tag}: {line}")
     held = not (server_errors or transport or odd or lost or wrong)
-    print(f"  {setup.tag}: {'LOAD HELD' if held else '!! LOAD NOT HELD'}")
+    table.note(f"{setup.tag}: {'LOAD HELD' if held else '!! LOAD NOT HELD'}")
     return held
 
 
@@ -698,12 +697,15 @@ def run() -> bool:
                     setup.details.append(f"processes up in {time.monotonic() - begun:.0f} s")
                     outcome = measure(setup)
             except Skipped as why:
-                print(f"\n== load held, {tag}: skipped ({why})")
+                skipped = Report(f"load held, {tag}")
+                skipped.note(f"skipped ({why})")
+                skipped.print()
                 continue
             except SetupFailed as error:
-                print(f"\n== load held, {tag}: !! FAILED: {error}")
-                for note in getattr(error, "__notes__", ()):
-                    print(f"  !! {note}")
+                failed = Report(f"load held, {tag}")
+                failed.note(f"!! FAILED: {error}")
+                failed.notes.extend(f"!! {note}" for note in getattr(error, "__notes__", ()))
+                failed.print()
                 held = False
                 continue
             # The processes have stopped: their logs are complete.

