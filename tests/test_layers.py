@@ -23,7 +23,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 #: Top to bottom: a module may import its own layer's packages' modules and those of any layer below.
 #: Packages in one layer are independent of each other (none imports another).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("marsrag.__main__",),
+    ("marsrag.__main__", "marsrag.cli_reference"),
     ("marsrag.cli", "marsrag.pytest_plugin"),
     ("marsrag.render_runs",),
     ("marsrag.render_text",),
