@@ -20,6 +20,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("marsrag.__main__",),
     ("marsrag.cli",),
+    ("marsrag._cli_help",),
     ("marsrag.render_runs",),
     ("marsrag.render_text",),
     ("marsrag.web",),
@@ -52,6 +53,7 @@ LAZY_ON_PURPOSE = (
     "alembic",
     "celery",
     "kombu",
+    "redis",
     "uvicorn",
     "fastapi",
     "playwright",

@@ -204,6 +204,7 @@ def test_cli_unreadable_or_invalid_yaml_exits_2(tmp_path: Path, content: str | N
 def test_cli_defaults_to_config_folder_when_present(tmp_path: Path) -> None:
     """With no PATH, lint reads ./config."""
     (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "tasks.yaml").write_text("t:\n  description: d\n  agent: a\n")
     (tmp_path / "config" / "workflows.yaml").write_text("w:\n  tasks: [missing]\n")
     proc = run_lint(cwd=tmp_path)
     assert proc.returncode == 1 and "LC101" in proc.stdout and "config/workflows.yaml:2:3" in proc.stdout
