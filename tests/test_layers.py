@@ -25,6 +25,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("marsrag.__main__", "marsrag.cli_reference"),
     ("marsrag.cli", "marsrag.pytest_plugin"),
+    ("marsrag._cli_help",),
     ("marsrag.render_runs",),
     ("marsrag.render_text",),
     ("marsrag.web",),
@@ -57,6 +58,7 @@ LAZY_ON_PURPOSE = (
     "alembic",
     "celery",
     "kombu",
+    "redis",
     "uvicorn",
     "fastapi",
     "playwright",

@@ -20,10 +20,11 @@ CASES = {
 
 @pytest.fixture
 def clean(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """No setting in the environment; MARSRAG_CONFIG names a settings file (not written yet) in tmp_path."""
+    """No setting in the environment; MARSRAG_CONFIG names an empty settings file in tmp_path."""
     for name in ("MARSRAG_LLM", "MARSRAG_BASE_URL", "MARSRAG_DB", "MARSRAG_BROKER", "MARSRAG_TOKEN", "MARSRAG_QUEUE"):
         monkeypatch.delenv(name, raising=False)
     path = tmp_path / "settings.toml"
+    path.write_text("", encoding="utf-8")
     monkeypatch.setenv("MARSRAG_CONFIG", str(path))
     return path
 
@@ -158,3 +159,32 @@ def test_max_tokens_reaches_the_crewai_model() -> None:
 
     assert resolve_llm("openai/x", base_url="http://127.0.0.1:9/v1", max_tokens=64).max_tokens == 64
     assert resolve_llm("openai/x", base_url="http://127.0.0.1:9/v1").max_tokens is None
+
+
+def test_a_missing_settings_file_named_by_marsrag_config_is_an_error(clean: Path) -> None:
+    """MARSRAG_CONFIG naming no file is refused (the default <data dir>/config.toml may be missing)."""
+    clean.unlink()
+    with pytest.raises(InputError, match=r"settings.toml: the settings file MARSRAG_CONFIG names does not exist"):
+        resolve_settings()
+
+
+def test_default_settings_file_may_be_missing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Without MARSRAG_CONFIG, a data directory with no config.toml means defaults."""
+    monkeypatch.delenv("MARSRAG_CONFIG", raising=False)
+    monkeypatch.setenv("MARSRAG_HOME", str(tmp_path))
+    assert resolve_settings().llm == COMPOSER
+
+
+@pytest.mark.parametrize(
+    ("key", "suggested"), [("lm", "llm"), ("base-url", "base_url"), ("databse", None), ("brokers", "broker")]
+)
+def test_an_unknown_key_is_an_error_with_the_closest_known_key(clean: Path, key: str, suggested: str | None) -> None:
+    """An unknown key names the file and the key, suggests the closest known key, and lists them all."""
+    clean.write_text(f'{key} = "x"\n', encoding="utf-8")
+    with pytest.raises(InputError) as raised:
+        resolve_settings()
+    message = str(raised.value)
+    assert message.startswith(f"{clean}: unknown key {key!r}: ") and message.endswith(
+        "the settings file may set llm, base_url, db, broker, structured_output"
+    )
+    assert (f"did you mean {suggested!r}?" in message) if suggested else ("did you mean" not in message)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from marsrag._cli_help import HelpTyper, usage_message
 from marsrag._version import __version__
 from marsrag.errors import (
     IncompatibleRecordError,
@@ -34,9 +35,10 @@ from marsrag.terminal import visible, visible_json
 if TYPE_CHECKING:
     from marsrag.events.sinks import EventSink
 
-app = typer.Typer(
+app = HelpTyper(
     name="marsrag",
     help="MarsRAG: CrewAI retrieval assistants whose answers follow the Loop Contract.",
+    no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
@@ -54,6 +56,13 @@ class ModeChoice(StrEnum):
 
 class FormatChoice(StrEnum):
     """Output formats accepted on the command line."""
+
+    text = "text"
+    json = "json"
+
+
+class LogFormatChoice(StrEnum):
+    """Access log formats of ``marsrag serve``."""
 
     text = "text"
     json = "json"
@@ -180,25 +189,38 @@ def lint(
 ) -> None:
     """Check narrative task configs against the Loop Contract (rules LC001-LC004, LC1xx).
 
-    Exit 0 when no finding is an error, 1 when any is, 2 when a file cannot be read or is not valid YAML.
+    In text format a last line sums up what was linted and found. A config folder with no tasks.yaml fails;
+    one with tasks but no workflows.yaml is linted, with a warning that `marsrag run` needs workflows.
+    Exit 0 when no finding is an error, 1 when any is (or there is no task to lint), 2 when a file cannot be
+    read or is not valid YAML.
 
     Example: marsrag lint config/ --format json
     """
     # lazy: only this command's library loads (validate, schema and lint start fast)
-    from marsrag.tasks.lint import has_errors, lint_config
-    from marsrag.tasks.loader import default_config_dir
+    from marsrag.tasks.lint import has_errors, lint_config, missing_tasks, missing_workflows, summary
     from marsrag.tasks.sources import config_set_from_factory, config_sets_from_paths
 
     if not paths and not module:
-        paths = [default_config_dir()]
+        if not Path("config").is_dir():
+            _error(
+                "no ./config folder here (nor tasks.yaml to lint): name the config folder, e.g. marsrag lint config/"
+            )
+            raise typer.Exit(1)
+        paths = [Path("config")]
     config_sets = config_sets_from_paths(paths or [])
     config_sets += [config_set_from_factory(spec) for spec in module or []]
+    for problem in filter(None, map(missing_tasks, config_sets)):
+        _error(problem)
+        raise typer.Exit(1)
+    for warning in filter(None, map(missing_workflows, config_sets)):
+        _error_line("warning", warning)
     findings = [finding for config in config_sets for finding in lint_config(config)]
     if format is FormatChoice.json:
         _out_json([finding.to_dict() for finding in findings])
     else:
         for finding in findings:
             _out(finding.to_text() + "\n")
+        _out(summary(config_sets, findings) + "\n")
     raise typer.Exit(1 if has_errors(findings) else 0)
 
 
@@ -360,7 +382,10 @@ def follow(
 @app.command()
 def serve(
     host: Annotated[
-        str, typer.Option(help="Address to bind; off loopback, set MARSRAG_TOKEN (at least 32 characters).")
+        str,
+        typer.Option(
+            help="Address to bind; off loopback every request (reads too) needs MARSRAG_TOKEN (32+ characters)."
+        ),
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on.")] = 8000,
     db: DbOption = None,
@@ -376,12 +401,17 @@ def serve(
         float,
         typer.Option(min=0, max=3600, help="On SIGTERM, seconds executing runs get to reach their next commit point."),
     ] = 30.0,
+    log_format: Annotated[
+        LogFormatChoice, typer.Option(help="One access line per request on stderr: text, or json (one object).")
+    ] = LogFormatChoice.text,
 ) -> None:
     """Serve the web UI and JSON API: runs, their sections and badges, next actions, operator repair.
 
-    Pages at /, /ask, /runs/ID, /sessions/ID; the API at /api (OpenAPI docs at /docs). Off loopback, every
-    request but /health and /login needs the bearer token in MARSRAG_TOKEN (32+ characters; make one with
-    python -c "import secrets; print(secrets.token_urlsafe(32))"). Runs and repairs execute in this process,
+    Pages at /, /ask, /runs/ID, /sessions/ID; the API at /api (OpenAPI docs at /docs and /redoc, served
+    offline). Off loopback, every request, reads included, but /health, /login and the static files needs the
+    bearer token in MARSRAG_TOKEN (32+ characters; make one with
+    python -c "import secrets; print(secrets.token_urlsafe(32))"). Each request is logged as one access line
+    on stderr (--log-format text or json). Runs and repairs execute in this process,
     or, with a broker, on `marsrag worker` processes (any number of servers and workers on one PostgreSQL).
     Every 30 s the server hands runs no live process holds (left pending or running by a dead one) to its
     executor. On SIGTERM it stops accepting, lets executing runs reach their next commit point within the
@@ -397,7 +427,7 @@ def serve(
         config=config, llm=llm, db=db, base_url=base_url, broker=broker, structured_output=structured_output
     )
     web = WebSettings(settings, host=host, run_threads=run_threads, shutdown_grace=shutdown_grace)
-    run_server(web, port=port)
+    run_server(web, port=port, log_format=log_format.value)
 
 
 @app.command()
@@ -432,14 +462,18 @@ def metrics(
     db: DbOption = None,
     since: Annotated[str | None, typer.Option(help="Start: 7d, 12h, 2w, a date or an ISO datetime (UTC).")] = None,
     until: Annotated[str | None, typer.Option(help="End (exclusive): a date (its end) or an ISO datetime.")] = None,
-    workflow: Annotated[str | None, typer.Option(help="Only runs of this workflow.")] = None,
+    workflow: Annotated[
+        str | None, typer.Option(help="Only runs of this workflow (one the config or the store knows).")
+    ] = None,
+    config: ConfigOption = None,
     format: Annotated[FormatChoice, typer.Option(help="text, or json (name -> value, numerator, denominator).")] = (
         FormatChoice.text
     ),
 ) -> None:
     """Show the six loop metrics over all history, or a window of run creation times, per workflow or all.
 
-    A rate whose denominator is empty is null (n/a), not 0. Definitions are in docs/metrics.md.
+    A rate whose denominator is empty is null (n/a), not 0. A workflow neither the config nor the store
+    knows is an error (exit 2). Definitions are in docs/metrics.md.
 
     Example: marsrag metrics --since 7d --workflow support_answer --format json
     """
@@ -447,7 +481,8 @@ def metrics(
     from marsrag.metrics.service import metrics_document
     from marsrag.metrics.window import window as parse_window
 
-    document = metrics_document(db=_settings(db=db).db, since=since, until=until, workflow=workflow)
+    settings = _settings(config=config, db=db)
+    document = metrics_document(db=settings.db, since=since, until=until, workflow=workflow, config=settings.config)
     if format is FormatChoice.json:
         _out_json(document, ensure_ascii=True)
         return
@@ -462,17 +497,24 @@ def metrics(
 def review(
     db: DbOption = None,
     week: Annotated[str | None, typer.Option(help="ISO week YYYY-Www; default the last complete week.")] = None,
-    out: Annotated[str | None, typer.Option(help="Write to FILE.html (standalone) or FILE.md; default stdout.")] = None,
+    out: Annotated[
+        str | None, typer.Option(metavar="FILE", help="Write to FILE.html (standalone) or FILE.md; default stdout.")
+    ] = None,
+    workflow: Annotated[
+        str | None, typer.Option(help="Review only this workflow (one the config or the store knows).")
+    ] = None,
+    config: ConfigOption = None,
 ) -> None:
     """The weekly review: the six metrics and their change from the week before, charts, the workflows and
-    tasks with the most repairs and fallbacks, and example failures.
+    tasks with the most repairs and fallbacks, and example failures; of all workflows or one.
 
     Example: marsrag review --week 2026-W48 --out review.html
     """
     # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.metrics.review_service import review as weekly
 
-    text = weekly(db=_settings(db=db).db, week=week, out=out)
+    settings = _settings(config=config, db=db)
+    text = weekly(db=settings.db, week=week, out=out, workflow=workflow, config=settings.config)
     if out is None:
         _out(text if text.endswith("\n") else text + "\n")
     else:
@@ -489,6 +531,9 @@ def tune(
     write: Annotated[
         bool, typer.Option("--write", help="Write the recommended modes into the config's workflows.yaml.")
     ] = False,
+    workflow: Annotated[
+        str | None, typer.Option(help="Only this workflow (one the config or the store knows).")
+    ] = None,
     format: Annotated[FormatChoice, typer.Option(help="text or json.")] = FormatChoice.text,
 ) -> None:
     """Recommend a loop_mode per workflow from the measured outcomes, with the reasons and numbers behind it.
@@ -510,6 +555,7 @@ def tune(
         until=until,
         min_executions=min_executions,
         write=write,
+        workflow=workflow,
     )
     if format is FormatChoice.json:
         _out_json(result, ensure_ascii=True)
@@ -520,7 +566,9 @@ def tune(
     print_tune(result)
 
 
-runs_app = typer.Typer(help="Stored runs: list them, show one, repair a task.", no_args_is_help=True)
+runs_app = HelpTyper(
+    help="Stored runs: list them, show one, repair a task or regenerate its failing sections.", no_args_is_help=True
+)
 app.add_typer(runs_app, name="runs")
 
 
@@ -727,7 +775,7 @@ def main(argv: list[str] | None = None) -> None:
             _out(ctx.get_help() + "\n")
         else:
             message = error.format_message() if hasattr(error, "format_message") else str(error)
-            _error(" ".join(message.split()) or type(error).__name__)
+            _error(usage_message(message) or type(error).__name__)
         code = 2
     except (typer.Abort, KeyboardInterrupt):
         _error("aborted")

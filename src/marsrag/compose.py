@@ -21,7 +21,7 @@ from marsrag.llm.resilient import CallPolicy
 from marsrag.llm.select import resolve_llm
 from marsrag.queue.app import QueueSettings
 from marsrag.queue.executor import CeleryRunExecutor
-from marsrag.queue.worker import run_worker
+from marsrag.queue.worker import check_broker, run_worker
 from marsrag.rag.knowledge import KnowledgeBase
 from marsrag.rag.report import IngestReport
 from marsrag.rag.service import ingest_paths, knowledge_base
@@ -164,11 +164,13 @@ def run_worker_process(settings: Settings, *, concurrency: int = 1) -> None:
 
     Raises:
         InputError: no broker, or a queue setting that is not usable (checked before anything is opened).
+        QueueUnavailableError: the broker cannot be reached (checked within a few seconds, before the runtime opens).
         ConfigError, StoreError: bad config, LLM spec or database (nothing starts).
     """
     if not settings.broker:
         raise InputError("no broker: give --broker redis://host:6379/0 or set MARSRAG_BROKER")
     queue = QueueSettings.from_settings(settings)
+    check_broker(queue.broker)
     with open_runner(settings) as runner:
         run_worker(runner, queue, concurrency=concurrency)
 

@@ -1,9 +1,11 @@
 """MarsRAG's settings, resolved once: a command-line flag, else the environment, else the settings file, else a default.
 
 The settings file is TOML, named by ``$MARSRAG_CONFIG``, else ``<data dir>/config.toml``; it may set ``llm``,
-``base_url``, ``db``, ``broker`` and ``structured_output`` (other keys are ignored). It is read only when a
-flag or the environment leaves one of those unset. ``--config`` names the *config folder* (agents, tasks,
-workflows), not this file.
+``base_url``, ``db``, ``broker`` and ``structured_output``, each a string. It is read only when a flag or the
+environment leaves one of those unset, and then it says when it is wrong: a file ``$MARSRAG_CONFIG`` names
+that does not exist, an unknown key (with the closest known one suggested), a value that is not a string or
+not of its kind are errors naming the file and the key (the default file need not exist). ``--config`` names
+the *config folder* (agents, tasks, workflows), not this file.
 
 This is the only module reading the configuration variables ``MARSRAG_CONFIG``, ``MARSRAG_LLM``,
 ``MARSRAG_BASE_URL``, ``MARSRAG_DB``, ``MARSRAG_BROKER``, ``MARSRAG_STRUCTURED_OUTPUT``, ``MARSRAG_TOKEN``,
@@ -15,10 +17,11 @@ This is the only module reading the configuration variables ``MARSRAG_CONFIG``, 
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -117,7 +120,7 @@ class Settings:
         base_url: the OpenAI-compatible server for ``llm`` (Ollama, vLLM...).
         db: the store URL (default: a SQLite file in the data directory).
         broker: the job queue's Redis URL; None: runs and actions execute in-process.
-        token: the bearer token mutating web requests need off loopback (``$MARSRAG_TOKEN``; blank is none).
+        token: the bearer token every web request (reads too) needs off loopback (``$MARSRAG_TOKEN``; blank is none).
         allowed_hosts: extra Host names a loopback web server answers to (``$MARSRAG_ALLOWED_HOSTS``, commas).
         sweep_seconds: how often a server hands runs no live process holds to its executor
             (``$MARSRAG_SWEEP_SECONDS``, default 30; 0: only when it starts).
@@ -169,7 +172,7 @@ class Settings:
         env = os.environ if environ is None else environ
         home = data_dir()
         path = settings_file(env)
-        from_file = _FileValues(path)
+        from_file = _FileValues(path, explicit=bool(env.get(SETTINGS_FILE_ENV)))
         flags = {"llm": llm, "base_url": base_url, "db": db, "broker": broker, "structured_output": structured_output}
 
         def pick(name: str) -> str | None:
@@ -225,10 +228,14 @@ def default_store_url(home: Path | None = None) -> str:
 
 
 class _FileValues:
-    """The settings file's values, read on first use: a file nobody needs is never opened (nor its errors raised)."""
+    """The settings file's values, read on first use: a file nobody needs is never opened (nor its errors raised).
 
-    def __init__(self, path: Path) -> None:
+    ``explicit``: the file was named by ``$MARSRAG_CONFIG``, so it must exist (the default one need not).
+    """
+
+    def __init__(self, path: Path, *, explicit: bool = False) -> None:
         self.path = path
+        self.explicit = explicit
         self._values: dict[str, Any] | None = None
 
     def get(self, key: str) -> str | None:
@@ -239,16 +246,59 @@ class _FileValues:
             return None
         if not isinstance(value, str):
             raise InputError(f"{self.path}: {key} must be a string, not {type(value).__name__}")
-        return _text(value)
+        text = _text(value)
+        problem = _FILE_CHECKS[key](text) if text is not None else None
+        if problem is not None:
+            raise InputError(f"{self.path}: {key} = {value!r}: {problem}")
+        return text
 
     def _read(self) -> dict[str, Any]:
         if not self.path.is_file():
+            if self.explicit:
+                what = "is not a file" if self.path.exists() else "does not exist"
+                raise InputError(f"{self.path}: the settings file {SETTINGS_FILE_ENV} names {what}")
             return {}
         try:
             with self.path.open("rb") as handle:
-                return tomllib.load(handle)
+                values = tomllib.load(handle)
         except (OSError, tomllib.TOMLDecodeError) as error:
             raise InputError(f"{self.path}: not a readable TOML settings file: {error}") from None
+        for key in values:
+            if key not in FILE_KEYS:
+                raise InputError(f"{self.path}: unknown key {key!r}: {_suggestion(key)}")
+        return values
+
+
+def _suggestion(key: str) -> str:
+    close = difflib.get_close_matches(key, FILE_KEYS, n=1, cutoff=0.5)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return f"{hint}the settings file may set {', '.join(FILE_KEYS)}"
+
+
+def _url_problem(kind: str, *schemes: str) -> Callable[[str], str | None]:
+    """A check that a value is a URL whose scheme starts with one of ``schemes`` (``postgresql+psycopg`` too)."""
+
+    def check(value: str) -> str | None:
+        scheme, separator, _ = value.partition("://")
+        if separator and scheme.lower().startswith(schemes):
+            return None
+        return f"not {kind} ({' or '.join(f'{scheme}://...' for scheme in schemes)})"
+
+    return check
+
+
+def _choice_problem(value: str) -> str | None:
+    return None if value in STRUCTURED_OUTPUTS else f"must be one of {', '.join(STRUCTURED_OUTPUTS)}"
+
+
+#: What each key of the settings file must hold: a check giving the problem in words, or None.
+_FILE_CHECKS: dict[str, Callable[[str], str | None]] = {
+    "llm": lambda value: None,
+    "base_url": _url_problem("an HTTP URL", "http"),
+    "db": _url_problem("a store URL", "sqlite", "postgresql"),
+    "broker": _url_problem("a Redis URL", "redis"),
+    "structured_output": _choice_problem,
+}
 
 
 def _text(value: str | None) -> str | None:

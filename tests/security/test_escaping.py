@@ -40,7 +40,7 @@ from tests.security._routes import endpoints, reading
 pytestmark = pytest.mark.crewai
 
 #: FastAPI's own interactive docs (Swagger UI and ReDoc, scripts from a CDN): not our templates, no CSP of ours.
-THIRD_PARTY_PAGES = {"/docs", "/redoc", "/docs/oauth2-redirect"}
+THIRD_PARTY_PAGES = {"/docs", "/redoc"}
 
 
 @pytest.fixture(scope="module")

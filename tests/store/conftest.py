@@ -52,8 +52,12 @@ def postgres_url(postgres_admin: Engine) -> Iterator[str]:
 
 @pytest.fixture(params=BACKENDS)
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """The URL of a fresh database on each backend; the SQLite file's directory does not exist yet."""
+    """The URL of a fresh database on each backend; the SQLite file's directory exists, the file does not yet.
+
+    (Only MarsRAG's data directory is created on demand: see tests/store/test_open_store.py.)
+    """
     if request.param == "sqlite":
+        (tmp_path / "store").mkdir(exist_ok=True)
         return f"sqlite:///{tmp_path}/store/marsrag.db"
     url: str = request.getfixturevalue("postgres_url")
     return url

@@ -63,11 +63,12 @@ class SqlConformance(RunStoreConformance):
 
 
 class TestSqliteStore(SqlConformance):
-    """The kit on a fresh SQLite file (its directory not made yet)."""
+    """The kit on a fresh SQLite file (in a directory of its own)."""
 
     @pytest.fixture
     def store(self, tmp_path: Path) -> Iterator[RunStore]:
         """A fresh SQLite store."""
+        (tmp_path / "store").mkdir()
         with open_store(f"sqlite:///{tmp_path}/store/marsrag.db") as opened:
             yield opened
 

@@ -77,8 +77,11 @@ def test_postgresql_scheme_means_psycopg_and_url_masks_the_password(postgres_url
         assert "s3cret" not in opened.url
 
 
-def test_sqlite_creates_the_directory_and_sets_wal_busy_timeout_and_foreign_keys(tmp_path: Path) -> None:
-    """A new file lands in a new directory; every connection runs WAL, a 30 s busy timeout and foreign keys."""
+def test_sqlite_creates_the_data_directory_and_sets_wal_busy_timeout_and_foreign_keys(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new file in a new data directory gets it made; every connection runs WAL, a 30 s busy timeout and FKs."""
+    monkeypatch.setenv("MARSRAG_HOME", str(tmp_path / "deep" / "er"))
     path = tmp_path / "deep" / "er" / "marsrag.db"
     with open_store(f"sqlite:///{path}") as opened:
         assert isinstance(opened, SqlRunStore)
@@ -99,10 +102,20 @@ def test_a_file_that_is_not_a_database_raises_store_error(tmp_path: Path) -> Non
     assert str(path) in store_error(f"sqlite:///{path}")
 
 
-def test_a_directory_that_cannot_be_created_raises_store_error(tmp_path: Path) -> None:
-    """A database path under a regular file cannot get its directory; the error says so."""
+def test_a_directory_that_cannot_be_created_raises_store_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A data directory under a regular file cannot be made; the error says so."""
     (tmp_path / "file").write_text("")
+    monkeypatch.setenv("MARSRAG_HOME", str(tmp_path / "file" / "sub"))
     assert "cannot create the directory" in store_error(f"sqlite:///{tmp_path}/file/sub/marsrag.db")
+
+
+def test_no_directory_but_the_data_directory_is_ever_created(tmp_path: Path) -> None:
+    """A SQLite file in a missing folder (a typo in --db) is refused and the folder is not made."""
+    missing = tmp_path / "nonexistdir"
+    assert "does not exist: create it first" in store_error(f"sqlite:///{missing}/x.db")
+    assert not missing.exists()
+    (tmp_path / "file").write_text("")
+    assert "is not a directory" in store_error(f"sqlite:///{tmp_path}/file/x.db")
 
 
 def test_default_url_is_marsrag_db_when_set(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -169,9 +169,9 @@ def test_cli_text_format_and_exit_codes() -> None:
     """Text lines are path:line:col: RULE message; errors exit 1, warnings alone exit 0."""
     errors = run_lint(str(CASES / "lc104_unknown_agent.yaml"))
     assert errors.returncode == 1
-    assert errors.stdout.strip().endswith(
-        "lc104_unknown_agent.yaml:8:5: LC104 task 'diagnose' names unknown agent 'detective'"
-    )
+    *findings, summary = errors.stdout.strip().splitlines()
+    assert findings[-1].endswith("lc104_unknown_agent.yaml:8:5: LC104 task 'diagnose' names unknown agent 'detective'")
+    assert summary.startswith("lint: ") and summary.endswith(": 2 tasks, 0 workflows: 1 error")
     warnings = run_lint(str(CASES / "lc103_placeholder.yaml"))
     assert warnings.returncode == 0 and ": LC103 " in warnings.stdout
     assert run_lint(str(CASES / "clean.yaml")).returncode == 0
@@ -204,6 +204,7 @@ def test_cli_unreadable_or_invalid_yaml_exits_2(tmp_path: Path, content: str | N
 def test_cli_defaults_to_config_folder_when_present(tmp_path: Path) -> None:
     """With no PATH, lint reads ./config."""
     (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "tasks.yaml").write_text("t:\n  description: d\n  agent: a\n")
     (tmp_path / "config" / "workflows.yaml").write_text("w:\n  tasks: [missing]\n")
     proc = run_lint(cwd=tmp_path)
     assert proc.returncode == 1 and "LC101" in proc.stdout and "config/workflows.yaml:2:3" in proc.stdout

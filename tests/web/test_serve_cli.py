@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -68,3 +69,36 @@ def test_bad_settings_are_one_line_errors_with_exit_2(args: tuple[str, ...], nee
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 2, (stdout, stderr)
     assert len(stderr.strip().splitlines()) == 1 and needle in stderr and "Traceback" not in stderr
+
+
+@pytest.mark.parametrize("log_format", ["text", "json"])
+def test_serve_logs_one_access_line_per_request(tmp_path: Path, log_format: str) -> None:
+    """Each request is one line on stderr (--log-format text or json) with its method, path and status."""
+    port = free_port()
+    server = serve("--port", str(port), "--log-format", log_format, env={"MARSRAG_HOME": str(tmp_path / "home")})
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2):
+                    break
+            except OSError:
+                assert server.poll() is None, server.communicate()[1]
+                assert time.monotonic() < deadline, "the server did not answer within 60 s"
+                time.sleep(0.2)
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/runs/nope?x=1", timeout=5)
+        except urllib.error.HTTPError as error:
+            assert error.code == 404
+    finally:
+        server.terminate()
+        _, stderr = server.communicate(timeout=30)
+    lines = [line for line in stderr.splitlines() if "/runs/nope" in line]
+    assert len(lines) == 1, stderr
+    if log_format == "json":
+        entry = json.loads(lines[0])
+        assert (entry["method"], entry["path"], entry["status"]) == ("GET", "/runs/nope?x=1", 404)
+        assert entry["client"].startswith("127.0.0.1:") and entry["time"].endswith("+00:00")
+    else:
+        assert '"GET /runs/nope?x=1 HTTP/1.1" 404' in lines[0]
+    assert any("/health" in line for line in stderr.splitlines()) and "Traceback" not in stderr

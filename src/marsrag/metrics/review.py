@@ -209,6 +209,13 @@ class Review:
     fallbacks_by_task: tuple[Ranking, ...]
     failures: tuple[Failure, ...]
     generated_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    #: The one workflow reviewed (None: all of them).
+    workflow: str | None = None
+
+    @property
+    def title(self) -> str:
+        """``Loop review 2026-W48``, with ``, workflow NAME`` when the review covers one workflow."""
+        return f"Loop review {self.week}" + (f", workflow {self.workflow}" if self.workflow else "")
 
     def change(self, name: str) -> float | None:
         """This week's value minus the week before's (None when either has no data)."""
@@ -238,8 +245,11 @@ class Review:
         }
 
 
-def weekly_review(store: RunStore, week: str | None = None, now: datetime | None = None) -> Review:
-    """The review of ISO week ``week`` (``YYYY-Www``; default the last complete week before ``now``).
+def weekly_review(
+    store: RunStore, week: str | None = None, now: datetime | None = None, workflow: str | None = None
+) -> Review:
+    """The review of ISO week ``week`` (``YYYY-Www``; default the last complete week before ``now``), of one
+    workflow or (None) all.
 
     Raises:
         InputError: an unreadable week.
@@ -251,32 +261,35 @@ def weekly_review(store: RunStore, week: str | None = None, now: datetime | None
     previous_window = day_window(before, monday - timedelta(days=1))
     repairs = store.repair_rankings(since=this_window.since, until=this_window.until)
     fallbacks = store.fallback_rankings(since=this_window.since, until=this_window.until)
-    repairs_workflow, repairs_task = _ranked(repairs[0]), _ranked(repairs[1])
-    fallbacks_workflow, fallbacks_task = _ranked(fallbacks[0]), _ranked(fallbacks[1])
+    repairs_workflow, repairs_task = _ranked(repairs[0], workflow), _ranked(repairs[1], workflow)
+    fallbacks_workflow, fallbacks_task = _ranked(fallbacks[0], workflow), _ranked(fallbacks[1], workflow)
     return Review(
         week=week_name(monday),
         previous_week=week_name(before),
         window=this_window,
         previous_window=previous_window,
-        current=compute_metrics(store, this_window),
-        previous=compute_metrics(store, previous_window),
+        current=compute_metrics(store, this_window, workflow),
+        previous=compute_metrics(store, previous_window, workflow),
         days=days,
-        daily=daily_metrics(store, days),
+        daily=daily_metrics(store, days, workflow),
         repairs_by_workflow=repairs_workflow,
         repairs_by_task=repairs_task,
         fallbacks_by_workflow=fallbacks_workflow,
         fallbacks_by_task=fallbacks_task,
-        failures=tuple(latest_failures(store, EXAMPLES, this_window)),
+        failures=tuple(latest_failures(store, EXAMPLES, this_window, workflow)),
         generated_at=now or datetime.now(UTC),
+        workflow=workflow,
     )
 
 
 # -- rankings -------------------------------------------------------------------------------------------------
 
 
-def _ranked(found: list[OutcomeCount]) -> tuple[Ranking, ...]:
-    """The groups with a count above 0: most first, then the higher share, then by name; at most :data:`TOP`."""
+def _ranked(found: list[OutcomeCount], workflow: str | None = None) -> tuple[Ranking, ...]:
+    """The groups with a count above 0 (of ``workflow`` only, when given): most first, then the higher share,
+    then by name; at most :data:`TOP`."""
     rows = [Ranking(row.workflow, row.task_id, row.count, row.total) for row in found]
+    rows = [row for row in rows if workflow is None or row.workflow == workflow]
     rows = [row for row in rows if row.count > 0]
     rows.sort(key=lambda r: (-r.count, -(r.rate or 0.0), r.name))
     return tuple(rows[:TOP])
@@ -288,7 +301,7 @@ def _ranked(found: list[OutcomeCount]) -> tuple[Ranking, ...]:
 def render_markdown(review: Review) -> str:
     """The review as Markdown: tables, unicode sparklines for the daily series, links to failed tasks."""
     lines = [
-        f"# Loop review {review.week}",
+        f"# {review.title}",
         "",
         f"Runs created {_span(review.window)}, compared with {review.previous_week} ({_span(review.previous_window)}).",
         f"Generated {review.generated_at.astimezone(UTC).strftime('%Y-%m-%d %H:%M')} UTC.",
@@ -388,9 +401,9 @@ def render_html(review: Review) -> str:
         "<!doctype html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>Loop review {escape(review.week)}</title>",
+        f"<title>{escape(review.title)}</title>",
         f"<style>{_CSS}</style></head><body>",
-        f"<h1>Loop review {escape(review.week)}</h1>",
+        f"<h1>{escape(review.title)}</h1>",
         f'<p class="muted">Runs created {escape(_span(review.window))}, compared with '
         f"{escape(review.previous_week)} ({escape(_span(review.previous_window))}). Generated "
         f"{escape(review.generated_at.astimezone(UTC).strftime('%Y-%m-%d %H:%M'))} UTC.</p>",

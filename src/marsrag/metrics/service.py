@@ -2,41 +2,89 @@
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Any
 
+from marsrag.errors import ConfigError, InputError
 from marsrag.metrics.compute import compute_metrics
 from marsrag.metrics.definitions import LoopMetrics
 from marsrag.metrics.tune import TuneRules, recommend, write_recommendations
 from marsrag.metrics.window import Window, window
-from marsrag.store import open_store
+from marsrag.store import RunStore, open_store
 from marsrag.tasks.loader import default_config_dir, load_config
 
 
+def check_workflow(store: RunStore, workflow: str | None, config: str | Path | None = None) -> None:
+    """Refuse a ``workflow`` that neither the config folder (default: ./config or the sample) nor the store knows.
+
+    A config that does not load contributes no names (the store's still count).
+
+    Raises:
+        InputError: the workflow is unknown (the message names the closest known one and lists them).
+    """
+    if workflow is None:
+        return
+    known = set(store.workflow_names())
+    if workflow in known:
+        return
+    folder = Path(config) if config is not None else default_config_dir()
+    try:
+        known |= set(load_config(folder).workflows)
+    except ConfigError:
+        pass
+    if workflow in known:
+        return
+    close = difflib.get_close_matches(workflow, sorted(known), n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    listed = ", ".join(sorted(known)) or "none yet"
+    raise InputError(
+        f"unknown workflow {workflow!r}: neither the config ({folder}) nor the store has it; {hint}known: {listed}",
+        field="workflow",
+    )
+
+
 def metrics(
-    *, db: str | None = None, since: str | None = None, until: str | None = None, workflow: str | None = None
+    *,
+    db: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    workflow: str | None = None,
+    config: str | Path | None = None,
 ) -> LoopMetrics:
     """The six metrics of the store at ``db`` over the window (default all history), optionally one workflow.
 
     Raises:
-        InputError: an unreadable ``since``/``until``.
+        InputError: an unreadable ``since``/``until``, or a workflow neither ``config`` nor the store knows.
         StoreError: the store cannot be opened.
     """
     chosen = window(since, until)
-    return metrics_in(db=db, window=chosen, workflow=workflow)
+    return metrics_in(db=db, window=chosen, workflow=workflow, config=config)
 
 
-def metrics_in(*, db: str | None = None, window: Window | None = None, workflow: str | None = None) -> LoopMetrics:
+def metrics_in(
+    *,
+    db: str | None = None,
+    window: Window | None = None,
+    workflow: str | None = None,
+    config: str | Path | None = None,
+) -> LoopMetrics:
     """:func:`metrics` with a parsed window."""
     with open_store(db) as store:
+        check_workflow(store, workflow, config)
         return compute_metrics(store, window, workflow)
 
 
 def metrics_document(
-    *, db: str | None = None, since: str | None = None, until: str | None = None, workflow: str | None = None
+    *,
+    db: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    workflow: str | None = None,
+    config: str | Path | None = None,
 ) -> dict[str, Any]:
     """``marsrag metrics --format json``: metric name -> ``{"value", "numerator", "denominator"}``."""
-    return metrics(db=db, since=since, until=until, workflow=workflow).to_dict()
+    return metrics(db=db, since=since, until=until, workflow=workflow, config=config).to_dict()
 
 
 def tune(
@@ -47,20 +95,26 @@ def tune(
     until: str | None = None,
     min_executions: int = 20,
     write: bool = False,
+    workflow: str | None = None,
 ) -> dict[str, Any]:
-    """Recommend a loop_mode per workflow of the config from the store's outcomes; with ``write``, apply them.
+    """Recommend a loop_mode per workflow of the config (or only ``workflow``) from the store's outcomes; with
+    ``write``, apply them.
 
     Returns ``{"window", "recommendations": [...], "written": [workflow names]}``.
 
     Raises:
         ConfigError: the config does not load (or would not after writing: then nothing is written).
-        InputError: a bad window, or ``write`` on the shipped sample config.
+        InputError: a bad window, ``write`` on the shipped sample config, or a workflow neither the config nor
+            the store knows.
     """
     chosen = window(since, until)
     folder = Path(config) if config is not None else default_config_dir()
     project = load_config(folder)
     with open_store(db) as store:
+        check_workflow(store, workflow, folder)
         recommendations = recommend(store, project, chosen, TuneRules(min_executions=min_executions))
+    if workflow is not None:
+        recommendations = [r for r in recommendations if r.workflow == workflow]
     written = write_recommendations(folder, recommendations) if write else []
     return {
         "window": chosen.describe(),

@@ -6,11 +6,39 @@ import os
 import socket
 from typing import TYPE_CHECKING
 
+from marsrag.errors import QueueUnavailableError
 from marsrag.queue import jobs
 from marsrag.queue.app import QueueSettings, celery_app
+from marsrag.store.urls import mask
 
 if TYPE_CHECKING:
     from marsrag.runtime.runner import WorkflowRunner
+
+
+#: Seconds the up-front broker check waits to connect (a worker with no broker says so at once).
+BROKER_CHECK_TIMEOUT = 3.0
+
+
+def check_broker(broker: str, timeout: float = BROKER_CHECK_TIMEOUT) -> None:
+    """Connect to the broker once, within ``timeout`` seconds, before a worker starts.
+
+    Celery's own worker retries a broker it cannot reach forever, logging each attempt; this says it in one line.
+
+    Raises:
+        QueueUnavailableError: the broker cannot be reached (the message names it, its password masked).
+    """
+    import redis  # lazy: the broker's client (celery[redis])
+
+    # Kombu's Unix-socket scheme is redis-py's unix:// (redis+socket:///path/to/redis.sock).
+    url = "unix://" + broker.removeprefix("redis+socket://") if broker.startswith("redis+socket://") else broker
+    client = redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout)
+    try:
+        client.ping()
+    except (redis.exceptions.RedisError, OSError) as error:
+        reason = " ".join(str(error).split()) or type(error).__name__
+        raise QueueUnavailableError(f"the broker {mask(broker)} is unreachable: {reason}") from None
+    finally:
+        client.close()
 
 
 def run_worker(

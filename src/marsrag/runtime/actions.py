@@ -77,7 +77,7 @@ def regenerate_sections(runner: WorkflowRunner, run_id: str, task_id: str) -> Ta
     Raises:
         RunNotFoundError, TaskNotFoundError, ActionConflictError: as for :func:`repair_task`.
     """
-    with _claimed(runner, run_id, task_id) as (run, state, holder):
+    with _claimed(runner, run_id, task_id, "regenerate") as (run, state, holder):
         return _regenerate(runner, run, state, holder)
 
 
@@ -131,7 +131,9 @@ def apply_action(runner: WorkflowRunner, action: Action, run_id: str, task_id: s
 
 
 @contextmanager
-def _claimed(runner: WorkflowRunner, run_id: str, task_id: str) -> Iterator[tuple[RunRecord, TaskState, Holder]]:
+def _claimed(
+    runner: WorkflowRunner, run_id: str, task_id: str, action: Action = "repair"
+) -> Iterator[tuple[RunRecord, TaskState, Holder]]:
     """The run, the task's current state and the claim, with the task claimed for this action until the block ends.
 
     The claim is one conditional write: of two racing actions exactly one gets it, the other a conflict; a
@@ -145,15 +147,15 @@ def _claimed(runner: WorkflowRunner, run_id: str, task_id: str) -> Iterator[tupl
     owner = f"{owner_id()}:{uuid.uuid4().hex}"
     claim = runner.store.claim_task(run_id, task_id, owner, statuses=FIXABLE, seen=run)
     if not claim:
-        raise _refused(runner, run_id, task_id, claim)
+        raise _refused(runner, run_id, task_id, claim, action)
     try:
         yield run, _state(runner, run_id, task_id), Holder(task_claim=owner)
     finally:
         runner.store.release_task(run_id, task_id, owner)  # a no-op once the task was saved
 
 
-def _refused(runner: WorkflowRunner, run_id: str, task_id: str, claim: Claim) -> Exception:
-    """The error that says why a claim on the task was refused."""
+def _refused(runner: WorkflowRunner, run_id: str, task_id: str, claim: Claim, action: Action) -> Exception:
+    """The error that says why a claim on the task was refused (``action`` names what there is nothing to do)."""
     if claim.refusal == "changed":
         return ActionConflictError(
             f"run {run_id!r} changed while the action started (it is being resumed or recovered): try again"
@@ -161,9 +163,10 @@ def _refused(runner: WorkflowRunner, run_id: str, task_id: str, claim: Claim) ->
     if claim.refusal == "busy":
         return ActionConflictError(f"another operator action is already running on task {task_id!r}: try again later")
     state = _state(runner, run_id, task_id)  # raises TaskNotFoundError for a missing task
+    nothing = "nothing to regenerate" if action == "regenerate" else "nothing to repair"
     if state.validation.status == "skipped":
-        return ActionConflictError(f"task {task_id!r} ran without the contract (loop_mode none): nothing to repair")
-    return ActionConflictError(f"task {task_id!r} is already valid: nothing to repair")
+        return ActionConflictError(f"task {task_id!r} ran without the contract (loop_mode none): {nothing}")
+    return ActionConflictError(f"task {task_id!r} is already valid: {nothing}")
 
 
 def _state(runner: WorkflowRunner, run_id: str, task_id: str) -> TaskState:

@@ -20,6 +20,7 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from marsrag.errors import StoreUnavailableError
+from marsrag.paths import data_dir
 from marsrag.store.urls import mask
 from marsrag.text import has_unstorable, storable
 
@@ -84,14 +85,23 @@ def create(url: URL) -> Engine:
 
 def _sqlite_engine(url: URL) -> Engine:
     assert url.database is not None
-    if not url.query.get("uri"):
+    if not url.query.get("uri") and url.database != ":memory:":
         parent = Path(url.database).parent
-        try:
-            parent.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
+        # Only MarsRAG's own data directory is made on demand; a folder a URL names must exist (a typo
+        # such as sqlite:////nonexistdir/x.db would otherwise create /nonexistdir).
+        if parent.resolve() == data_dir().resolve():
+            try:
+                parent.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                raise StoreUnavailableError(
+                    f"cannot create the directory of the SQLite database {url.database!r}: {error}"
+                ) from None
+        elif not parent.is_dir():
+            what = "is not a directory" if parent.exists() else "does not exist"
             raise StoreUnavailableError(
-                f"cannot create the directory of the SQLite database {url.database!r}: {error}"
-            ) from None
+                f"the directory of the SQLite database {url.database!r} {what}: create it first "
+                "(MarsRAG creates only its own data directory)"
+            )
     engine = create_engine(url)
     event.listen(engine, "connect", _sqlite_connect)
     event.listen(engine, "begin", _sqlite_begin)

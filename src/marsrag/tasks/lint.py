@@ -400,3 +400,43 @@ def lint_config(config: ConfigSet, rules: Iterable[Rule] = RULES) -> list[Findin
 def has_errors(findings: Iterable[Finding]) -> bool:
     """Whether any finding has error severity."""
     return any(finding.severity == "error" for finding in findings)
+
+
+def missing_tasks(config: ConfigSet) -> str | None:
+    """Why a whole config (a folder) has nothing to lint: it defines no task, as with no ``tasks.yaml``; else None."""
+    if not config.complete or config.of("task"):
+        return None
+    return f"{config.label}: no tasks.yaml (the config defines no task): nothing to lint"
+
+
+def missing_workflows(config: ConfigSet) -> str | None:
+    """The warning for a whole config with tasks but no workflow (no ``workflows.yaml``); else None.
+
+    Its tasks are linted all the same (most CrewAI projects have no workflows file), but ``marsrag run`` needs one.
+    """
+    if not config.complete or not config.of("task") or config.of("workflow"):
+        return None
+    return (
+        f"{config.label}: no workflows.yaml: its tasks are linted, but marsrag run needs a workflow "
+        "(a workflows.yaml naming the tasks in order)"
+    )
+
+
+def summary(configs: Iterable[ConfigSet], findings: Iterable[Finding]) -> str:
+    """One line saying what was linted and what was found: ``lint: config: 3 tasks, 1 workflow: no findings``."""
+    configs = list(configs)
+    findings = list(findings)
+    labels = ", ".join(config.label for config in configs)
+    tasks = sum(len(config.of("task")) for config in configs)
+    workflows = sum(len(config.of("workflow")) for config in configs)
+    errors = sum(finding.severity == "error" for finding in findings)
+    warnings = len(findings) - errors
+    found = (
+        ", ".join(part for part in (_count(errors, "error"), _count(warnings, "warning")) if not part.startswith("0 "))
+        or "no findings"
+    )
+    return f"lint: {labels}: {_count(tasks, 'task')}, {_count(workflows, 'workflow')}: {found}"
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"

@@ -29,7 +29,7 @@ from marsrag.errors import (
     StoreError,
     TaskNotFoundError,
 )
-from marsrag.web import api, dashboard, pages, prometheus
+from marsrag.web import api, apidocs, dashboard, pages, prometheus
 from marsrag.web.backend import Backend
 from marsrag.web.csrf import csrf_key
 from marsrag.web.guards import InvalidField
@@ -62,6 +62,9 @@ def create_app(settings: WebSettings | None = None) -> FastAPI:
         version=__version__,
         summary="Runs whose answers follow the Loop Contract: sections, status, next action, operator repair.",
         lifespan=lifespan,
+        # FastAPI's own pages load Swagger UI, ReDoc and Google Fonts from CDNs: apidocs serves local copies.
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.backend = backend
     app.state.settings = settings
@@ -84,6 +87,7 @@ def create_app(settings: WebSettings | None = None) -> FastAPI:
     app.include_router(dashboard.api_router)
     app.include_router(dashboard.router)
     app.include_router(pages.router)
+    app.include_router(apidocs.router)
     _install_error_handlers(app)
     return app
 

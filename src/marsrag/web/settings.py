@@ -38,7 +38,8 @@ class WebSettings:
 
     Attributes:
         settings: what to serve and execute with (default: resolved from the environment and the settings file).
-        host: the address the server binds to; off loopback, mutating requests need ``token``.
+        host: the address the server binds to; off loopback, every request but ``/health``, ``/login`` and
+            ``/static/`` needs ``token``.
         token: the bearer token (None: the settings' ``MARSRAG_TOKEN``).
         max_body_bytes: larger request bodies get 413.
         run_threads: runs executing at once in this process (without a broker).
@@ -73,5 +74,5 @@ class WebSettings:
 
     @property
     def requires_token(self) -> bool:
-        """Whether mutating requests must carry the token: whenever the server binds off loopback."""
+        """Whether requests must carry the token (reads too): whenever the server binds off loopback."""
         return not is_loopback(self.host)
