@@ -1,6 +1,6 @@
 """The CLI reference page, generated from the Typer app: every command, its help, arguments and options.
 
-``python -m marsrag.cli_reference`` prints it; ``make docs`` writes it to ``docs/cli-reference.md``, and a
+``python -m marsrag.cli_reference`` prints it; ``make docs-cli`` writes it to ``docs/cli-reference.md``, and a
 test fails when the page differs from what the app says, so the reference cannot go stale.
 """
 
@@ -17,7 +17,7 @@ _HEAD = """\
 # CLI reference
 
 Part of the [MarsRAG documentation](index.md). Generated from the command line itself
-(`python -m marsrag.cli_reference`, run by `make docs`): every command with its help, arguments and
+(`python -m marsrag.cli_reference`, written by `make docs-cli`): every command with its help, arguments and
 options, exactly as `--help` prints them (at 100 columns). Guides to the commands are in
 [Running workflows](running.md),
 [Loop metrics](metrics.md), [Contract lint](lint.md), [Web UI and JSON API](web.md) and
