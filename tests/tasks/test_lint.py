@@ -233,3 +233,23 @@ def test_yaml_bombs_and_huge_files_are_refused(tmp_path: Path) -> None:
     (tmp_path / "huge.yaml").write_text("x: " + "y" * 2_000_000 + "\n")
     proc = run_lint(str(tmp_path / "huge.yaml"))
     assert proc.returncode == 2 and "larger than" in proc.stderr
+
+
+def test_a_narrative_task_may_not_set_what_the_contract_binding_sets(tmp_path: Path) -> None:
+    """guardrail_max_retries on a narrative task is LC100 at its key (CrewAI would raise mid-run); machine-first
+    tasks keep their CrewAI options."""
+    (tmp_path / "agents.yaml").write_text("analyst:\n  role: A\n  goal: B\n")
+    (tmp_path / "tasks.yaml").write_text(
+        "diagnose:\n  description: D\n  agent: analyst\n  guardrail_max_retries: 0\n"
+        "facts:\n  description: D\n  agent: analyst\n  narrative: false\n  guardrail_max_retries: 0\n"
+    )
+    (config,) = config_sets_from_paths([tmp_path / "tasks.yaml"])
+    found = [(f.rule, f.line, f.task, f.message) for f in lint_config(config) if f.rule == "LC100"]
+    assert found == [
+        (
+            "LC100",
+            4,
+            "diagnose",
+            "guardrail_max_retries is set by the Loop Contract binding on a narrative task: remove it",
+        )
+    ]

@@ -50,6 +50,10 @@ class ToolConfig(BaseModel):
     description: str
 
 
+#: CrewAI Task keys the contract binding sets on every narrative task (``integrations/crewai_builders.py``).
+CONTRACT_BOUND_KEYS = frozenset({"guardrail", "guardrail_max_retries", "response_model", "converter_cls", "guardrails"})
+
+
 class TaskConfig(BaseModel):
     """A task as in ``tasks.yaml``. Narrative tasks default to the canonical template and contract."""
 
@@ -74,6 +78,18 @@ class TaskConfig(BaseModel):
                 self.output_pydantic = "LoopOutput"
             if self.loop_contract_version is None:
                 self.loop_contract_version = LOOP_CONTRACT_VERSION
+        return self
+
+    @model_validator(mode="after")
+    def _no_binding_keys(self) -> TaskConfig:
+        # The contract binding sets these on a narrative task: a second value would make CrewAI's Task raise a
+        # TypeError mid-run, so it is a config error naming the key, at load time.
+        taken = sorted(set(self.model_extra or {}) & CONTRACT_BOUND_KEYS) if self.narrative else []
+        if taken:
+            raise ValueError(
+                f"{', '.join(taken)}: set by the Loop Contract binding on a narrative task (one repair, the "
+                "contract's guardrail and converter); remove it, or mark the task narrative: false"
+            )
         return self
 
     @property

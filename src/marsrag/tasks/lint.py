@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from marsrag.contract import EXPECTED_OUTPUT_TEMPLATE, FIELDS, compatibility_problem, section_labels
 from marsrag.tasks._yaml import KeyPath, Position
-from marsrag.tasks.config import AUTO_AGENT, KICKOFF_INPUTS, LOOP_OUTPUT_NAMES
+from marsrag.tasks.config import AUTO_AGENT, CONTRACT_BOUND_KEYS, KICKOFF_INPUTS, LOOP_OUTPUT_NAMES
 from marsrag.tasks.sources import ConfigSet, Entry
 
 Severity = Literal["error", "warning"]
@@ -328,6 +328,9 @@ def _check_shape(config: ConfigSet) -> Iterator[Hit]:
                 yield entry, key if key in entry.data else None, f"{entry.kind} {entry.name!r} needs {key} (text)", None
         if entry.kind == "task" and not isinstance(entry.data.get("narrative", True), bool):
             yield entry, "narrative", "narrative must be true or false", None
+        elif entry.kind == "task" and entry.data.get("narrative", True):
+            for key in sorted(str(key) for key in entry.data if key in CONTRACT_BOUND_KEYS):
+                yield entry, key, f"{key} is set by the Loop Contract binding on a narrative task: remove it", None
         if entry.kind == "workflow":
             yield from _workflow_shape(entry)
 

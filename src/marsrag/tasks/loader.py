@@ -76,4 +76,6 @@ def _build(entry: Entry) -> BaseModel:
         key = str(detail["loc"][0]) if detail["loc"] else None
         position = entry.at(key)
         where = f"{entry.path}:{position.line}:{position.column}"
-        raise ConfigError(f"{where}: {entry.kind} {entry.name!r}, key {key!r}: {detail['msg']}") from None
+        message = str(detail["msg"]).removeprefix("Value error, ")
+        named = f", key {key!r}" if key is not None else ""
+        raise ConfigError(f"{where}: {entry.kind} {entry.name!r}{named}: {message}") from None
