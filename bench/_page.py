@@ -78,7 +78,7 @@ def render(reports: Sequence[Report], about: dict[str, Any]) -> str:
         f"| Python | {about['python']} on {about['platform']} |",
         "",
         f"**{len(misses)} of {sum(len(r.rows) for r in reports)} figures missed their target**"
-        + (": " + "; ".join(f"{_cell(figure)} ({_cell(title)})" for title, figure in misses) + "." if misses else "."),
+        + (": " + "; ".join(_cell(figure) for _, figure in misses) + "." if misses else "."),
         "",
     ]
     for report in reports:

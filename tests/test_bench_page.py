@@ -27,7 +27,7 @@ def test_the_page_says_where_and_when_and_marks_every_miss(tmp_path: Path) -> No
     page = render(_reports(), about)
     assert "| date | 2026-12-01 19:00 UTC |" in page and "| commit | `abc123` |" in page
     assert "| CPU | Some CPU (2 cores) |" in page and "| Python | 3.11.7 on Linux x86_64 |" in page
-    assert "**1 of 3 figures missed their target**: run page p95 vs /health p95 (web server)." in page
+    assert "**1 of 3 figures missed their target**: run page p95 vs /health p95." in page
     assert "| run page p95 vs /health p95 | 191 ms | 14 ms | 13.17x | &lt; 100 ms | **MISS** |" in page
     assert "| a \\| piped &lt;name> | 1 ms | 2 ms | 0.50x | - | ok |" in page
     assert "- seeded 10,000 runs in 9.9 s" in page

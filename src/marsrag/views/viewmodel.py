@@ -466,7 +466,10 @@ def read_run_view(store: RunStore, run_id: str) -> RunView:
         RunNotFoundError: no such run.
     """
     run, tasks, transitions = store.read_run(run_id)
-    return run_view(run, tasks, transitions, asked=asked_before(store.list_runs(session_id=run.session_id), run))
+    # Only a finished run shows a next action: a running one is not worth the read of its session.
+    finished = run.status not in ("pending", "running")
+    asked = asked_before(store.list_runs(session_id=run.session_id), run) if finished else []
+    return run_view(run, tasks, transitions, asked=asked)
 
 
 def _problem(field: str | None, message: str) -> str:
