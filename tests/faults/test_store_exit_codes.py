@@ -56,7 +56,7 @@ def test_a_store_that_cannot_be_opened_is_exit_2(tmp_path: Path, command: str, c
     a_file.write_text("not a directory")
     url, needle = {
         "postgres-closed-port": (f"postgresql+psycopg://postgres@127.0.0.1:{closed_port()}/test", "connection"),
-        "sqlite-under-a-file": (f"sqlite:///{a_file}/runs.db", "cannot create the directory"),
+        "sqlite-under-a-file": (f"sqlite:///{a_file}/runs.db", "is not a directory"),
     }[case]
     (tmp_path / "notes.md").write_text("# Notes\n\nThe cache tier is cold after a restart.\n")
     extra = [str(tmp_path / "notes.md")] if command == "ingest" else []

@@ -56,7 +56,7 @@ def _unusable_urls(tmp_path: Path) -> dict[str, tuple[str, str]]:
     a_directory.mkdir()
     return {
         "postgres-closed-port": (f"postgresql+psycopg://postgres@127.0.0.1:{closed_port()}/test", "connection"),
-        "sqlite-under-a-file": (f"sqlite:///{a_file}/runs.db", "cannot create the directory"),
+        "sqlite-under-a-file": (f"sqlite:///{a_file}/runs.db", "is not a directory"),
         "sqlite-is-a-directory": (f"sqlite:///{a_directory}", "unable to open database file"),
     }
 

@@ -30,9 +30,12 @@ def marsrag(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProce
         for k, v in os.environ.items()
         if not k.startswith(("OPENAI_", "ANTHROPIC_", "MARSRAG_LLM", "MARSRAG_BASE_URL", "MARSRAG_STRUCTURED"))
     }
+    # An empty settings file: nothing from the machine's own (a named file that does not exist is an error).
+    settings = tmp_path / "no-settings.toml"
+    settings.touch()
     clean.update(
         MARSRAG_HOME=str(tmp_path / "home"),
-        MARSRAG_CONFIG=str(tmp_path / "no-settings.toml"),
+        MARSRAG_CONFIG=str(settings),
         NO_COLOR="1",
         COLUMNS="200",
         **env,

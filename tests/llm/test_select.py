@@ -18,7 +18,8 @@ def test_default_is_the_offline_composer(monkeypatch: pytest.MonkeyPatch, tmp_pa
     from marsrag.settings import resolve_settings
 
     monkeypatch.delenv("MARSRAG_LLM", raising=False)
-    monkeypatch.setenv("MARSRAG_CONFIG", str(tmp_path / "missing.toml"))
+    (tmp_path / "empty.toml").touch()  # a settings file that sets nothing
+    monkeypatch.setenv("MARSRAG_CONFIG", str(tmp_path / "empty.toml"))
     assert isinstance(resolve_llm(resolve_settings().llm), OfflineComposer)
     assert isinstance(resolve_llm(None), OfflineComposer)
 

@@ -23,6 +23,7 @@ def test_ingest_paths_writes_to_the_given_database_and_prints_nothing_to_stdout(
     """25 files with progress on: all added, stdout untouched (the bar, if any, is for stderr only)."""
     for number in range(25):
         write(tmp_path / "kb", f"note-{number:02}.md", f"# Note {number}\n\nThe answer is {number} bananas.\n")
+    (tmp_path / "db").mkdir()  # --db never creates a folder: only the default data directory is made
     url = f"sqlite:///{tmp_path}/db/marsrag.db"
     report = ingest_paths([tmp_path / "kb"], db=url, progress=True)
     assert (report.added, report.chunks_written) == (25, 25)

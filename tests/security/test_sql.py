@@ -214,7 +214,9 @@ def test_hostile_strings_through_the_cli_are_data(tmp_path: Path, monkeypatch: p
         refused = runner.invoke(app, ["run", "g", "--session", other, "--db", db, "--llm", f"replay:{replay}"])
         assert refused.exit_code != 0 and isinstance(refused.exception, InputError), refused.output
         assert runner.invoke(app, ["runs", "show", other, "--db", db]).exit_code != 0
-        assert runner.invoke(app, ["metrics", "--db", db, "--workflow", other, "--format", "json"]).exit_code == 0
+        # An unknown workflow, named back as text: looked up as data, never run as SQL.
+        metrics = runner.invoke(app, ["metrics", "--db", db, "--workflow", other, "--format", "json"])
+        assert isinstance(metrics.exception, InputError) and "unknown workflow" in str(metrics.exception)
         repair = ["runs", "repair", "--db", db, "--llm", f"replay:{replay}", other, other]
         assert runner.invoke(app, repair).exit_code != 0
     listed = runner.invoke(app, ["runs", "list", "--db", db, "--format", "json"])
