@@ -8,10 +8,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import Page
 
 REPO = Path(__file__).resolve().parents[2]
 #: Screenshots land here (git-ignored).
@@ -38,3 +40,29 @@ def chromium() -> Iterator[Any]:
             yield launched
         finally:
             launched.close()
+
+
+@dataclass
+class Tab:
+    """A browser page on one test's server, with the dialogs it saw and a screenshot helper."""
+
+    page: Page
+    base_url: str
+    test_name: str
+    app: Any
+    dialogs: list[str] = field(default_factory=list)
+
+    def open(self, path: str) -> None:
+        """Load ``path`` of the test's server."""
+        self.page.goto(self.base_url + path)
+
+    def shot(self, step: str) -> Path:
+        """Save a full-page screenshot as ``test-artifacts/browser/<test>-<step>.png``."""
+        path = ARTIFACTS / f"{self.test_name}-{step}.png"
+        self.page.screenshot(path=str(path), full_page=True)
+        return path
+
+    def replay_left(self) -> int:
+        """Scripted LLM outputs not used yet."""
+        remaining: int = self.app.state.backend.runner.llm.remaining
+        return remaining

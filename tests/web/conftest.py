@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, suppress
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from playwright.sync_api import Browser, Dialog
+from playwright.sync_api import Error as PlaywrightError
 
 from tests.contract.samples import CONTENT
+from tests.web._browser import ARTIFACTS, WAIT_MS, Tab
+from tests.web._live_server import live_server
 
 #: The keyword arguments of ``site_factory`` that are settings flags (the rest are the web server's own).
 SETTINGS_FLAGS = ("config", "llm", "db", "base_url", "broker")
@@ -96,3 +100,52 @@ def site_factory(tmp_path: Path) -> Iterator[Callable[..., Site]]:
 def site(site_factory: Callable[..., Site]) -> Site:
     """A running app whose LLM answers every call of a few runs validly."""
     return site_factory([answer()] * 12)
+
+
+@pytest.fixture
+def ui(browser: Browser, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Callable[..., Tab]]:
+    """Start a server whose replay LLM answers with ``outputs``, and open a page on it (context options apply).
+
+    Everything is closed at the end of the test: the page's context first, then the server.
+    """
+    from marsrag.settings import resolve_settings
+    from marsrag.web.app import create_app
+    from marsrag.web.settings import WebSettings
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    test_name = re.sub(r"[^\w.-]+", "_", request.node.name)
+    with ExitStack() as stack:
+        started: list[Tab] = []
+
+        def start(outputs: Sequence[str], **context_options: Any) -> Tab:
+            folder = tmp_path / f"server-{len(started)}"
+            folder.mkdir()
+            replay = folder / "replay.jsonl"
+            replay.write_text("".join(json.dumps({"output": output}) + "\n" for output in outputs), encoding="utf-8")
+            settings = WebSettings(
+                resolve_settings(db=f"sqlite:///{folder / 'runs.db'}", llm=f"replay:{replay}"), run_threads=1
+            )
+            app = create_app(settings)
+            base_url = stack.enter_context(live_server(app))
+            context = browser.new_context(**context_options)
+            stack.callback(context.close)
+            page = context.new_page()
+            page.set_default_timeout(WAIT_MS)
+            tab = Tab(page=page, base_url=base_url, test_name=test_name, app=app)
+
+            def on_dialog(dialog: Dialog) -> None:
+                tab.dialogs.append(f"{dialog.type}: {dialog.message}")
+                dialog.dismiss()
+
+            page.on("dialog", on_dialog)
+            stack.callback(_final_shot, tab)
+            started.append(tab)
+            return tab
+
+        yield start
+
+
+def _final_shot(tab: Tab) -> None:
+    # The page as the test left it: on a failure this is the screenshot to look at.
+    with suppress(PlaywrightError):
+        tab.shot("end")

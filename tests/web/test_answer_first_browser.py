@@ -11,22 +11,18 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, suppress
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
-from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import Page, expect
 
 from marsrag.state import AttemptRecord, Retrieval
 from marsrag.store.conformance.records import run
 from tests.contract.samples import CONTENT
 from tests.views.cited import RESULTS, cited_task
-from tests.web._browser import ARTIFACTS, WAIT_MS
-from tests.web._live_server import live_server
-from tests.web.test_browser import GOAL, NEXT_HEADING, VALID, Tab, ask, assert_fits_the_width, wait_completed
+from tests.web._browser import Tab
+from tests.web.test_browser import GOAL, NEXT_HEADING, VALID, ask, assert_fits_the_width, wait_completed
 
 pytestmark = [pytest.mark.browser, pytest.mark.crewai]
 
@@ -42,41 +38,6 @@ GOALS = (
     "Checkout latency doubled after Tuesday's deploy; should we roll back the connection-pool change or scale out?",
     "Our nightly reconciliation job overran its window twice: which of its dependencies is responsible?",
 )
-
-
-@pytest.fixture
-def serve(browser: Browser, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Callable[..., Tab]]:
-    """Start a server (replay LLM answering ``outputs``) and open a page on it with ``context`` options."""
-    from marsrag.settings import resolve_settings
-    from marsrag.web.app import create_app
-    from marsrag.web.settings import WebSettings
-
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    name = "answer-first-" + re.sub(r"[^\w.-]+", "_", request.node.name.removeprefix("test_"))[:80]
-    with ExitStack() as stack:
-
-        def start(outputs: list[str], **context: Any) -> Tab:
-            replay = tmp_path / "replay.jsonl"
-            replay.write_text("".join(json.dumps({"output": text}) + "\n" for text in outputs), encoding="utf-8")
-            settings = WebSettings(
-                resolve_settings(db=f"sqlite:///{tmp_path / 'runs.db'}", llm=f"replay:{replay}"), run_threads=1
-            )
-            app = create_app(settings)
-            base_url = stack.enter_context(live_server(app))
-            browser_context = browser.new_context(**context)
-            stack.callback(browser_context.close)
-            page = browser_context.new_page()
-            page.set_default_timeout(WAIT_MS)
-            tab = Tab(page=page, base_url=base_url, test_name=name, app=app)
-            stack.callback(_final_shot, tab)
-            return tab
-
-        yield start
-
-
-def _final_shot(tab: Tab) -> None:
-    with suppress(PlaywrightError):
-        tab.shot("end")
 
 
 def store_cited_run(tab: Tab, run_id: str = "cited-run", *, long: bool = False) -> str:
@@ -108,9 +69,9 @@ def open_every_details(page: Page) -> None:
     page.evaluate("() => document.querySelectorAll('details').forEach((d) => { d.open = true; })")
 
 
-def test_the_run_page_shows_the_summary_and_next_action_above_the_first_task(serve: Callable[..., Tab]) -> None:
+def test_the_run_page_shows_the_summary_and_next_action_above_the_first_task(ui: Callable[..., Tab]) -> None:
     """A run asked on the page: goal, outcome, summary, next action, then the tasks; sections stack as rows."""
-    tab = serve([VALID] * 3, **DESKTOP)
+    tab = ui([VALID] * 3, **DESKTOP)
     page = tab.page
     ask(tab, GOAL)
     wait_completed(page)
@@ -141,9 +102,9 @@ def test_the_run_page_shows_the_summary_and_next_action_above_the_first_task(ser
     expect(page.locator('section.task[data-task-id="diagnose"] .card-text')).to_have_text(list(CONTENT.values()))
 
 
-def test_citation_markers_link_to_the_sources_panel_and_open_the_passage(serve: Callable[..., Tab]) -> None:
+def test_citation_markers_link_to_the_sources_panel_and_open_the_passage(ui: Callable[..., Tab]) -> None:
     """Clicking [1] in the payoff lands on source [1] (path, heading); its passage opens on demand."""
-    tab = serve([], **DESKTOP)
+    tab = ui([], **DESKTOP)
     page = tab.page
     run_id = store_cited_run(tab)
     tab.open(f"/runs/{run_id}")
@@ -187,9 +148,9 @@ def test_citation_markers_link_to_the_sources_panel_and_open_the_passage(serve: 
     tab.shot("attempts")
 
 
-def test_at_390_px_no_page_scrolls_sideways(serve: Callable[..., Tab]) -> None:
+def test_at_390_px_no_page_scrolls_sideways(ui: Callable[..., Tab]) -> None:
     """Run pages (asked and cited with long paths), runs list, ask, session and dashboard fit a phone's width."""
-    tab = serve([VALID] * 3, **PHONE)
+    tab = ui([VALID] * 3, **PHONE)
     page = tab.page
     asked = ask(tab, GOALS[1])
     wait_completed(page)
@@ -212,9 +173,9 @@ def test_at_390_px_no_page_scrolls_sideways(serve: Callable[..., Tab]) -> None:
         assert_fits_the_width(page, 390, f"the {name} page ({path})")
 
 
-def test_the_runs_list_at_1280_px_never_breaks_a_word_mid_word(serve: Callable[..., Tab]) -> None:
+def test_the_runs_list_at_1280_px_never_breaks_a_word_mid_word(ui: Callable[..., Tab]) -> None:
     """Every word of the runs table sits on one line (a word split over two lines has two boxes)."""
-    tab = serve([], **DESKTOP)
+    tab = ui([], **DESKTOP)
     page = tab.page
     store = tab.app.state.backend.store
     for number in range(12):

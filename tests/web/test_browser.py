@@ -13,20 +13,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, suppress
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Dialog, Page, expect
-from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import Page, expect
 
 from marsrag.state import FALLBACK_HOOK
 from tests.contract.samples import CONTENT
-from tests.web._browser import ARTIFACTS, WAIT_MS
-from tests.web._live_server import live_server
+from tests.web._browser import WAIT_MS, Tab
 
 pytestmark = [pytest.mark.browser, pytest.mark.crewai]
 
@@ -53,81 +48,6 @@ VALID = answer()
 NO_IDEA = "No idea."
 #: An answer with two empty sections: partial (three of five valid).
 PARTIAL = answer(grip="", payoff="")
-
-
-@dataclass
-class Tab:
-    """A browser page on one test's server, with the dialogs it saw and a screenshot helper."""
-
-    page: Page
-    base_url: str
-    test_name: str
-    app: Any
-    dialogs: list[str] = field(default_factory=list)
-
-    def open(self, path: str) -> None:
-        """Load ``path`` of the test's server."""
-        self.page.goto(self.base_url + path)
-
-    def shot(self, step: str) -> Path:
-        """Save a full-page screenshot as ``test-artifacts/browser/<test>-<step>.png``."""
-        path = ARTIFACTS / f"{self.test_name}-{step}.png"
-        self.page.screenshot(path=str(path), full_page=True)
-        return path
-
-    def replay_left(self) -> int:
-        """Scripted LLM outputs not used yet."""
-        remaining: int = self.app.state.backend.runner.llm.remaining
-        return remaining
-
-
-@pytest.fixture
-def ui(browser: Browser, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Callable[..., Tab]]:
-    """Start a server whose replay LLM answers with ``outputs``, and open a page on it (context options apply).
-
-    Everything is closed at the end of the test: the page's context first, then the server.
-    """
-    from marsrag.settings import resolve_settings
-    from marsrag.web.app import create_app
-    from marsrag.web.settings import WebSettings
-
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    test_name = re.sub(r"[^\w.-]+", "_", request.node.name)
-    with ExitStack() as stack:
-        started: list[Tab] = []
-
-        def start(outputs: Sequence[str], **context_options: Any) -> Tab:
-            folder = tmp_path / f"server-{len(started)}"
-            folder.mkdir()
-            replay = folder / "replay.jsonl"
-            replay.write_text("".join(json.dumps({"output": output}) + "\n" for output in outputs), encoding="utf-8")
-            settings = WebSettings(
-                resolve_settings(db=f"sqlite:///{folder / 'runs.db'}", llm=f"replay:{replay}"), run_threads=1
-            )
-            app = create_app(settings)
-            base_url = stack.enter_context(live_server(app))
-            context = browser.new_context(**context_options)
-            stack.callback(context.close)
-            page = context.new_page()
-            page.set_default_timeout(WAIT_MS)
-            tab = Tab(page=page, base_url=base_url, test_name=test_name, app=app)
-
-            def on_dialog(dialog: Dialog) -> None:
-                tab.dialogs.append(f"{dialog.type}: {dialog.message}")
-                dialog.dismiss()
-
-            page.on("dialog", on_dialog)
-            stack.callback(_final_shot, tab)
-            started.append(tab)
-            return tab
-
-        yield start
-
-
-def _final_shot(tab: Tab) -> None:
-    # The page as the test left it: on a failure this is the screenshot to look at.
-    with suppress(PlaywrightError):
-        tab.shot("end")
 
 
 # -- steps ------------------------------------------------------------------------------------------------------
