@@ -360,3 +360,25 @@ def test_concurrent_ingests_of_the_same_files_write_each_once(db_url: str, docs:
     finally:
         for kb in bases:
             kb.close()
+
+
+def test_a_document_cut_by_an_older_chunker_is_cut_again_once(kb: KnowledgeBase, tmp_path: Path) -> None:
+    """Unchanged content stored by another chunker version is cut again (saying why), then left alone."""
+    from marsrag.rag.chunking import CHUNKER_VERSION
+
+    root = tmp_path / "notes"
+    write(root, "tomatoes.md", "# Tomatoes\n\nSun.\n\n## Blossom end rot\n\nWater evenly.\n")
+    kb.ingest([root])
+    old_ids = chunk_ids(kb, "notes/tomatoes.md")
+    with sql_engine(kb) as engine, engine.begin() as connection:
+        connection.execute(text("UPDATE documents SET chunker = :v"), {"v": CHUNKER_VERSION - 1})
+    report = kb.ingest([root])
+    assert (report.added, report.updated, report.unchanged) == (0, 1, 0)
+    assert [r.reason for r in report.replaced] == [
+        "cut again: the stored chunks came from an older chunker (content unchanged)"
+    ]
+    assert chunk_ids(kb, "notes/tomatoes.md") != old_ids
+    assert sql(kb, "SELECT chunker FROM documents") == [(CHUNKER_VERSION,)]
+    assert kb.search("blossom")[0]["source"] == "notes/tomatoes.md#Tomatoes > Blossom end rot"
+    again = kb.ingest([root])
+    assert (again.updated, again.unchanged) == (0, 1)

@@ -41,6 +41,11 @@ class Chunk:
         return cite(self.document, self.heading)
 
 
+#: The version of the chunking rules: a document stored under another is cut again at the next ingest, even
+#: when its content is unchanged. 2: a chunk never spans two heading paths (short sections keep their heading).
+CHUNKER_VERSION = 2
+
+
 def cite(document: str, heading: str) -> str:
     """The citation of a passage: ``path#heading`` (just ``path`` when the heading is empty)."""
     return f"{document}#{heading}" if heading else document

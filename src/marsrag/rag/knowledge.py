@@ -21,7 +21,7 @@ from typing import Any
 
 from marsrag.rag._discover import Found, discover
 from marsrag.rag._query import terms
-from marsrag.rag.chunking import chunk_blocks, cite
+from marsrag.rag.chunking import CHUNKER_VERSION, chunk_blocks, cite
 from marsrag.rag.identity import check_collection
 from marsrag.rag.readers import NotTextError, decode, parse
 from marsrag.rag.report import IngestReport, ReplacedDocument, SkippedFile
@@ -148,7 +148,7 @@ class KnowledgeBase:
 
     def _known_hashes(self) -> dict[DocumentKey, str]:
         # One read up front lets unchanged files skip the write transaction (and its lock) entirely.
-        return self._documents.known_hashes()
+        return self._documents.known_hashes(chunker=CHUNKER_VERSION)
 
     def _ingest_file(self, item: Found, known: dict[DocumentKey, str], report: IngestReport) -> None:
         try:
@@ -166,7 +166,7 @@ class KnowledgeBase:
             report.skipped.append(SkippedFile(str(item.path), str(error)))
             return
         pieces = [ChunkText(p.position, p.heading, p.text) for p in chunk_blocks(item.key, blocks)]
-        version = DocumentVersion(item.collection, item.key, sha256, len(data), str(item.real))
+        version = DocumentVersion(item.collection, item.key, sha256, len(data), str(item.real), CHUNKER_VERSION)
         change = self._documents.replace_document(version, pieces, adopt_from=LEGACY_COLLECTION)
         if change.outcome == "added":
             report.added += 1
@@ -198,6 +198,8 @@ def _spread(pool: list[ChunkHit], limit: int, per_document: int) -> list[ChunkHi
 
 def _why(change: DocumentChange, version: DocumentVersion) -> str:
     """Why a stored document was replaced: its content changed, and where the version replaced came from."""
+    if change.rechunked:
+        return "cut again: the stored chunks came from an older chunker (content unchanged)"
     if change.adopted:
         return f"content changed; it replaces the document of that path in {LEGACY_COLLECTION!r} (before collections)"
     if change.previous_source is not None and change.previous_source != version.source:

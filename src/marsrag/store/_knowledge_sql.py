@@ -28,7 +28,7 @@ from marsrag.store.schema import chunks, documents
 # FOR UPDATE (PostgreSQL; SQLite's BEGIN IMMEDIATE already serializes writers): a second ingest of the same
 # changed file waits for the first, then finds it unchanged instead of colliding on chunk positions.
 _CURRENT = (
-    select(documents.c.id, documents.c.sha256, documents.c.source)
+    select(documents.c.id, documents.c.sha256, documents.c.source, documents.c.chunker)
     .where(documents.c.collection == bindparam("collection"), documents.c.path == bindparam("path"))
     .with_for_update()
 )
@@ -75,9 +75,11 @@ class SqlKnowledgeStore(KnowledgeStore):
         self._search = _SEARCH_POSTGRES if postgres else _SEARCH_SQLITE
         self._format = tsquery if postgres else fts5_query
 
-    def known_hashes(self) -> dict[DocumentKey, str]:
-        """(collection, path) -> the SHA-256 of its ingested content."""
+    def known_hashes(self, *, chunker: int | None = None) -> dict[DocumentKey, str]:
+        """(collection, path) -> the SHA-256 of its ingested content (only ``chunker``'s, when given)."""
         query = select(documents.c.collection, documents.c.path, documents.c.sha256)
+        if chunker is not None:
+            query = query.where(documents.c.chunker == chunker)
         with self._errors("read the knowledge base"), self._engine.connect() as connection:
             return {(collection, path): sha256 for collection, path, sha256 in connection.execute(query)}
 
@@ -117,7 +119,7 @@ class SqlKnowledgeStore(KnowledgeStore):
         now = datetime.now(UTC)
         if current is None:
             document_id = connection.execute(_INSERT_DOCUMENT, _document_row(document, now)).scalar_one()
-        elif current.sha256 == document.sha256:
+        elif current.sha256 == document.sha256 and current.chunker == document.chunker:
             if adopted:  # moved into its collection, and read from this source now
                 moved = {"b_id": current.id, "collection": document.collection, "source": document.source}
                 connection.execute(_UPDATE_DOCUMENT, moved)
@@ -132,7 +134,9 @@ class SqlKnowledgeStore(KnowledgeStore):
                 for p in pieces
             ]
             connection.execute(_INSERT_CHUNKS, rows)
-        return DocumentChange("added") if current is None else DocumentChange("updated", current.source, adopted)
+        if current is None:
+            return DocumentChange("added")
+        return DocumentChange("updated", current.source, adopted, rechunked=current.sha256 == document.sha256)
 
     @contextmanager
     def _errors(self, action: str) -> Iterator[None]:
@@ -148,12 +152,13 @@ class _Stored:
     id: int
     sha256: str
     source: str | None
+    chunker: int | None
 
 
 def _current(connection: Connection, collection: str, path: str) -> _Stored | None:
     """The stored document of that collection and path, locked for the rest of the transaction."""
     row = connection.execute(_CURRENT, {"collection": collection, "path": path}).first()
-    return None if row is None else _Stored(int(row.id), row.sha256, row.source)
+    return None if row is None else _Stored(int(row.id), row.sha256, row.source, row.chunker)
 
 
 def _document_row(document: DocumentVersion, ingested_at: datetime) -> dict[str, object]:
@@ -163,5 +168,6 @@ def _document_row(document: DocumentVersion, ingested_at: datetime) -> dict[str,
         "sha256": document.sha256,
         "size": document.size,
         "source": document.source,
+        "chunker": document.chunker,
         "ingested_at": ingested_at,
     }

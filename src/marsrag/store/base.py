@@ -296,8 +296,11 @@ class KnowledgeStore(ABC):
     url: str
 
     @abstractmethod
-    def known_hashes(self) -> dict[DocumentKey, str]:
-        """(collection, path) -> the SHA-256 of its stored content, for every document."""
+    def known_hashes(self, *, chunker: int | None = None) -> dict[DocumentKey, str]:
+        """(collection, path) -> the SHA-256 of its stored content, for every document.
+
+        With ``chunker``, only the documents that chunker version cut (the others are to be cut again).
+        """
 
     @abstractmethod
     def replace_document(
@@ -308,7 +311,8 @@ class KnowledgeStore(ABC):
         The document is the one stored under its collection and path; another collection's document of the same
         path is another document. Except: when the collection has none and ``adopt_from`` names a collection that
         has one, that one is moved into this collection (keeping its chunks and their ids), then compared and
-        replaced as if it had been there.
+        replaced as if it had been there. A stored version of the same content cut by another chunker version
+        is replaced too (``rechunked``).
 
         Nothing is written when the document is stored with this ``sha256`` already (but an adopted one is moved,
         and takes this version's source), checked under the write lock, so concurrent ingests of one file write

@@ -95,6 +95,8 @@ class DocumentVersion:
     size: int
     #: Where the content was read from (a resolved path); None when it came from elsewhere.
     source: str | None = None
+    #: The version of the chunker that cut it (``marsrag.rag.chunking.CHUNKER_VERSION``); None: unknown.
+    chunker: int | None = None
 
     @property
     def key(self) -> DocumentKey:
@@ -111,6 +113,8 @@ class DocumentChange:
     previous_source: str | None = None
     #: The document was taken over from another collection (``adopt_from``) rather than found in its own.
     adopted: bool = False
+    #: Its content was unchanged but another chunker version had cut it: it was cut again.
+    rechunked: bool = False
 
 
 @dataclass(frozen=True)

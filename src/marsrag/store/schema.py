@@ -204,6 +204,9 @@ documents = Table(
     Column("size", BigInteger, nullable=False),
     # The resolved file the stored content was read from; NULL for rows from before migration 0008.
     Column("source", Text, nullable=True),
+    # The chunker version that cut its chunks (migration 0009); NULL for documents ingested before it, which
+    # the next ingest cuts again.
+    Column("chunker", Integer, nullable=True),
     Column("ingested_at", DateTime(timezone=True), nullable=False),
     PrimaryKeyConstraint("id", name="pk_documents"),
     UniqueConstraint("collection", "path", name="uq_documents_collection_path"),
