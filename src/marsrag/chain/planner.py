@@ -12,11 +12,11 @@ the fallback is used only when the loop itself is missing or invalid.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from marsrag.chain.citations import MARKER
 from marsrag.state import FALLBACK_HOOK, RunRecord, TaskState, TransitionMode
 
 #: The fallback question, then other wordings of it for a session that already asked it.
@@ -26,7 +26,6 @@ FALLBACK_QUESTIONS: Final = (
     "What would we need to know to close this out?",
 )
 REPEATED = "the last step's loop repeats a question already asked in this session"
-_MARKERS: Final = re.compile(r"\[\d{1,3}(?:\s*,\s*\d{1,3})*\]")
 
 
 @dataclass(frozen=True)
@@ -121,7 +120,7 @@ def asked_before(runs: Iterable[RunRecord], run: RunRecord) -> list[str]:
 
 
 def _same(text: str) -> str:
-    return " ".join(_MARKERS.sub(" ", text).casefold().split()).rstrip(".?!")
+    return " ".join(MARKER.sub(" ", text).casefold().split()).rstrip(".?!")
 
 
 def _unasked_fallback(seen: set[str]) -> str:

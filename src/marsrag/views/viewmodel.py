@@ -38,8 +38,6 @@ _ACTIONS: dict[str, tuple[ActionKind, str]] = {
     "partial": ("regenerate", "Regenerate section"),
     "failed": ("repair", "Run repair task"),
 }
-#: A numbered source marker in a task's text: ``[1]``, ``[12]`` (``[1][2]`` is two of them).
-CITATION_MARKER = MARKER
 #: A summary line quoting a task's payoff ends with the task's id in brackets: ``- Pre-warm caches. (plan)``.
 _SUMMARY_PAYOFF = re.compile(r"^- (?P<text>.*) \((?P<task_id>[^()]+)\)$")
 _SUMMARY_EVIDENCE = "Evidence: "
@@ -334,7 +332,7 @@ def cited_parts(text: str, anchors: Mapping[str, str]) -> tuple[TextPart, ...]:
     parts: list[TextPart] = []
     plain = ""
     at = 0
-    for marker in CITATION_MARKER.finditer(text):
+    for marker in MARKER.finditer(text):
         ref = marker.group(1)
         if ref not in anchors:
             continue
@@ -566,7 +564,6 @@ def _citation_item(citation: Citation) -> dict[str, Any]:
 
 
 __all__ = [
-    "CITATION_MARKER",
     "NEXT_ACTION_HEADING",
     "SECTION_TITLES",
     "AttemptView",
