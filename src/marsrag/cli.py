@@ -469,19 +469,32 @@ def metrics(
     format: Annotated[FormatChoice, typer.Option(help="text, or json (name -> value, numerator, denominator).")] = (
         FormatChoice.text
     ),
+    verify: Annotated[
+        bool,
+        typer.Option("--verify", help="Recount every figure from the raw rows and compare; exit 1 on a difference."),
+    ] = False,
+    rebuild: Annotated[
+        bool, typer.Option("--rebuild", help="Recount the rollups the metrics are read from, from the raw rows.")
+    ] = False,
 ) -> None:
     """Show the six loop metrics over all history, or a window of run creation times, per workflow or all.
 
     A rate whose denominator is empty is null (n/a), not 0. A workflow neither the config nor the store
-    knows is an error (exit 2). Definitions are in docs/metrics.md.
+    knows is an error (exit 2). Definitions are in docs/metrics.md. The figures are read from rollups that
+    every write keeps; --verify checks them against the raw rows, --rebuild recounts them.
 
     Example: marsrag metrics --since 7d --workflow support_answer --format json
     """
+    settings = _settings(config=config, db=db)
+    if verify or rebuild:
+        if since or until or workflow:
+            raise InputError("--verify and --rebuild cover all history: drop --since, --until and --workflow")
+        _check_rollups(settings.db, rebuild=rebuild, verify=verify, as_json=format is FormatChoice.json)
+        return
     # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.metrics.service import metrics_document
     from marsrag.metrics.window import window as parse_window
 
-    settings = _settings(config=config, db=db)
     document = metrics_document(db=settings.db, since=since, until=until, workflow=workflow, config=settings.config)
     if format is FormatChoice.json:
         _out_json(document, ensure_ascii=True)
@@ -491,6 +504,26 @@ def metrics(
 
     scope = parse_window(since, until).describe() + (f", workflow {workflow}" if workflow else ", all workflows")
     print_metrics(document, scope)
+
+
+def _check_rollups(db: str | None, *, rebuild: bool, verify: bool, as_json: bool) -> None:
+    # lazy: only this command's library loads (validate, schema and lint start fast)
+    from marsrag.metrics.service import check_rollups
+
+    result = check_rollups(db=db, rebuild=rebuild, verify=verify)
+    if as_json:
+        _out_json(result, ensure_ascii=True)
+    else:
+        if result["rebuilt"] is not None:
+            _out(f"Rebuilt the metric rollups from the raw rows: {result['rebuilt']} rollup rows.\n")
+        if verify:
+            for difference in result["differences"]:
+                _out(
+                    f"DIFFERENT  {difference['what']}: rollups {difference['rollups']}, raw rows {difference['rows']}\n"
+                )
+            verdict = "match" if result["ok"] else f"differ in {len(result['differences'])} of"
+            _out(f"The rollups {verdict} the raw rows' recount ({result['checked']} figures checked).\n")
+    raise typer.Exit(0 if result["ok"] else 1)
 
 
 @app.command()

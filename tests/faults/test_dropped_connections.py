@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import Engine, text
 
+from marsrag.metrics.verify import verify
 from marsrag.store import open_store
 from marsrag.tasks import ProjectConfig
 from tests.faults.conftest import runner
@@ -65,3 +66,7 @@ def test_runs_complete_while_their_connections_are_terminated_every_100_ms(
             assert [(t.task_id, len(t.attempts)) for t in tasks] == [("diagnose", 1), ("recommend", 1)]
             names = Counter(event.name for event in store.get_events(run.run_id))
             assert names == {"loop.contract.validated": 2, "loop.transition.planned": 1}
+        # The metric rollups commit with the rows they count: a retried commit counted them once too.
+        verdict = verify(store)
+        assert verdict.ok, [difference.line() for difference in verdict.differences]
+        assert store.loop_counts()[()].executions == 8

@@ -66,12 +66,13 @@ EXPECTED_REVIEW: dict[str, dict[str, Any]] = {
     "repair_rate": {"value": None, "numerator": 0, "denominator": 0},
     "fallback_rate": {"value": None, "numerator": 0, "denominator": 0},
 }
-#: Day D2 alone (r3, r4, r5): executions 3 (r3 t1 valid, r5 t1 failed first, r5 t2 valid).
+#: Day D2 alone (r3, r4, r5): executions 3 (r3 t1 valid, r5 t1 failed first, r5 t2 valid). Sessions are those
+#: that started on D2 (s2, s4: one run each); s1, whose third run r4 is on D2, belongs to D1, its first run's day.
 EXPECTED_D2: dict[str, dict[str, Any]] = {
     "loop_schema_pass_rate": {"value": 2 / 3, "numerator": 2, "denominator": 3},
     "loop_follow_rate": {"value": 0.0, "numerator": 0, "denominator": 1},
     "downstream_action_rate": {"value": 1 / 2, "numerator": 1, "denominator": 2},
-    "session_depth": {"value": 1.0, "p50": 1.0, "max": 1, "sessions": 3},
+    "session_depth": {"value": 1.0, "p50": 1.0, "max": 1, "sessions": 2},
     "repair_rate": {"value": 1 / 3, "numerator": 1, "denominator": 3},
     "fallback_rate": {"value": 1 / 2, "numerator": 1, "denominator": 2},
 }

@@ -1,4 +1,4 @@
-"""Loop metrics (spec section 6): definitions, SQL aggregation, time windows.
+"""Loop metrics (spec section 6): definitions, their counts (rollups kept by the store), time windows.
 
 The heavy parts (SQLAlchemy) load with :mod:`marsrag.metrics.compute`; this package imports light.
 """

@@ -1,7 +1,7 @@
 """The loop metrics from the store's counts: the six figures per group of runs, or over all of them.
 
-The store aggregates (:meth:`marsrag.store.RunStore.loop_counts`: four grouped queries, one per family, per
-backend where the plans differ); this module turns its numerators, denominators and depth histograms into
+The store counts (:meth:`marsrag.store.RunStore.loop_counts`: from the rollups its writes keep, with the raw
+rows of a window's partial days); this module turns its numerators, denominators and depth histograms into
 :class:`LoopMetrics`. One function computes everything (:func:`metrics_by`); the overall figures are the same
 counts with no grouping.
 """
@@ -36,7 +36,8 @@ def metrics_by(
 
 
 def session_depth(store: RunStore, window: Window | None = None, workflow: str | None = None) -> Depth:
-    """Runs per session over the window (all workflows pooled: a session spanning two counts once)."""
+    """Runs per session of the sessions that started in the window (all workflows pooled: a session spanning
+    two counts once)."""
     window = window or Window()
     return Depth.from_histogram(store.session_depths(since=window.since, until=window.until, workflow=workflow))
 

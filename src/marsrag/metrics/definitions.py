@@ -1,7 +1,8 @@
 """The six loop metrics of spec section 6: names, definitions, and the records they are reported in.
 
-Every number comes from one SQL aggregation over the stored states, transitions and events
-(``marsrag.metrics.compute``), so the CLI, Prometheus, the dashboard and the weekly review agree.
+Every number comes from the store's counts (``marsrag.metrics.compute``: rollups the writes keep, equal to an
+aggregation over the stored states, transitions and events), so the CLI, Prometheus, the dashboard and the
+weekly review agree.
 """
 
 from __future__ import annotations

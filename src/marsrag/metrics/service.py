@@ -87,6 +87,24 @@ def metrics_document(
     return metrics(db=db, since=since, until=until, workflow=workflow, config=config).to_dict()
 
 
+def check_rollups(*, db: str | None = None, rebuild: bool = False, verify: bool = True) -> dict[str, Any]:
+    """``marsrag metrics --rebuild`` and/or ``--verify``: ``{"rebuilt": rows or None, "ok", "checked", "differences"}``.
+
+    ``rebuild`` recounts the rollups from the raw rows first; ``verify`` then compares every figure with the raw
+    rows (:func:`marsrag.metrics.verify.verify`); without it ``ok`` is true and nothing is checked.
+
+    Raises:
+        StoreError: the store cannot be opened, read or written.
+    """
+    from marsrag.metrics.verify import Verdict
+    from marsrag.metrics.verify import verify as check
+
+    with open_store(db) as store:
+        rebuilt = store.rebuild_rollups() if rebuild else None
+        verdict = check(store) if verify else Verdict(0, ())
+    return {"rebuilt": rebuilt, **verdict.to_dict()}
+
+
 def tune(
     *,
     db: str | None = None,

@@ -138,10 +138,11 @@ def _grouped(statement: Select[Any], groups: list[ColumnElement[Any]]) -> Select
 
 
 def _key(row: Any, by: Sequence[GroupKey]) -> tuple[Any, ...]:
-    return tuple(_day(row[key]) if key == "day" else row[key] for key in by)
+    return tuple(as_date(row[key]) if key == "day" else row[key] for key in by)
 
 
-def _day(value: Any) -> date:
+def as_date(value: Any) -> date:
+    """A day as a backend returns it (a date, a datetime, or ISO text on SQLite) as a :class:`datetime.date`."""
     if isinstance(value, datetime):
         return value.date()
     if isinstance(value, date):
@@ -149,7 +150,7 @@ def _day(value: Any) -> date:
     return date.fromisoformat(str(value))
 
 
-def _count_if(condition: ColumnElement[bool]) -> ColumnElement[Any]:
+def count_if(condition: ColumnElement[bool]) -> ColumnElement[Any]:
     return func.coalesce(func.sum(case((condition, 1), else_=0)), 0)
 
 
@@ -174,8 +175,8 @@ def _task_query(by: Sequence[GroupKey], dialect: str, window: Span, workflow: st
         select(
             *groups,
             func.count().label("executions"),
-            _count_if(first.c.status == "valid").label("first_valid"),
-            _count_if(repair.c.kind == "repair").label("repaired"),
+            count_if(first.c.status == "valid").label("first_valid"),
+            count_if(repair.c.kind == "repair").label("repaired"),
         )
         .select_from(
             source.outerjoin(
@@ -209,7 +210,7 @@ def _transition_query(by: Sequence[GroupKey], dialect: str, window: Span, workfl
         select(
             *groups,
             func.count().label("transitions"),
-            _count_if(transitions.c.mode == "fallback").label("fallbacks"),
+            count_if(transitions.c.mode == "fallback").label("fallbacks"),
         )
         .select_from(source)
         .where(transitions.c.superseded.is_(False), *run_filters(window, workflow))
@@ -301,14 +302,37 @@ def _joined_facts() -> Facts:
 
 
 def _depth_query(by: Sequence[GroupKey], dialect: str, window: Span, workflow: str | None) -> Select[Any]:
-    """A histogram of session depths: (group, depth, number of sessions with it)."""
-    groups = _groups(by, dialect)
-    per_session = _grouped(
-        select(*groups, runs.c.session_id, func.count().label("depth")).where(*run_filters(window, workflow)),
-        [*groups, runs.c.session_id],
-    ).subquery("per_session")
-    keys = [per_session.c[key] for key in by]
-    return select(*keys, per_session.c.depth, func.count().label("sessions")).group_by(*keys, per_session.c.depth)
+    """A histogram of session depths: (group, depth, number of sessions with it).
+
+    A session belongs to the day of its first run (within the workflow when grouped by or filtered to one) and
+    counts all its runs there, later ones included: a window holds the sessions that started in it, with their
+    whole depth, so whole days add up (what the rollups keep, per day). With a window, only sessions that have a
+    run in it are looked at (any that started in it does), so the cost follows the window, not the history.
+    """
+    per_workflow = "workflow" in by or workflow is not None
+    keys: list[ColumnElement[Any]] = [runs.c.workflow] if per_workflow else []
+    scope = [runs.c.workflow == workflow] if workflow is not None else []
+    conditions = list(scope)
+    if window.since is not None or window.until is not None:
+        within = select(runs.c.session_id).where(*run_filters(window, workflow))
+        conditions.append(runs.c.session_id.in_(within))
+    first = func.min(runs.c.created_at)
+    per_session = (
+        select(*keys, runs.c.session_id, first.label("first"), func.count().label("depth"))
+        .where(*conditions)
+        .group_by(*keys, runs.c.session_id)
+    )
+    if window.since is not None:
+        per_session = per_session.having(first >= as_utc(window.since))
+    if window.until is not None:
+        per_session = per_session.having(first < as_utc(window.until))
+    sessions = per_session.subquery("per_session")
+    groups: list[ColumnElement[Any]] = []
+    for key in by:
+        column = sessions.c.workflow if key == "workflow" else day_of(sessions.c.first, dialect)
+        groups.append(column.label(key))
+    statement = select(*groups, sessions.c.depth, func.count().label("sessions"))
+    return statement.group_by(*groups, sessions.c.depth)
 
 
 # -- failures -----------------------------------------------------------------------------------------------------
@@ -410,7 +434,7 @@ def repair_counts(connection: Connection, window: Span) -> Ranked:
         ),
     )
     conditions = [task_states.c.validation_status != "skipped", *run_filters(window, None)]
-    counted = (func.count().label("total"), _count_if(repair.c.number.is_not(None)).label("count"))
+    counted = (func.count().label("total"), count_if(repair.c.number.is_not(None)).label("count"))
     by_workflow = select(runs.c.workflow, *counted).select_from(joined).where(*conditions).group_by(runs.c.workflow)
     by_task = (
         select(runs.c.workflow, task_states.c.task_id, *counted)
@@ -425,7 +449,7 @@ def fallback_counts(connection: Connection, window: Span) -> Ranked:
     """Current transitions in fallback mode, per workflow and per source task."""
     joined = transitions.join(runs, runs.c.run_id == transitions.c.run_id)
     conditions = [transitions.c.superseded.is_(False), *run_filters(window, None)]
-    counted = (func.count().label("total"), _count_if(transitions.c.mode == "fallback").label("count"))
+    counted = (func.count().label("total"), count_if(transitions.c.mode == "fallback").label("count"))
     by_workflow = select(runs.c.workflow, *counted).select_from(joined).where(*conditions).group_by(runs.c.workflow)
     by_task = (
         select(runs.c.workflow, transitions.c.source_task_id.label("task_id"), *counted)
@@ -476,7 +500,7 @@ def partial_counts(connection: Connection, window: Span) -> dict[str, dict[str, 
     return out
 
 
-# -- events and workflows ---------------------------------------------------------------------------------------------
+# -- events ---------------------------------------------------------------------------------------------
 
 
 def event_counts(connection: Connection) -> dict[str, int]:
@@ -486,8 +510,3 @@ def event_counts(connection: Connection) -> dict[str, int]:
     """
     statement = select(events.c.name, func.count().label("events")).group_by(events.c.name)
     return {str(name): int(count) for name, count in connection.execute(statement)}
-
-
-def workflow_names(connection: Connection) -> set[str]:
-    """The workflows of the stored runs."""
-    return {str(name) for name in connection.execute(select(runs.c.workflow).distinct()).scalars()}

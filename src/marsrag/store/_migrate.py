@@ -18,7 +18,9 @@ from marsrag.store._engine import WRITE_OPTION, one_line
 from marsrag.store.schema import VERSION_TABLE
 
 #: The newest revision in ``migrations/versions`` (a test keeps the two in step).
-HEAD = "0009"
+HEAD = "0010"
+#: The first revision with metric rollups: a database migrated from before it gets them recounted.
+ROLLUPS = "0010"
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 
@@ -64,6 +66,7 @@ def _upgrade(connection: Connection, url: str) -> None:
     # Config values go through ConfigParser interpolation: a literal '%' in the path must be doubled.
     config.set_main_option("script_location", str(MIGRATIONS).replace("%", "%%"))
     config.attributes["connection"] = connection
+    before = current_revision(connection)
     try:
         command.upgrade(config, "head")
     except CommandError as error:
@@ -72,3 +75,8 @@ def _upgrade(connection: Connection, url: str) -> None:
             f"cannot migrate the run store at {url}: its schema revision is {found!r}, this MarsRAG knows revisions "
             f"up to {HEAD!r} (a newer MarsRAG may have migrated it): {one_line(error)}"
         ) from error
+    if before is None or before < ROLLUPS:
+        # The backfill of migration 0010, with this MarsRAG's definitions: recount the rollups from the rows.
+        from marsrag.store._rollups import rebuild  # lazy: only for a database that was just migrated
+
+        rebuild(connection)

@@ -202,7 +202,9 @@ class RunStore(ABC):
 
     # -- read models: what metrics, the dashboard, Prometheus and retrieval ask of the store -------------------
     # Windows are runs created at or after ``since`` and before ``until`` (None: unbounded); each method is one
-    # read and raises StoreError (its message naming the URL) when the database cannot be read.
+    # read and raises StoreError (its message naming the URL) when the database cannot be read. The metrics'
+    # counts come from rollups the writes keep (their cost follows the number of workflows and days, not the
+    # history); ``from_rows=True`` counts the raw rows instead, the reference the rollups must always equal.
 
     @abstractmethod
     def loop_counts(
@@ -212,22 +214,31 @@ class RunStore(ABC):
         until: datetime | None = None,
         workflow: str | None = None,
         by: Sequence[GroupKey] = (),
+        from_rows: bool = False,
     ) -> GroupedCounts:
         """The loop metrics' numerators, denominators and session depth histogram per group of runs.
 
         Groups are keyed by tuples in the order of ``by`` (``workflow``; ``day``, the UTC day a run was created,
         as a :class:`datetime.date`); a group with no runs is absent. With no ``by`` there is always the one key
-        ``()`` (all zeros when no run matches).
+        ``()`` (all zeros when no run matches). Session depth counts each session under the day of its first run
+        (in the workflow, when grouped by or filtered to one), with all its runs: a window holds the sessions
+        that started in it.
         """
 
     @abstractmethod
     def session_depths(
-        self, *, since: datetime | None = None, until: datetime | None = None, workflow: str | None = None
+        self,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        workflow: str | None = None,
+        from_rows: bool = False,
     ) -> dict[int, int]:
-        """Runs per session -> sessions with that many, over the window (all workflows pooled)."""
+        """Runs per session -> sessions with that many, for the sessions that started in the window (all workflows
+        pooled unless ``workflow``)."""
 
     @abstractmethod
-    def event_counts(self) -> dict[str, int]:
+    def event_counts(self, *, from_rows: bool = False) -> dict[str, int]:
         """Stored events per event name, all history (a name with no event is absent)."""
 
     @abstractmethod
@@ -246,22 +257,33 @@ class RunStore(ABC):
         """
 
     @abstractmethod
-    def repair_rankings(self, *, since: datetime | None = None, until: datetime | None = None) -> Rankings:
+    def repair_rankings(
+        self, *, since: datetime | None = None, until: datetime | None = None, from_rows: bool = False
+    ) -> Rankings:
         """Narrative task executions and those with an in-run repair, per workflow and per (workflow, task)."""
 
     @abstractmethod
-    def fallback_rankings(self, *, since: datetime | None = None, until: datetime | None = None) -> Rankings:
+    def fallback_rankings(
+        self, *, since: datetime | None = None, until: datetime | None = None, from_rows: bool = False
+    ) -> Rankings:
         """Current transitions and those in fallback mode, per workflow and per (workflow, source task)."""
 
     @abstractmethod
     def partial_counts(
-        self, *, since: datetime | None = None, until: datetime | None = None
+        self, *, since: datetime | None = None, until: datetime | None = None, from_rows: bool = False
     ) -> dict[str, dict[str, int]]:
         """Per workflow: ``partial`` final task executions and ``fallbacks_after_partial`` transitions (absent: 0)."""
 
     @abstractmethod
     def workflow_names(self) -> set[str]:
         """The workflows of the stored runs."""
+
+    @abstractmethod
+    def rebuild_rollups(self) -> int:
+        """Recount the metrics' rollups from the raw rows, in one transaction; the number of rollup rows written.
+
+        Writers wait for it and then add to the rebuilt counts; readers go on reading the old ones meanwhile.
+        """
 
     @abstractmethod
     def knowledge(self) -> KnowledgeStore:

@@ -20,6 +20,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     Column,
+    Date,
     DateTime,
     ForeignKey,
     ForeignKeyConstraint,
@@ -60,6 +61,10 @@ runs = Table(
     # The run whose next action this one follows (migration 0007): unique, so a run is followed at most once
     # however many requests race (NULL, for every other run, is never equal to another NULL).
     Column("followed_from", String, nullable=True),
+    # What the run adds to the run-level rollup counters (migration 0010): NULL while it is not completed, else
+    # its fact bits (offers a next action 1, followed 2, acted on otherwise 4), so a write that changes a fact
+    # moves the run's counts from its old bits to its new ones (see marsrag.store._rollups).
+    Column("metrics_code", Integer, nullable=True),
     PrimaryKeyConstraint("run_id", name="pk_runs"),
     Index("uq_runs_followed_from", "followed_from", unique=True),
     Index("ix_runs_created_at", "created_at"),
@@ -187,6 +192,25 @@ events = Table(
     Index("ix_events_name_timestamp", "name", "timestamp"),
     # Which runs have an event of a name (loop.action.followed, for the metrics; migration 0004).
     Index("ix_events_name_run_id", "name", "run_id"),
+)
+
+# The loop metrics' counters (migration 0010), kept up to date by every write in the same transaction, so reading
+# the metrics costs the number of (workflow, day) groups, not the history. Keyed by the run's workflow and the UTC
+# day it was created (session depth: the day of the session's first run); ``task`` is the task (for transitions
+# the source task) a task-level counter counts, '' otherwise; ``workflow`` '' holds what is not per workflow
+# (session depth over all workflows, events per name). A writer adds to its own ``shard`` so concurrent writers
+# need not queue on one row; a read sums the shards. See marsrag.store._rollups for the counters.
+rollups = Table(
+    "rollups",
+    metadata,
+    Column("workflow", String, nullable=False),
+    Column("day", Date, nullable=False),
+    Column("task", String, nullable=False),
+    Column("counter", String, nullable=False),
+    Column("shard", Integer, nullable=False),
+    Column("n", BigInteger, nullable=False),
+    # No other index: the table holds a few rows per workflow, day and counter, which a read scans whole.
+    PrimaryKeyConstraint("workflow", "day", "task", "counter", "shard", name="pk_rollups"),
 )
 
 # The knowledge base: one row per ingested file, its text cut into chunks (see marsrag.rag).

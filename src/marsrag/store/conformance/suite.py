@@ -720,7 +720,10 @@ class RunStoreConformance:
         self.history(store)
         assert store.session_depths() == {1: 2, 2: 1}
         assert store.session_depths(workflow="w1") == {1: 3}
-        assert store.session_depths(since=T0 + timedelta(hours=12)) == {1: 3}
+        # A window holds the sessions that started in it, with all their runs: s1 started on day 0, so from
+        # day 0.5 on only s2 and s3 (one run each) count, though s1's second run falls in the window.
+        assert store.session_depths(since=T0 + timedelta(hours=12)) == {1: 2}
+        assert store.session_depths(until=T0 + timedelta(hours=12)) == {2: 1}
 
     def test_event_counts_are_per_name(self, store: RunStore) -> None:
         """Stored events per name, names with none absent."""
