@@ -11,6 +11,8 @@ _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 def has_unstorable(text: str) -> bool:
     """Whether ``text`` holds a lone surrogate or a NUL."""
+    if text.isascii():  # the common case, checked in C: no surrogate possible
+        return "\x00" in text
     return _UNSTORABLE.search(text) is not None
 
 

@@ -161,11 +161,12 @@ def _valid_unicode(
     # The last line of defence for text from anywhere (a goal, a file, an LLM answer): U+FFFD for each lone
     # surrogate, as a lossy UTF-8 decode would give, instead of a write that fails on encoding.
     if executemany and isinstance(parameters, list):
-        return statement, [_valid_parameters(row) for row in parameters]
-    return statement, _valid_parameters(parameters)
+        return statement, [storable_parameters(row) for row in parameters]
+    return statement, storable_parameters(parameters)
 
 
-def _valid_parameters(parameters: Any) -> Any:
+def storable_parameters(parameters: Any) -> Any:
+    """DBAPI parameters (a dict, tuple or list) with every lone surrogate in their text replaced by U+FFFD."""
     if isinstance(parameters, dict):
         if any(isinstance(v, str) and has_unstorable(v) for v in parameters.values()):
             return {k: storable(v) if isinstance(v, str) else v for k, v in parameters.items()}

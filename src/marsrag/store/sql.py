@@ -30,6 +30,7 @@ from marsrag.state import VALIDATION_STATUSES, LoopEvent, RunRecord, RunStatus, 
 from marsrag.store._knowledge_sql import SqlKnowledgeStore
 from marsrag.store._metrics_sql import Span
 from marsrag.store._migrate import ensure_schema
+from marsrag.store._prepared import Cursor, Prepared
 from marsrag.store._rollups import Tally, TaskFacts
 from marsrag.store.base import RETRY_DELAYS, KnowledgeStore, Rankings, RunStore
 from marsrag.store.queries import Claim, GroupedCounts, GroupKey, Holder, TaskFailure
@@ -43,6 +44,8 @@ _HEARTBEAT = (
     .values(updated_at=bindparam("b_now"))
     .returning(runs.c.workflow, runs.c.created_at, runs.c.status, runs.c.metrics_code)
 )
+_HEARTBEAT_HELD = _HEARTBEAT.where(runs.c.status == "running", runs.c.owner == bindparam("b_owner"))
+_HEARTBEAT_COLUMNS = ("workflow", "created_at", "status", "metrics_code")
 _RUN_EXISTS = select(runs.c.run_id).where(runs.c.run_id == bindparam("run_id"))
 # Replacing a task deletes its rows and returns what the rollups counted of them.
 _DELETE_ATTEMPTS = (
@@ -95,9 +98,18 @@ ROLLUP_SHARDS = 1
 Result = TypeVar("Result")
 
 
+# SQLSTATE classes of a connection that is gone: connection exceptions (08) and operator intervention (57P:
+# an administrator's shutdown or pg_terminate_backend). The driver may not have marked the connection broken yet
+# when the server's message arrives, so SQLAlchemy would not call it a disconnect.
+_LOST_STATES = ("08", "57P")
+
+
 def _dropped(error: BaseException) -> bool:
     """Whether a database error means the connection was lost (the server closed it, or the network did)."""
-    return isinstance(error, DBAPIError) and bool(error.connection_invalidated)
+    if not isinstance(error, DBAPIError):
+        return False
+    state = getattr(error.orig, "sqlstate", None) or ""
+    return bool(error.connection_invalidated) or state.startswith(_LOST_STATES)
 
 
 def _as_seen(row: Any, seen: RunRecord) -> bool:
@@ -124,6 +136,7 @@ class SqlRunStore(RunStore):
         dialect = engine.dialect.name
         self._upsert_rollups = _rollups.upsert(dialect)
         self._insert_new_task = _rollups.insert_new(dialect, task_states)
+        self._compiled: dict[tuple[str, tuple[str, ...] | None], Prepared] = {}
         ensure_schema(engine, self.url)
         self._knowledge = SqlKnowledgeStore(engine)
 
@@ -147,8 +160,22 @@ class SqlRunStore(RunStore):
             return 0
         return hash((os.getpid(), threading.get_ident())) % self._shards
 
-    def _tallied(self, connection: Connection, tally: Tally) -> None:
-        _rollups.write(connection, self._upsert_rollups, tally, self._shard())
+    def _tallied(self, connection: Connection, tally: Tally, cursor: Cursor | None = None) -> None:
+        """Write a write's rollup changes: one statement, the transaction's last (its row locks are held briefly)."""
+        rows = tally.rows(self._shard())
+        if not rows:
+            return
+        if cursor is None:
+            connection.execute(self._upsert_rollups, rows)
+        else:
+            cursor.many(self._prepared("rollups", self._upsert_rollups, tuple(rows[0])), rows)
+
+    def _prepared(self, name: str, statement: Any, keys: tuple[str, ...] | None = None) -> Prepared:
+        """``statement`` compiled for this engine's dialect once (see marsrag.store._prepared)."""
+        found = self._compiled.get((name, keys))
+        if found is None:
+            found = self._compiled[(name, keys)] = Prepared(statement, self._engine.dialect, keys)
+        return found
 
     @property
     def engine(self) -> Engine:
@@ -358,10 +385,19 @@ class SqlRunStore(RunStore):
         new = TaskFacts.of(state.validation.status, [(a.number, a.status, a.kind) for a in state.attempts])
 
         def body(connection: Connection) -> bool:
+            # The common statements run on the DBAPI cursor, compiled once (see marsrag.store._prepared).
+            cursor = Cursor(connection)
+            try:
+                commit(connection, cursor)
+            finally:
+                cursor.close()
+            return True
+
+        def commit(connection: Connection, cursor: Cursor) -> None:
             # Touching the run row locks it (two writers replacing one task queue instead of colliding on its
             # key), checks it exists, records a heartbeat for stale-run detection and reads the run's rollup
             # group, in one statement.
-            run = self._heartbeat(connection, state.run_id, holder)
+            run = self._heartbeat(connection, state.run_id, holder, cursor)
             if holder is not None and holder.task_claim is not None:
                 self._require_claim(connection, state, holder.task_claim)
             tally = Tally()
@@ -369,14 +405,15 @@ class SqlRunStore(RunStore):
             old: TaskFacts | None = None
             # A new task (the common case) is one statement; a replaced one deletes its rows first, reading
             # what the rollups counted of them.
-            if connection.execute(self._insert_new_task, [row]).first() is None:
+            if cursor.one(self._prepared("new task", self._insert_new_task, tuple(row)), row) is None:
                 old_attempts = [tuple(a) for a in connection.execute(_DELETE_ATTEMPTS, key)]
                 old = TaskFacts.of(connection.execute(_DELETE_TASK, key).scalar_one(), old_attempts)
                 connection.execute(_INSERT_TASK, [row])
             tally.task(workflow, on, state.task_id, old, -1)
             tally.task(workflow, on, state.task_id, new, 1)
             if state.attempts:
-                connection.execute(_INSERT_ATTEMPTS, _rows.attempt_rows(state))
+                tried = _rows.attempt_rows(state)
+                cursor.many(self._prepared("attempts", _INSERT_ATTEMPTS, tuple(tried[0])), tried)
             was_partial, is_partial = old is not None and old.status == "partial", new.status == "partial"
             handoff = {"b_run_id": state.run_id, "b_source": state.task_id}
             if transition is not None and not transition.superseded:
@@ -388,31 +425,40 @@ class SqlRunStore(RunStore):
                     tally.transition(workflow, on, state.task_id, mode, was_partial, -1)
                     tally.transition(workflow, on, state.task_id, mode, is_partial, 1)
             if transition is not None:
-                connection.execute(_INSERT_TRANSITION, [_rows.transition_row(transition)])
+                handed = _rows.transition_row(transition)
+                cursor.many(self._prepared("transition", _INSERT_TRANSITION, tuple(handed)), [handed])
                 if not transition.superseded:
                     tally.transition(workflow, on, state.task_id, transition.transition_mode, is_partial, 1)
             # One executemany for the task's and the transition's events, in that order.
             stored = [*events, *(transition_events if transition is not None else ())]
-            changed = self._insert_events(connection, stored, tally)
+            changed = self._insert_events(connection, stored, tally, cursor)
             changed.discard(state.run_id)
             _rollups.refresh_runs(connection, changed, tally, lock=True)
             if run["status"] == "completed" or run["metrics_code"] is not None:
                 # A task of a counted run changed (an operator action): its facts may have.
                 _rollups.refresh_runs(connection, [state.run_id], tally, lock=False)
-            self._tallied(connection, tally)
-            return True
+            self._tallied(connection, tally, cursor)
 
         def landed(connection: Connection) -> bool | None:
             return True if connection.execute(_COMMIT_ID, key).scalar() == token else None
 
         self._writing(f"save task {state.task_id!r} of run {state.run_id!r}", body, landed)
 
-    def _heartbeat(self, connection: Connection, run_id: str, holder: Holder | None) -> Any:
+    def _heartbeat(
+        self, connection: Connection, run_id: str, holder: Holder | None, cursor: Cursor | None = None
+    ) -> dict[str, Any]:
         """Bump the run's ``updated_at`` (only while ``holder`` holds it); its workflow, creation, status, code."""
-        statement = _HEARTBEAT
-        if holder is not None and holder.run_owner is not None:
-            statement = _HEARTBEAT.where(runs.c.status == "running", runs.c.owner == holder.run_owner)
-        found = connection.execute(statement, {"b_run_id": run_id, "b_now": _rows.as_utc(utcnow())}).mappings().first()
+        values = {"b_run_id": run_id, "b_now": _rows.as_utc(utcnow())}
+        held = holder is not None and holder.run_owner is not None
+        statement = _HEARTBEAT_HELD if held else _HEARTBEAT
+        if held:
+            values["b_owner"] = holder.run_owner  # type: ignore[union-attr]
+        raw: Sequence[Any] | None
+        if cursor is None:
+            raw = connection.execute(statement, values).first()
+        else:
+            raw = cursor.one(self._prepared("heartbeat held" if held else "heartbeat", statement), values)
+        found = dict(zip(_HEARTBEAT_COLUMNS, raw, strict=True)) if raw is not None else None
         if found is None:
             self._require_run(connection, run_id)
             current = connection.execute(select(runs.c.status, runs.c.owner).where(runs.c.run_id == run_id)).first()
@@ -789,13 +835,17 @@ class SqlRunStore(RunStore):
         if connection.execute(_RUN_EXISTS, {"run_id": run_id}).first() is None:
             raise RunNotFoundError(f"no run {run_id!r}")
 
-    @staticmethod
-    def _insert_events(connection: Connection, loop_events: Sequence[LoopEvent], tally: Tally) -> set[str]:
+    def _insert_events(
+        self, connection: Connection, loop_events: Sequence[LoopEvent], tally: Tally, cursor: Cursor | None = None
+    ) -> set[str]:
         """Insert events and count them; the runs they say were followed (whose facts changed)."""
         if not loop_events:
             return set()
         rows = _rows.event_rows(loop_events)
-        connection.execute(_INSERT_EVENTS, rows)
+        if cursor is None:
+            connection.execute(_INSERT_EVENTS, rows)
+        else:
+            cursor.many(self._prepared("events", _INSERT_EVENTS, tuple(rows[0])), rows)
         tally.events(rows)
         return _rollups.followed_runs(rows)
 

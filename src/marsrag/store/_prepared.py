@@ -1,0 +1,115 @@
+"""The task commit's hot statements, compiled once by SQLAlchemy and run on the DBAPI cursor of the transaction.
+
+A task commit is a handful of small statements, and SQLAlchemy's execution layer costs more per statement than
+SQLite takes to run one (about 35 us against 2-8 us; ``bench/store_bench.py`` measures the commit). For those
+statements the store compiles the SQL once per dialect and, at each commit:
+
+- converts the parameters with the bind processors of the columns' own SQLAlchemy types, the ones an ordinary
+  ``execute`` applies, so the stored values are the same and read back the same through SQLAlchemy;
+- applies the engine's text guard (``marsrag.text.storable``: a NUL or lone surrogate becomes U+FFFD), which an
+  ordinary ``execute`` applies in its ``before_cursor_execute`` hook;
+- runs them on the DBAPI cursor of the connection, inside the SQLAlchemy transaction (which began it and will
+  commit or roll it back);
+- re-raises a database error as SQLAlchemy's own (``DBAPIError.instance``), marked (and the connection
+  invalidated) when the dialect says the connection was lost, so the store's retries see what they would
+  have seen.
+
+Everything else the store does goes through SQLAlchemy Core as usual.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import Connection
+from sqlalchemy.engine import Dialect
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.sql import ClauseElement
+
+from marsrag.text import has_unstorable, storable
+
+Params = tuple[Any, ...] | dict[str, Any]
+
+
+class Prepared:
+    """One statement compiled for one dialect, with its parameters' and returned columns' converters."""
+
+    def __init__(self, statement: ClauseElement, dialect: Dialect, keys: Sequence[str] | None = None) -> None:
+        """Compile ``statement``; ``keys``: the columns an INSERT's rows give (all of them, in any order)."""
+        compiled = statement.compile(dialect=dialect, column_keys=list(keys) if keys is not None else None)
+        self.sql = compiled.string
+        self._positional = bool(compiled.positional)  # type: ignore[attr-defined]
+        binds = compiled.binds  # type: ignore[attr-defined]  # an SQLCompiler's, for a statement
+        order = compiled.positiontup  # type: ignore[attr-defined]  # the binds in order, when positional
+        names = list(order or ()) if self._positional else list(binds)
+        self._names = names
+        processors = [binds[name].type.dialect_impl(dialect).bind_processor(dialect) for name in names]
+        self._converting = [(index, convert) for index, convert in enumerate(processors) if convert is not None]
+        # Values written into the statement itself (``status == "running"``) are binds with a value of their own.
+        self._fixed = {name: binds[name].effective_value for name in names}
+        returned = getattr(statement, "_returning", ()) or ()
+        self._results = [column.type.dialect_impl(dialect).result_processor(dialect, None) for column in returned]
+
+    def params(self, values: Mapping[str, Any]) -> Params:
+        """The DBAPI parameters for one row of values (by bind name)."""
+        fixed = self._fixed
+        out = [values[name] if name in values else fixed[name] for name in self._names]
+        for index, convert in self._converting:
+            out[index] = convert(out[index])
+        texts = [value for value in out if type(value) is str]
+        # One check of all the row's text in C for the common case (ASCII, no NUL), else value by value.
+        joined = "".join(texts)
+        if not joined.isascii() or "\x00" in joined:
+            out = [storable(v) if type(v) is str and has_unstorable(v) else v for v in out]
+        if self._positional:
+            return tuple(out)
+        return dict(zip(self._names, out, strict=True))
+
+    def row(self, raw: Sequence[Any] | None) -> tuple[Any, ...] | None:
+        """A returned row with its columns converted as SQLAlchemy would (None stays None)."""
+        if raw is None:
+            return None
+        return tuple(convert(value) if convert else value for convert, value in zip(self._results, raw, strict=True))
+
+
+class Cursor:
+    """The DBAPI cursor of a SQLAlchemy connection's transaction, running :class:`Prepared` statements."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+        self._cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
+
+    def one(self, prepared: Prepared, values: Mapping[str, Any]) -> tuple[Any, ...] | None:
+        """Execute with one row of values; the first returned row (None when none)."""
+        params = prepared.params(values)
+        with self._errors(prepared, params):
+            self._cursor.execute(prepared.sql, params)
+            return prepared.row(self._cursor.fetchone() if self._cursor.description else None)
+
+    def many(self, prepared: Prepared, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Execute once per row of values (one ``executemany``)."""
+        if not rows:
+            return
+        params = [prepared.params(values) for values in rows]
+        with self._errors(prepared, params):
+            self._cursor.executemany(prepared.sql, params)
+
+    def close(self) -> None:
+        """Close the cursor (the connection stays with SQLAlchemy)."""
+        self._cursor.close()
+
+    @contextmanager
+    def _errors(self, prepared: Prepared, params: Any) -> Iterator[None]:
+        dialect = self._connection.dialect
+        base = dialect.loaded_dbapi.Error
+        try:
+            yield
+        except base as error:
+            lost = dialect.is_disconnect(error, self._connection.connection.dbapi_connection, self._cursor)
+            if lost:
+                self._connection.invalidate(error)
+            raise DBAPIError.instance(
+                prepared.sql, params, error, base, connection_invalidated=lost, dialect=dialect
+            ) from error
