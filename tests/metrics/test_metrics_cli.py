@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from marsrag.store import open_store
-from tests.metrics.history import EXPECTED_ALL, EXPECTED_D2, EXPECTED_SUPPORT, approx, write_history
+from tests.metrics.history import D1, EXPECTED_ALL, EXPECTED_D2, EXPECTED_SUPPORT, approx, write_history
 
 
 def marsrag(*args: str) -> subprocess.CompletedProcess[str]:
@@ -88,3 +88,43 @@ def test_review_prints_markdown_writes_html_and_refuses_a_bad_week(history_db: s
     assert "<svg" in out.read_text() and "<script" not in out.read_text()
     bad = marsrag("review", "--db", history_db, "--week", "2026-53x")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "2026-53x" in bad.stderr
+
+
+def test_verify_finds_a_wrong_rollup_and_rebuild_mends_it(history_db: str) -> None:
+    """--verify passes on a store its writes kept; a counter changed behind its back is named (exit 1) until
+    --rebuild recounts it; the figures then are the hand-computed ones again."""
+    from sqlalchemy import update
+
+    from marsrag.store.schema import rollups
+    from marsrag.store.sql import SqlRunStore
+
+    checked = marsrag("metrics", "--db", history_db, "--verify")
+    assert checked.returncode == 0, checked.stderr
+    assert "The rollups match the raw rows' recount" in checked.stdout
+    with open_store(history_db) as store:
+        assert isinstance(store, SqlRunStore)
+        with store.engine.begin() as connection:
+            one = (rollups.c.counter == "executions", rollups.c.day == D1.date(), rollups.c.task == "t1")
+            assert connection.execute(update(rollups).where(*one).values(n=rollups.c.n + 5)).rowcount == 1
+    broken = marsrag("metrics", "--db", history_db, "--verify", "--format", "json")
+    assert broken.returncode == 1
+    report = json.loads(broken.stdout)
+    assert report["ok"] is False
+    assert {"what": "all history executions", "rollups": 12, "rows": 7} in report["differences"]
+    text = marsrag("metrics", "--db", history_db, "--verify")
+    assert text.returncode == 1
+    assert "DIFFERENT  all history executions: rollups 12, raw rows 7" in text.stdout
+    mended = marsrag("metrics", "--db", history_db, "--rebuild", "--verify")
+    assert mended.returncode == 0, mended.stdout
+    assert mended.stdout.startswith("Rebuilt the metric rollups from the raw rows:")
+    assert json.loads(marsrag("metrics", "--db", history_db, "--format", "json").stdout) == approx(EXPECTED_ALL)
+
+
+def test_verify_takes_no_window(history_db: str) -> None:
+    """--verify and --rebuild cover all history: with a window or a workflow, one line and exit 2."""
+    done = marsrag("metrics", "--db", history_db, "--verify", "--since", "7d")
+    assert done.returncode == 2
+    assert done.stderr.strip().endswith(
+        "--verify and --rebuild cover all history: drop --since, --until and --workflow"
+    )
+    assert "Traceback" not in done.stderr
