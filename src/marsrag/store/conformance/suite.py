@@ -725,6 +725,25 @@ class RunStoreConformance:
         assert store.session_depths(since=T0 + timedelta(hours=12)) == {1: 2}
         assert store.session_depths(until=T0 + timedelta(hours=12)) == {2: 1}
 
+    def test_the_counts_equal_the_raw_rows_recount(self, store: RunStore) -> None:
+        """Every read model the metrics use gives what ``from_rows=True`` recounts, also after a rebuild."""
+        self.history(store)
+        windows = [{}, {"since": T0 + timedelta(hours=12)}, {"until": T0 + timedelta(days=1, hours=2)}]
+        for rebuilt in (False, True):
+            if rebuilt:
+                store.rebuild_rollups()
+            for window in windows:
+                for by in ((), ("workflow",), ("day",), ("workflow", "day")):
+                    assert store.loop_counts(by=by, **window) == store.loop_counts(by=by, from_rows=True, **window)
+                assert store.session_depths(**window) == store.session_depths(from_rows=True, **window)
+                assert store.partial_counts(**window) == store.partial_counts(from_rows=True, **window)
+                for read in (store.repair_rankings, store.fallback_rankings):
+                    kept, counted = read(**window), read(from_rows=True, **window)
+                    assert [sorted(map(repr, level)) for level in kept] == [
+                        sorted(map(repr, level)) for level in counted
+                    ]
+            assert store.event_counts() == store.event_counts(from_rows=True)
+
     def test_event_counts_are_per_name(self, store: RunStore) -> None:
         """Stored events per name, names with none absent."""
         self.history(store)
