@@ -14,6 +14,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, timedelta
+from typing import Any
 
 import pytest
 
@@ -728,7 +729,11 @@ class RunStoreConformance:
     def test_the_counts_equal_the_raw_rows_recount(self, store: RunStore) -> None:
         """Every read model the metrics use gives what ``from_rows=True`` recounts, also after a rebuild."""
         self.history(store)
-        windows = [{}, {"since": T0 + timedelta(hours=12)}, {"until": T0 + timedelta(days=1, hours=2)}]
+        windows: list[dict[str, Any]] = [
+            {},
+            {"since": T0 + timedelta(hours=12)},
+            {"until": T0 + timedelta(days=1, hours=2)},
+        ]
         for rebuilt in (False, True):
             if rebuilt:
                 store.rebuild_rollups()
