@@ -297,7 +297,7 @@ def test_an_unreadable_database_fails_the_scrape_with_503(
     client = app_client(history_db)
     engine = create_engine(history_db)
     with engine.begin() as connection:
-        connection.execute(text("DROP TABLE events"))
+        connection.execute(text("DROP TABLE rollups"))  # what a scrape reads
     engine.dispose()
     response = client.get("/metrics")
     assert response.status_code == 503 and "# TYPE" not in response.text

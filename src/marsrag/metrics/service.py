@@ -10,6 +10,8 @@ from marsrag.errors import ConfigError, InputError
 from marsrag.metrics.compute import compute_metrics
 from marsrag.metrics.definitions import LoopMetrics
 from marsrag.metrics.tune import TuneRules, recommend, write_recommendations
+from marsrag.metrics.verify import Verdict
+from marsrag.metrics.verify import verify as check_against_rows
 from marsrag.metrics.window import Window, window
 from marsrag.store import RunStore, open_store
 from marsrag.tasks.loader import default_config_dir, load_config
@@ -96,12 +98,9 @@ def check_rollups(*, db: str | None = None, rebuild: bool = False, verify: bool 
     Raises:
         StoreError: the store cannot be opened, read or written.
     """
-    from marsrag.metrics.verify import Verdict
-    from marsrag.metrics.verify import verify as check
-
     with open_store(db) as store:
         rebuilt = store.rebuild_rollups() if rebuild else None
-        verdict = check(store) if verify else Verdict(0, ())
+        verdict = check_against_rows(store) if verify else Verdict(0, ())
     return {"rebuilt": rebuilt, **verdict.to_dict()}
 
 
