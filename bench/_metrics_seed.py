@@ -9,7 +9,10 @@ hard mode), a contract event per attempt, a planned event per transition (and fa
 another workflow, which the session's next run then usually runs; 2% ran in ``loop_mode: none`` (skipped
 tasks). Records are built as the runner builds them and mapped to rows by the store's own builders
 (``marsrag.store._rows``), then inserted with one executemany per table, 5,000 runs per transaction; then
-statistics (see :func:`_gather_statistics`).
+statistics (see :func:`_gather_statistics`). The bulk inserts bypass the store's write path, which is what
+keeps the metric rollups, so the rollups are then recounted from the raw rows (``store.rebuild_rollups()``,
+what ``marsrag metrics --rebuild`` and migration 0010's backfill do; timed on its own), the rebuilt tables get
+fresh statistics, and the rollup reads are checked against the raw rows' reference (:func:`_check_rollups`).
 """
 
 from __future__ import annotations
@@ -39,12 +42,15 @@ from marsrag.state import (
     Validation,
     utcnow,
 )
-from marsrag.store import _rows, open_store
+from marsrag.store import GroupKey, LoopCounts, _rows, open_store
 from marsrag.store.sql import SqlRunStore
 
 EVENTS = 1_000_000
 DAYS = 60
 PER_TRANSACTION = 5_000
+RAW_TABLES = ("runs", "task_states", "attempts", "transitions", "events")
+#: The groupings whose rollup reads are checked against the raw rows before anything is timed.
+CHECKED: tuple[tuple[GroupKey, ...], ...] = ((), ("workflow", "day"))
 
 #: name, share of new sessions, loop_mode, the three tasks (task id, agent).
 WORKFLOWS = (
@@ -67,22 +73,40 @@ LOOP_MISSING = [ContractIssue(field="loop", code="missing", message="loop is mis
 
 @dataclass
 class Seeded:
-    """What was seeded and how long it took (migration, inserts and statistics)."""
+    """What was seeded and how long it took: migration, inserts and statistics; the rollups' rebuild apart."""
 
     runs: int
     events: int
+    #: Rows inserted into the five raw tables (runs, task states, attempts, transitions, events).
+    rows: int
     seconds: float
+    rebuild_seconds: float
+    rollup_rows: int
+
+    def notes(self, name: str) -> list[str]:
+        """The seeding and rebuild notes of one store."""
+        return [
+            f"{name}: seeded {self.events:,} events of {self.runs:,} runs in {self.seconds:.0f} s (migration, bulk "
+            "inserts, statistics)",
+            f"{name}: rollups rebuilt from {self.rows:,} rows in {self.rebuild_seconds:.1f} s ({self.rollup_rows:,} "
+            "rollup rows; the bulk inserts bypass the write path that keeps them); their reads equal the raw rows'",
+        ]
 
 
 def seed(url: str, total_events: int = EVENTS, *, seed: int = 11) -> Seeded:
-    """Migrate the store at ``url`` (by opening it) and fill it with ``total_events`` events' worth of history."""
+    """Migrate the store at ``url`` (by opening it), fill it with ``total_events`` events' worth of history in
+    bulk, rebuild its rollups and check their reads against the raw rows.
+
+    Raises:
+        RuntimeError: a rollup read differs from the raw rows' reference.
+    """
     start = time.perf_counter()
     rng = random.Random(seed)
     now = utcnow()
     store = open_store(url)
     try:
         assert isinstance(store, SqlRunStore)
-        written = run_count = 0
+        written = run_count = rows = 0
         batch, in_batch = RowBatch(), 0
         while written < total_events:
             session_id = uuid.UUID(int=rng.getrandbits(128), version=4).hex
@@ -105,34 +129,70 @@ def seed(url: str, total_events: int = EVENTS, *, seed: int = 11) -> Seeded:
                 if routed is not None and rng.random() < 0.7:
                     workflow = routed
             if in_batch >= PER_TRANSACTION or written >= total_events:
-                _insert(store.engine, batch)
+                rows += _insert(store.engine, batch)
                 batch, in_batch = RowBatch(), 0
-        _gather_statistics(store.engine)
+        # The rebuild plans its recount with fresh statistics, as migration 0010's backfill does on a live store.
+        _gather_statistics(store.engine, RAW_TABLES)
+        seconds = time.perf_counter() - start
+        rebuild_start = time.perf_counter()
+        rollup_rows = store.rebuild_rollups()
+        rebuild_seconds = time.perf_counter() - rebuild_start
+        statistics_start = time.perf_counter()
+        _gather_statistics(store.engine, ("runs", "rollups"))  # the rebuild rewrote every run's metrics_code
+        seconds += time.perf_counter() - statistics_start
+        _check_rollups(store)
     finally:
         store.close()
-    return Seeded(run_count, written, time.perf_counter() - start)
+    return Seeded(run_count, written, rows, seconds, rebuild_seconds, rollup_rows)
 
 
-def _gather_statistics(engine: Engine) -> None:
-    """Fresh planner statistics, as a live server keeps them.
+def _check_rollups(store: SqlRunStore) -> None:
+    """The rollup reads the figures time equal the raw rows' reference over all history.
 
-    PostgreSQL gets ``VACUUM (ANALYZE)`` of the five tables: besides the statistics, the vacuum sets the
-    visibility map that index-only scans rely on, which autovacuum does soon after a bulk insert on a live
-    server (and would otherwise do mid-measurement). SQLite gets ``ANALYZE``.
+    Raises:
+        RuntimeError: they differ.
+    """
+    for by in CHECKED:
+        kept, counted = (
+            {key: counts for key, counts in store.loop_counts(by=by, from_rows=raw).items() if counts != LoopCounts()}
+            for raw in (False, True)
+        )
+        if kept != counted:
+            keys = sorted({key for key in kept.keys() | counted.keys() if kept.get(key) != counted.get(key)}, key=repr)
+            raise RuntimeError(
+                f"the rollups differ from the raw rows in loop_counts(by={by!r}) for {len(keys)} groups, first "
+                f"{keys[0]!r}: rollups {kept.get(keys[0])}, raw rows {counted.get(keys[0])}"
+            )
+    kept_events, counted_events = store.event_counts(), store.event_counts(from_rows=True)
+    if kept_events != counted_events:
+        raise RuntimeError(f"the rollups count the events {kept_events!r}, the raw rows {counted_events!r}")
+
+
+def _gather_statistics(engine: Engine, tables: tuple[str, ...]) -> None:
+    """Fresh planner statistics of ``tables``, as a live server keeps them.
+
+    PostgreSQL gets ``VACUUM (ANALYZE)``: besides the statistics, the vacuum sets the visibility map that
+    index-only scans rely on, which autovacuum does soon after a bulk insert (or the rebuild's rewrite of every
+    run) on a live server (and would otherwise do mid-measurement). SQLite gets ``ANALYZE``.
     """
     if engine.dialect.name == "postgresql":
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-            connection.exec_driver_sql("VACUUM (ANALYZE) runs, task_states, attempts, transitions, events")
+            connection.exec_driver_sql(f"VACUUM (ANALYZE) {', '.join(tables)}")
     else:
         with engine.begin() as connection:
-            connection.exec_driver_sql("ANALYZE")
+            for table in tables:
+                connection.exec_driver_sql(f"ANALYZE {table}")
 
 
-def _insert(engine: Engine, batch: RowBatch) -> None:
+def _insert(engine: Engine, batch: RowBatch) -> int:
+    """Insert the batch in one transaction; the number of rows."""
+    inserted = 0
     with engine.begin() as connection:
         for table, rows in batch.tables():
             if rows:
                 connection.execute(insert(table), rows)
+                inserted += len(rows)
+    return inserted
 
 
 def _add_run(

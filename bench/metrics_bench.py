@@ -68,11 +68,7 @@ def run() -> None:
         if postgres is not None:
             backends["PostgreSQL"] = postgres
         for name, url in backends.items():
-            seeded = seed(url, EVENTS)
-            notes.append(
-                f"{name}: seeded {seeded.events:,} events of {seeded.runs:,} runs in {seeded.seconds:.0f} s "
-                "(migration, bulk inserts, statistics)"
-            )
+            notes.extend(seed(url, EVENTS).notes(name))
             _measure(report, notes, name, url)
         if postgres is None:
             report.add("PostgreSQL: skipped (unreachable), not measured", "-", "-", 1.0, "(info)", True)
