@@ -2,8 +2,9 @@
 
 A window's whole days are summed from ``rollups`` (a few rows per workflow, day and counter, whatever the
 history); where ``since`` or ``until`` falls inside a day, that part of the day is counted from the raw rows
-with the reference SQL of :mod:`marsrag.store._metrics_sql`, which only looks at the runs of that part. The
-result is the reference's, to the count (``marsrag metrics --verify`` checks it on a live store).
+with the reference SQL of :mod:`marsrag.store._metrics_sql`, which only looks at the runs of that part (on
+PostgreSQL with each run's facts probed, see :func:`_edge_counts`). The result is the reference's, to the
+count (``marsrag metrics --verify`` checks it on a live store).
 """
 
 from __future__ import annotations
