@@ -147,3 +147,16 @@ def test_replay_llm_running_out_is_a_clear_error(single_task_project: Callable[.
 
     with pytest.raises(ReplayExhaustedError, match="ran out of outputs after 1 call"):
         run(single_task_project("diagnose"), ["not an answer"])
+
+
+def test_the_guardrail_source_crewai_reads_before_each_attempt_is_three_lines(sample_project: ProjectConfig) -> None:
+    """CrewAI's guardrail event tokenizes the guardrail's source on every attempt: it gets the short check entry."""
+    from crewai.events.types.llm_guardrail_events import LLMGuardrailStartedEvent
+
+    from marsrag.integrations.crewai_builders import build_crew
+    from marsrag.llm.replay import ReplayLLM
+
+    task = build_crew(sample_project, "support_answer", ReplayLLM.from_outputs([])).tasks[0].task
+    event = LLMGuardrailStartedEvent(guardrail=task.guardrail, retry_count=0)
+    assert event.guardrail_name == "check"
+    assert str(event.guardrail).startswith("def check(") and len(str(event.guardrail).splitlines()) == 3

@@ -95,8 +95,14 @@ class ContractGuardrail:
         """The last attempt, whose verdict is the task's."""
         return self.attempts[-1] if self.attempts else None
 
+    # CrewAI tokenizes the guardrail's source (inspect.getsource) for the event it emits before every attempt:
+    # check stays a one-line entry (a millisecond per attempt to tokenize when it held the whole body).
     def check(self, output: Any) -> tuple[bool, Any]:
-        """Validate one attempt (CrewAI calls this bound method: it reads a guardrail's source for events)."""
+        """Validate one attempt (CrewAI calls this bound method, see :meth:`_check`)."""
+        return self._check(output)
+
+    def _check(self, output: Any) -> tuple[bool, Any]:
+        """Validate one attempt: record it, then ask for the one repair or hand CrewAI the typed output."""
         calls = AttemptCalls.of(JOURNAL.drain(self.task)) if self.task is not None else AttemptCalls()
         # An answer the provider says it cut at its token limit is never taken as complete.
         result = validate_output(output, mode=self.mode, cut=is_cut_finish(calls.finish_reason))
