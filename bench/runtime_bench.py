@@ -2,7 +2,8 @@
 
 Per-task wall time of our runner on a 20-task workflow, with its SQLite store writes and events, next to a
 bare CrewAI crew of the same tasks, both with a zero-latency replay LLM, measured alternately in one run
-(target: ratio <= 1.15).
+(target: ratio <= 1.10). Both sides are timed from building the crew (ours: the runner's whole run, which
+builds it) to the end of the kickoff.
 """
 
 from __future__ import annotations
@@ -36,9 +37,9 @@ def run(count: int = 20, rounds: int = 9) -> None:
             return elapsed
 
         def bare() -> float:
-            crew = plain_crew(ReplayLLM.from_outputs([CLEAN] * count), count)
-            start = time.perf_counter()
-            crew.kickoff(inputs={"goal": "latency"})
+            llm = ReplayLLM.from_outputs([CLEAN] * count)
+            start = time.perf_counter()  # the crew's build is timed, as the runner's is
+            plain_crew(llm, count).kickoff(inputs={"goal": "latency"})
             return time.perf_counter() - start
 
         pair = best_of_timed(ours, bare, rounds=rounds)  # warms both paths first (imports, migrations)
@@ -48,7 +49,7 @@ def run(count: int = 20, rounds: int = 9) -> None:
         f"{per_ours:.2f} ms",
         f"{per_bare:.2f} ms",
         per_ours / per_bare,
-        "<= 1.15x",
-        per_ours / per_bare <= 1.15,
+        "<= 1.10x",
+        per_ours / per_bare <= 1.10,
     )
     report.print()
