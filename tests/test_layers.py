@@ -73,8 +73,9 @@ LAZY_FOR_FAST_START = ("yaml",)
 #: The entry points: each command imports its own library inside the command, so ``validate`` starts fast; the
 #: pytest plugin, loaded by every pytest run where MarsRAG is installed, imports its library only when asked to.
 ENTRIES = ("marsrag.cli", "marsrag.pytest_plugin")
-#: What ``marsrag validate`` imports: the entry point, then (inside the command) the contract and the input reader.
-VALIDATE_IMPORTS = ("marsrag.cli", "marsrag.contract", "marsrag.inputs")
+#: What ``marsrag validate`` imports: the entry point, then (inside the command) the contract, its validator (which
+#: the contract package loads on first use) and the input reader.
+VALIDATE_IMPORTS = ("marsrag.cli", "marsrag.contract", "marsrag.contract.validate", "marsrag.inputs")
 
 
 @dataclass(frozen=True)
