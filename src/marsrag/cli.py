@@ -545,7 +545,7 @@ def tune(
     Example: marsrag tune --since 28d --write
     """
     # lazy: only this command's library loads (validate, schema and lint start fast)
-    from marsrag.metrics.service import tune as tune_modes
+    from marsrag.metrics.tune_service import tune as tune_modes
 
     settings = _settings(config=config, db=db)
     result = tune_modes(
