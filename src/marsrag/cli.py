@@ -585,10 +585,10 @@ def runs_list(
 
     Example: marsrag runs list --format json
     """
-    # lazy: only this command's library loads (validate, schema and lint start fast)
-    from marsrag.compose import list_runs
+    # lazy: only this command's library loads (the store, not the runtime: read-only commands start fast)
+    from marsrag.views.document import list_runs
 
-    rows = list_runs(_settings(db=db), limit=limit)
+    rows = list_runs(db=_settings(db=db).db, limit=limit)
     if format is FormatChoice.json:
         _out_json(rows)
         return
@@ -608,11 +608,11 @@ def runs_show(
 
     Example: marsrag runs show 3f2a9c... --format json
     """
-    # lazy: only this command's library loads (validate, schema and lint start fast)
-    from marsrag.compose import show_run
+    # lazy: only this command's library loads (the store, not the runtime: read-only commands start fast)
+    from marsrag.views.document import show_run
 
     settings = _settings(db=db)
-    _print_run(show_run(settings, run_id), format, settings.db)
+    _print_run(show_run(db=settings.db, run_id=run_id), format, settings.db)
 
 
 @contextmanager
