@@ -3,9 +3,10 @@
 Each command parses its arguments and calls one library function. Errors the user can fix print one line
 on stderr and exit 2 (among them a store that cannot be opened); a store that fails during the work prints
 its one-line reason and exits 1. No traceback is ever shown for bad input.
-"""
 
-from __future__ import annotations
+No ``from __future__ import annotations`` here, on purpose: Typer reads every command's annotations at each
+start, and string annotations would be evaluated again (twice per command), a cost every command pays.
+"""
 
 import logging
 import os
@@ -105,7 +106,7 @@ def _settings(
     )
 
 
-def _progress(format: FormatChoice) -> list[EventSink]:
+def _progress(format: FormatChoice) -> "list[EventSink]":
     """The event sinks a command adds for people watching: the progress lines, in text format only."""
     if format is not FormatChoice.text:
         return []
