@@ -77,6 +77,18 @@ ENTRIES = ("marsrag.cli", "marsrag.pytest_plugin")
 #: What ``marsrag validate`` imports: the entry point, then (inside the command) the contract, its validator (which
 #: the contract package loads on first use) and the input reader.
 VALIDATE_IMPORTS = ("marsrag.cli", "marsrag.contract", "marsrag.contract.validate", "marsrag.inputs")
+#: What the read-only store commands (``metrics``, ``review``, ``runs list``, ``runs show``) import: the entry point,
+#: then (inside the command) their library, the store's SQL implementation (``open_store`` loads it) and the printers.
+READ_ONLY_IMPORTS = (
+    "marsrag.cli",
+    "marsrag.metrics.service",
+    "marsrag.metrics.review_service",
+    "marsrag.views.document",
+    "marsrag.views.viewmodel",
+    "marsrag.store.sql",
+    "marsrag.render_runs",
+    "marsrag.render_text",
+)
 
 
 @dataclass(frozen=True)
@@ -327,6 +339,23 @@ def _heavy_modules(parts: tuple[str, ...] = LAZY_ON_PURPOSE) -> set[str]:
 def test_the_fast_commands_load_nothing_heavy(package: str) -> None:
     """What ``validate``, ``schema`` and ``lint`` import at the top never pulls in CrewAI or SQLAlchemy."""
     assert not {module for module in _heavy_modules() if _package(module) == package}
+
+
+def test_the_read_only_commands_load_no_runtime_at_the_top() -> None:
+    """What metrics, review and runs import at the top loads no runtime, config loader or heavy part but the store's."""
+    loaded = _loaded_at_top(READ_ONLY_IMPORTS)
+    assert "marsrag.store.sql" in loaded and "marsrag.contract" in loaded
+    heavy = [part for part in (*LAZY_ON_PURPOSE, *LAZY_FOR_FAST_START) if part not in ("sqlalchemy", "rich")]
+    eager = [
+        f"{module}:{line} imports {name} at the top"
+        for module, name, line, inner in IMPORTS
+        if not inner and module in loaded and name.split(".")[0] in heavy
+    ]
+    assert eager == []
+    unneeded = ("marsrag.compose", "marsrag.runtime", "marsrag.tasks", "marsrag.rag", "marsrag.llm", "marsrag.queue")
+    assert sorted(module for module in loaded if _package(module) in unneeded) == []
+    # The contract's model and validator load on first use of their names, never to read stored records.
+    assert not {"marsrag.contract.model", "marsrag.contract.validate"} & loaded
 
 
 def _loaded_at_top(starts: tuple[str, ...]) -> set[str]:
