@@ -11,7 +11,19 @@ from bench._page import DATA, PAGE, ROOT, machine, write
 from bench._timing import PRINTED, pin_to_one_core
 
 #: The benchmarks, in the order a whole run takes them.
-NAMES = ("contract", "crewai", "runtime", "store", "rag", "main_job", "web", "load", "metrics", "realmodel")
+NAMES = (
+    "contract",
+    "crewai",
+    "runtime",
+    "store",
+    "rag",
+    "main_job",
+    "coldstart",
+    "web",
+    "load",
+    "metrics",
+    "realmodel",
+)
 
 
 def main() -> None:
@@ -30,6 +42,7 @@ def main() -> None:
             HOME=home, XDG_DATA_HOME=f"{home}/data", XDG_CONFIG_HOME=f"{home}/config", MARSRAG_HOME=f"{home}/marsrag"
         )
         from bench import (
+            coldstart_bench,
             contract_bench,
             crewai_bench,
             load_bench,
@@ -49,6 +62,7 @@ def main() -> None:
             "store": store_bench,
             "rag": rag_bench,
             "main_job": main_job_bench,
+            "coldstart": coldstart_bench,
             "web": web_bench,
             "load": load_bench,
             "metrics": metrics_bench,

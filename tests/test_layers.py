@@ -68,13 +68,27 @@ LAZY_ON_PURPOSE = (
 )
 #: Light enough to import at the top elsewhere (``tasks`` reads YAML configs), but imported inside a function
 #: by the contract, whose ``validate`` must start fast and parses YAML only for an answer written in it (checked
-#: statically and by running ``marsrag validate``, at the end of this module).
+#: statically and by running ``marsrag validate``, at the end of this module). A project module loading it at its
+#: top may be imported lazily too: ``metrics`` reads the config folder only for a workflow the store does not know.
 LAZY_FOR_FAST_START = ("yaml",)
 #: The entry points: each command imports its own library inside the command, so ``validate`` starts fast; the
 #: pytest plugin, loaded by every pytest run where MarsRAG is installed, imports its library only when asked to.
 ENTRIES = ("marsrag.cli", "marsrag.pytest_plugin")
-#: What ``marsrag validate`` imports: the entry point, then (inside the command) the contract and the input reader.
-VALIDATE_IMPORTS = ("marsrag.cli", "marsrag.contract", "marsrag.inputs")
+#: What ``marsrag validate`` imports: the entry point, then (inside the command) the contract, its validator (which
+#: the contract package loads on first use) and the input reader.
+VALIDATE_IMPORTS = ("marsrag.cli", "marsrag.contract", "marsrag.contract.validate", "marsrag.inputs")
+#: What the read-only store commands (``metrics``, ``review``, ``runs list``, ``runs show``) import: the entry point,
+#: then (inside the command) their library, the store's SQL implementation (``open_store`` loads it) and the printers.
+READ_ONLY_IMPORTS = (
+    "marsrag.cli",
+    "marsrag.metrics.service",
+    "marsrag.metrics.review_service",
+    "marsrag.views.document",
+    "marsrag.views.viewmodel",
+    "marsrag.store.sql",
+    "marsrag.render_runs",
+    "marsrag.render_text",
+)
 
 
 @dataclass(frozen=True)
@@ -290,7 +304,7 @@ def test_no_two_packages_import_each_other() -> None:
 
 def test_imports_inside_functions_are_lazy_on_purpose_and_say_why() -> None:
     """An import inside a function loads a heavy part (or a module that does), with a ``# lazy:`` reason."""
-    heavy = _heavy_modules()
+    heavy = _heavy_modules(LAZY_ON_PURPOSE + LAZY_FOR_FAST_START)
     problems = []
     for module, name, line, inner in IMPORTS:
         if not inner:
@@ -307,9 +321,9 @@ def test_imports_inside_functions_are_lazy_on_purpose_and_say_why() -> None:
     assert sorted(set(problems)) == []
 
 
-def _heavy_modules() -> set[str]:
-    """Project modules that import a lazy-on-purpose part at their top, directly or through another one."""
-    heavy = {module for module, name, _line, inner in IMPORTS if not inner and name.split(".")[0] in LAZY_ON_PURPOSE}
+def _heavy_modules(parts: tuple[str, ...] = LAZY_ON_PURPOSE) -> set[str]:
+    """Project modules that import one of ``parts`` at their top, directly or through another one."""
+    heavy = {module for module, name, _line, inner in IMPORTS if not inner and name.split(".")[0] in parts}
     top = [edge for edge in EDGES if not edge.inner]
     changed = True
     while changed:
@@ -325,6 +339,23 @@ def _heavy_modules() -> set[str]:
 def test_the_fast_commands_load_nothing_heavy(package: str) -> None:
     """What ``validate``, ``schema`` and ``lint`` import at the top never pulls in CrewAI or SQLAlchemy."""
     assert not {module for module in _heavy_modules() if _package(module) == package}
+
+
+def test_the_read_only_commands_load_no_runtime_at_the_top() -> None:
+    """What metrics, review and runs import at the top loads no runtime, config loader or heavy part but the store's."""
+    loaded = _loaded_at_top(READ_ONLY_IMPORTS)
+    assert "marsrag.store.sql" in loaded and "marsrag.contract" in loaded
+    heavy = [part for part in (*LAZY_ON_PURPOSE, *LAZY_FOR_FAST_START) if part not in ("sqlalchemy", "rich")]
+    eager = [
+        f"{module}:{line} imports {name} at the top"
+        for module, name, line, inner in IMPORTS
+        if not inner and module in loaded and name.split(".")[0] in heavy
+    ]
+    assert eager == []
+    unneeded = ("marsrag.compose", "marsrag.runtime", "marsrag.tasks", "marsrag.rag", "marsrag.llm", "marsrag.queue")
+    assert sorted(module for module in loaded if _package(module) in unneeded) == []
+    # The contract's model and validator load on first use of their names, never to read stored records.
+    assert not {"marsrag.contract.model", "marsrag.contract.validate"} & loaded
 
 
 def _loaded_at_top(starts: tuple[str, ...]) -> set[str]:

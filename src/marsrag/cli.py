@@ -3,9 +3,10 @@
 Each command parses its arguments and calls one library function. Errors the user can fix print one line
 on stderr and exit 2 (among them a store that cannot be opened); a store that fails during the work prints
 its one-line reason and exits 1. No traceback is ever shown for bad input.
-"""
 
-from __future__ import annotations
+No ``from __future__ import annotations`` here, on purpose: Typer reads every command's annotations at each
+start, and string annotations would be evaluated again (twice per command), a cost every command pays.
+"""
 
 import logging
 import os
@@ -105,7 +106,7 @@ def _settings(
     )
 
 
-def _progress(format: FormatChoice) -> list[EventSink]:
+def _progress(format: FormatChoice) -> "list[EventSink]":
     """The event sinks a command adds for people watching: the progress lines, in text format only."""
     if format is not FormatChoice.text:
         return []
@@ -578,7 +579,7 @@ def tune(
     Example: marsrag tune --since 28d --write
     """
     # lazy: only this command's library loads (validate, schema and lint start fast)
-    from marsrag.metrics.service import tune as tune_modes
+    from marsrag.metrics.tune_service import tune as tune_modes
 
     settings = _settings(config=config, db=db)
     result = tune_modes(
@@ -618,10 +619,10 @@ def runs_list(
 
     Example: marsrag runs list --format json
     """
-    # lazy: only this command's library loads (validate, schema and lint start fast)
-    from marsrag.compose import list_runs
+    # lazy: only this command's library loads (the store, not the runtime: read-only commands start fast)
+    from marsrag.views.document import list_runs
 
-    rows = list_runs(_settings(db=db), limit=limit)
+    rows = list_runs(db=_settings(db=db).db, limit=limit)
     if format is FormatChoice.json:
         _out_json(rows)
         return
@@ -641,11 +642,11 @@ def runs_show(
 
     Example: marsrag runs show 3f2a9c... --format json
     """
-    # lazy: only this command's library loads (validate, schema and lint start fast)
-    from marsrag.compose import show_run
+    # lazy: only this command's library loads (the store, not the runtime: read-only commands start fast)
+    from marsrag.views.document import show_run
 
     settings = _settings(db=db)
-    _print_run(show_run(settings, run_id), format, settings.db)
+    _print_run(show_run(db=settings.db, run_id=run_id), format, settings.db)
 
 
 @contextmanager

@@ -32,7 +32,9 @@ from marsrag.store import still_holds
 from marsrag.store.base import RunStore
 from marsrag.store.urls import mask
 from marsrag.tasks.loader import load_config
-from marsrag.views.document import run_document, run_rows
+from marsrag.views.document import list_runs as list_runs_at
+from marsrag.views.document import run_document
+from marsrag.views.document import show_run as show_run_at
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -261,8 +263,7 @@ def kept(settings: Settings, document: dict[str, Any]) -> dict[str, Any]:
 
 def list_runs(settings: Settings, *, limit: int | None = None) -> list[dict[str, Any]]:
     """The ``runs list`` rows, newest first, each with its ``short_id`` (a unique prefix every command accepts)."""
-    with open_store(settings) as store:
-        return run_rows(store, store.list_runs(limit=limit))
+    return list_runs_at(db=settings.db, limit=limit)
 
 
 def show_run(settings: Settings, run_id: str) -> dict[str, Any]:
@@ -271,5 +272,4 @@ def show_run(settings: Settings, run_id: str) -> dict[str, Any]:
     Raises:
         RunNotFoundError: no such run (AmbiguousRunIdError: the prefix starts several).
     """
-    with open_store(settings) as store:
-        return run_document(store, store.resolve_run_id(run_id))
+    return show_run_at(db=settings.db, run_id=run_id)

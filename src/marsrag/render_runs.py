@@ -7,14 +7,17 @@ never loads the view model and the store interface behind it. Every text from da
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
 from marsrag.render_text import BADGE_STYLE, console, shown
 from marsrag.views.outcome import run_header
-from marsrag.views.viewmodel import RunView, TaskView
+
+if TYPE_CHECKING:
+    # Types only: ``runs list`` prints rows and never loads the view model.
+    from marsrag.views.viewmodel import RunView, TaskView
 
 #: Terminals narrower than this show each run's short id: its 32-character id would leave the other columns
 #: too little room (and Rich would wrap it over several lines).

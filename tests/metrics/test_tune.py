@@ -152,7 +152,7 @@ def test_a_user_facing_workflow_without_the_contract_gets_hard_by_policy(store: 
 
 def test_write_changes_only_loop_mode_lines_and_lint_still_passes(tmp_path: Path, config_dir: Path) -> None:
     """--write edits the changed workflows' loop_mode (adding the line when missing); the rest stays byte for byte."""
-    from marsrag.metrics.service import tune
+    from marsrag.metrics.tune_service import tune
 
     url = f"sqlite:///{tmp_path / 'runs.db'}"
     with open_store(url) as store:

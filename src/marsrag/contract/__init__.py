@@ -3,14 +3,20 @@
 Public interface::
 
     from marsrag.contract import LoopOutput, ValidationResult, is_cut_finish, validate_output
+
+What stored records need (the fields, the template, versions, issues, the status types) loads with the package;
+the model and the validator (pydantic model building, the parsers' patterns) load on first use of one of their
+names, so reading runs from the store (``marsrag runs``, ``metrics``, ``review``) never pays for validation.
 """
 
-from marsrag.contract._sections import section_labels
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+from marsrag.contract._status import Mode, Status
 from marsrag.contract.issues import ContractIssue
-from marsrag.contract.model import LoopField, LoopOutput
-from marsrag.contract.result import Mode, Status, ValidationResult
 from marsrag.contract.rules import FIELD_LIMITS
-from marsrag.contract.schema import loop_output_json_schema
 from marsrag.contract.template import (
     EXPECTED_OUTPUT_TEMPLATE,
     FIELDS,
@@ -19,7 +25,6 @@ from marsrag.contract.template import (
     render_sections,
 )
 from marsrag.contract.truncation import is_cut_finish
-from marsrag.contract.validate import validate_output
 from marsrag.contract.version import (
     LOOP_CONTRACT_VERSION,
     Version,
@@ -28,6 +33,32 @@ from marsrag.contract.version import (
     is_compatible,
     parse_version,
 )
+
+if TYPE_CHECKING:
+    from marsrag.contract._sections import section_labels
+    from marsrag.contract.model import LoopField, LoopOutput
+    from marsrag.contract.result import ValidationResult
+    from marsrag.contract.schema import loop_output_json_schema
+    from marsrag.contract.validate import validate_output
+
+#: The names loaded on first use, and the module each is in.
+_LAZY = {
+    "LoopField": "marsrag.contract.model",
+    "LoopOutput": "marsrag.contract.model",
+    "ValidationResult": "marsrag.contract.result",
+    "loop_output_json_schema": "marsrag.contract.schema",
+    "section_labels": "marsrag.contract._sections",
+    "validate_output": "marsrag.contract.validate",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'marsrag.contract' has no attribute {name!r}")
+    value = getattr(import_module(_LAZY[name]), name)
+    globals()[name] = value  # the next access is a plain attribute
+    return value
+
 
 __all__ = [
     "EXPECTED_OUTPUT_TEMPLATE",

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, get_args
+from typing import Any
 
 from marsrag.contract._json_forms import unknown_key_notes
+from marsrag.contract._status import MODES, Mode, Status
 from marsrag.contract.issues import ContractIssue
 from marsrag.contract.model import LoopOutput
 from marsrag.contract.rules import PARTIAL_MIN_FIELDS, SOFT_SENTENCES, count_sentences
 from marsrag.contract.template import FIELDS
 
-Status = Literal["valid", "partial", "failed"]
-Mode = Literal["hard", "soft", "none"]
-MODES: tuple[str, ...] = get_args(Mode)
+__all__ = ["MODES", "Mode", "Status", "ValidationResult", "completes", "status_for"]
 
 
 def status_for(passing: int) -> Status:

@@ -1,4 +1,8 @@
-"""Library functions behind ``marsrag metrics``: each takes the same keyword arguments as the CLI flags."""
+"""Library functions behind ``marsrag metrics``: each takes the same keyword arguments as the CLI flags.
+
+The config folder is read (YAML) only to check a workflow the store does not know, so ``metrics`` starts
+without the config loader.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +13,10 @@ from typing import Any
 from marsrag.errors import ConfigError, InputError
 from marsrag.metrics.compute import compute_metrics
 from marsrag.metrics.definitions import LoopMetrics
-from marsrag.metrics.tune import TuneRules, recommend, write_recommendations
 from marsrag.metrics.verify import Verdict
 from marsrag.metrics.verify import verify as check_against_rows
 from marsrag.metrics.window import Window, window
 from marsrag.store import RunStore, open_store
-from marsrag.tasks.loader import default_config_dir, load_config
 
 
 def check_workflow(store: RunStore, workflow: str | None, config: str | Path | None = None) -> None:
@@ -30,6 +32,9 @@ def check_workflow(store: RunStore, workflow: str | None, config: str | Path | N
     known = set(store.workflow_names())
     if workflow in known:
         return
+    # lazy: the config loader (PyYAML, the lint), only for a workflow the store does not know
+    from marsrag.tasks.loader import default_config_dir, load_config
+
     folder = Path(config) if config is not None else default_config_dir()
     try:
         known |= set(load_config(folder).workflows)
@@ -102,39 +107,3 @@ def check_rollups(*, db: str | None = None, rebuild: bool = False, verify: bool 
         rebuilt = store.rebuild_rollups() if rebuild else None
         verdict = check_against_rows(store) if verify else Verdict(0, ())
     return {"rebuilt": rebuilt, **verdict.to_dict()}
-
-
-def tune(
-    *,
-    db: str | None = None,
-    config: str | None = None,
-    since: str | None = None,
-    until: str | None = None,
-    min_executions: int = 20,
-    write: bool = False,
-    workflow: str | None = None,
-) -> dict[str, Any]:
-    """Recommend a loop_mode per workflow of the config (or only ``workflow``) from the store's outcomes; with
-    ``write``, apply them.
-
-    Returns ``{"window", "recommendations": [...], "written": [workflow names]}``.
-
-    Raises:
-        ConfigError: the config does not load (or would not after writing: then nothing is written).
-        InputError: a bad window, ``write`` on the shipped sample config, or a workflow neither the config nor
-            the store knows.
-    """
-    chosen = window(since, until)
-    folder = Path(config) if config is not None else default_config_dir()
-    project = load_config(folder)
-    with open_store(db) as store:
-        check_workflow(store, workflow, folder)
-        recommendations = recommend(store, project, chosen, TuneRules(min_executions=min_executions))
-    if workflow is not None:
-        recommendations = [r for r in recommendations if r.workflow == workflow]
-    written = write_recommendations(folder, recommendations) if write else []
-    return {
-        "window": chosen.describe(),
-        "recommendations": [r.to_dict() for r in recommendations],
-        "written": written,
-    }

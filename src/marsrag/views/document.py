@@ -1,7 +1,9 @@
 """The run document: one JSON-ready view of a run, shared by ``runs show``, ``run --format json`` and the API.
 
 Both the document and the ``runs list`` rows carry the run's ``outcome`` (how many of its tasks ended valid,
-partial, failed or skipped) beside its ``status`` (whether it finished).
+partial, failed or skipped) beside its ``status`` (whether it finished). :func:`list_runs` and :func:`show_run`
+read them from a store URL, for ``marsrag runs list`` and ``runs show``: they need the store and nothing of the
+runtime, so those commands start without it.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any
 
 from marsrag.liveness import is_stale
 from marsrag.state import RunRecord
+from marsrag.store import open_store
 from marsrag.store.base import RunStore
 from marsrag.views.outcome import task_outcome
 
@@ -67,4 +70,25 @@ def run_document(store: RunStore, run_id: str) -> dict[str, Any]:
     }
 
 
-__all__ = ["run_document", "run_rows", "run_summary_row"]
+def list_runs(*, db: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    """The ``runs list`` rows of the store at ``db``, newest first (see :func:`run_rows`).
+
+    Raises:
+        StoreError: the store cannot be opened.
+    """
+    with open_store(db) as store:
+        return run_rows(store, store.list_runs(limit=limit))
+
+
+def show_run(*, db: str | None = None, run_id: str) -> dict[str, Any]:
+    """The run document of one run of the store at ``db`` (``run_id``: its id or a unique prefix).
+
+    Raises:
+        RunNotFoundError: no such run (AmbiguousRunIdError: the prefix starts several).
+        StoreError: the store cannot be opened.
+    """
+    with open_store(db) as store:
+        return run_document(store, store.resolve_run_id(run_id))
+
+
+__all__ = ["list_runs", "run_document", "run_rows", "run_summary_row", "show_run"]

@@ -1,0 +1,135 @@
+"""The read-only commands start fast: each, run as a process on a real SQLite store, imports only what it uses.
+
+``metrics``, ``runs list``, ``runs show``, ``review``, ``validate``, ``schema`` and ``lint`` never import CrewAI,
+Alembic (the store is at the newest revision, which opening it recognises without Alembic), the web stack, the
+job queue, the LLM clients, the JSON repair library or MarsRAG's runtime. The store commands never load the
+config loader (PyYAML) nor the contract's model and validator; Rich loads only to print text for people.
+``bench/coldstart_bench.py`` times these commands.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from marsrag.store import open_store
+from marsrag.tasks.loader import sample_config_dir
+from tests.contract.samples import CLEAN_JSON
+from tests.metrics.history import D1, write_history
+
+#: Never imported by a read-only command: the framework, migrations, the web stack, the queue, LLM clients.
+NEVER = (
+    "crewai",
+    "alembic",
+    "fastapi",
+    "starlette",
+    "jinja2",
+    "uvicorn",
+    "litellm",
+    "openai",
+    "httpx",
+    "celery",
+    "kombu",
+    "redis",
+    "prometheus_client",
+    "opentelemetry",
+    "json_repair",
+    "psycopg",
+    "playwright",
+    "marsrag.compose",
+    "marsrag.runtime",
+    "marsrag.integrations",
+    "marsrag.llm",
+    "marsrag.rag",
+    "marsrag.queue",
+    "marsrag.events",
+    "marsrag.web",
+)
+#: Not imported by the commands reading the store: the config loader and the contract's model and validator.
+NOT_FOR_THE_STORE = ("yaml", "marsrag.tasks", "marsrag.contract.model", "marsrag.contract.validate")
+#: Not imported by the commands that never open a store.
+NOT_WITHOUT_A_STORE = ("sqlalchemy", "marsrag.store", "marsrag.state")
+
+# Runs the CLI in this process, then writes the names of every module it loaded to the file named first.
+_PROBE = """
+import json, sys
+from marsrag.cli import main
+out, args = sys.argv[1], sys.argv[2:]
+try:
+    main(args)
+except SystemExit as exit:
+    code = exit.code
+with open(out, "w", encoding="utf-8") as file:
+    json.dump({"exit": code, "modules": sorted(sys.modules)}, file)
+"""
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A SQLite store file at the newest revision holding the five runs of ``tests.metrics.history``."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('cold') / 'runs.db'}"
+    with open_store(url) as opened:
+        write_history(opened)
+    return url
+
+
+def loaded(tmp_path: Path, *args: str) -> set[str]:
+    """The modules ``marsrag ARGS`` loads as a fresh process (which must exit 0), and their parent packages."""
+    out = tmp_path / "modules.json"
+    proc = subprocess.run([sys.executable, "-c", _PROBE, str(out), *args], capture_output=True, text=True, check=False)
+    assert out.exists(), proc.stderr
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert report["exit"] in (0, None), proc.stderr
+    assert proc.stdout.strip(), "the command printed nothing"
+    return set(report["modules"])
+
+
+def imported(modules: set[str], names: tuple[str, ...]) -> list[str]:
+    """The ``names`` (packages or modules) of which ``modules`` holds the module or one of its submodules."""
+    return sorted(name for name in names if any(m == name or m.startswith(f"{name}.") for m in modules))
+
+
+_WEEK = "{}-W{:02d}".format(*D1.isocalendar()[:2])
+
+
+#: Each command reading the store (the store URL is added), and whether it prints with Rich.
+STORE_COMMANDS: list[tuple[tuple[str, ...], bool]] = [
+    (("metrics",), True),
+    (("metrics", "--format", "json"), False),
+    (("runs", "list"), True),
+    (("runs", "list", "--format", "json"), False),
+    (("runs", "show", "r5"), True),
+    (("runs", "show", "r5", "--format", "json"), False),
+    (("review", "--week", _WEEK), False),
+]
+
+
+@pytest.mark.parametrize(("args", "rich"), STORE_COMMANDS, ids=[" ".join(args) for args, _ in STORE_COMMANDS])
+def test_the_store_commands_import_the_store_and_nothing_heavy(
+    tmp_path: Path, store: str, args: tuple[str, ...], rich: bool
+) -> None:
+    """A command reading the store loads SQLAlchemy, not Alembic, the runtime or the config loader; Rich for text."""
+    modules = loaded(tmp_path, *args, "--db", store)
+    assert "sqlalchemy" in modules  # the store was read
+    assert imported(modules, (*NEVER, *NOT_FOR_THE_STORE)) == []
+    assert ("rich" in modules) is rich
+
+
+@pytest.mark.parametrize(
+    ("command", "extra"),
+    [("validate", ("yaml",)), ("schema", ("yaml", "rich")), ("lint", ("rich",))],
+    ids=["validate", "schema", "lint"],
+)
+def test_the_commands_without_a_store_import_no_sqlalchemy(
+    tmp_path: Path, command: str, extra: tuple[str, ...]
+) -> None:
+    """validate (of a clean answer), schema and lint load neither SQLAlchemy nor the store, nor anything heavy."""
+    answer = tmp_path / "answer.json"
+    answer.write_text(CLEAN_JSON, encoding="utf-8")
+    args = {"validate": [str(answer)], "schema": [], "lint": [str(sample_config_dir())]}[command]
+    modules = loaded(tmp_path, command, *args)
+    assert imported(modules, (*NEVER, *NOT_WITHOUT_A_STORE, *extra)) == []
