@@ -3,7 +3,8 @@
 ``metrics``, ``runs list``, ``runs show``, ``review``, ``validate``, ``schema`` and ``lint`` never import CrewAI,
 Alembic (the store is at the newest revision, which opening it recognises without Alembic), the web stack, the
 job queue, the LLM clients, the JSON repair library or MarsRAG's runtime. The store commands never load the
-config loader (PyYAML) nor the contract's model and validator; Rich loads only to print text for people.
+config loader (PyYAML), the contract's model and validator, nor on SQLite the PostgreSQL dialect; Rich loads only
+to print text for people.
 ``bench/coldstart_bench.py`` times these commands.
 """
 
@@ -49,8 +50,15 @@ NEVER = (
     "marsrag.events",
     "marsrag.web",
 )
-#: Not imported by the commands reading the store: the config loader and the contract's model and validator.
-NOT_FOR_THE_STORE = ("yaml", "marsrag.tasks", "marsrag.contract.model", "marsrag.contract.validate")
+#: Not imported by the commands reading the store: the config loader, the contract's model and validator, and
+#: (on SQLite) the PostgreSQL dialect, which a dialect keyword in the schema (``postgresql_where``) would load.
+NOT_FOR_THE_STORE = (
+    "yaml",
+    "marsrag.tasks",
+    "marsrag.contract.model",
+    "marsrag.contract.validate",
+    "sqlalchemy.dialects.postgresql",
+)
 #: Not imported by the commands that never open a store.
 NOT_WITHOUT_A_STORE = ("sqlalchemy", "marsrag.store", "marsrag.state")
 

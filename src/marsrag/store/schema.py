@@ -33,7 +33,6 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     false,
-    text,
 )
 
 #: Name of Alembic's bookkeeping table; not ``alembic_version``, so MarsRAG can share a schema with an app
@@ -114,13 +113,10 @@ task_states = Table(
     ForeignKeyConstraint(["run_id"], ["runs.run_id"], name="fk_task_states_run_id_runs"),
     # Metrics (migration 0004): a covering index by run and task, and the few tasks that route to a workflow.
     Index("ix_task_states_metrics", "run_id", "task_id", "validation_status", "routing_next_workflow"),
-    Index(
-        "ix_task_states_routed",
-        "routing_next_workflow",
-        "run_id",
-        sqlite_where=text("routing_next_workflow IS NOT NULL"),
-        postgresql_where=text("routing_next_workflow IS NOT NULL"),
-    ),
+    # Partial in the database (WHERE routing_next_workflow IS NOT NULL, as 0004 creates it). The predicate is not
+    # repeated here: a dialect keyword (postgresql_where) makes SQLAlchemy import that dialect's whole package
+    # when this module loads, on every store open; the schema comparison does not compare predicates.
+    Index("ix_task_states_routed", "routing_next_workflow", "run_id"),
 )
 
 attempts = Table(
