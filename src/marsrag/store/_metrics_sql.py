@@ -5,8 +5,9 @@ with no grouping. Each query aggregates in the database; Python only adds up the
 The other read models here (failures, rankings, tuning outcomes, event counts) are single GROUP BY or filtered
 queries over the same tables. Only :class:`marsrag.store.sql.SqlRunStore` calls this module.
 
-Speed (``bench/metrics_bench.py``: 1,000,000 events of about 150,000 runs take about 0.6 s over all history on
-either backend, on two cores) rests on three things:
+This is the reference the metric rollups must equal (``from_rows=True``, ``marsrag metrics --verify``) and what
+counts a window's partial days; the figures users read come from the rollups (``_rollup_reads``). Its cost
+grows with what it counts (about 0.6 s for all of 1,000,000 events on two cores), and rests on three things:
 
 - Every query reads the narrow covering indexes of migration 0004, never the wide rows (the Loop Contract
   text, retrieval results and raw answers that make up most of the store).
