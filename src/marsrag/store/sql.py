@@ -91,8 +91,9 @@ _COMMIT_ID = select(task_states.c.commit_id).where(
     (task_states.c.run_id == bindparam("run_id")) & (task_states.c.task_id == bindparam("task_id"))
 )
 _RUN_FOR_UPDATE = select(runs).where(runs.c.run_id == bindparam("run_id")).with_for_update()
-#: Rollup shards a store writes to (see marsrag.store._rollups): 1 is one row per counter, which a benchmark of
-#: 8 concurrent writers found as fast as per-writer rows on both backends; more spread writers over rows.
+#: Rollup shards a store writes to (see marsrag.store._rollups): 1 is one row per counter. With 8 concurrent
+#: writers, per-writer rows (8) wrote 1.18-1.31x faster (bench/store_bench.py), but every read sums 8 times the
+#: rows, and reads (a scrape, the dashboard) are the slower side today: so 1 until the reads keep all-time rows.
 ROLLUP_SHARDS = 1
 
 Result = TypeVar("Result")
