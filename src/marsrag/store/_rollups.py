@@ -30,7 +30,7 @@ opened with several (a read sums them).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from datetime import date, datetime
 from typing import Any
 
@@ -152,13 +152,6 @@ def upsert(dialect: str) -> Any:
     return statement.on_conflict_do_update(
         index_elements=["workflow", "day", "task", "counter", "shard"], set_={"n": rollups.c.n + statement.excluded.n}
     )
-
-
-def write(connection: Connection, statement: Any, tally: Tally, shard: int) -> None:
-    """Add the tally to the rollups (one executemany), last in the transaction so its row locks are held briefly."""
-    rows = tally.rows(shard)
-    if rows:
-        connection.execute(statement, rows)
 
 
 _OFFERS_EXPR: ColumnElement[bool]
@@ -361,14 +354,6 @@ def _attempt(alias: Any, number: int) -> ColumnElement[bool]:
         alias.c.task_id == task_states.c.task_id,
         alias.c.number == literal(number),
     )
-
-
-def deltas_of(rows: Sequence[dict[str, Any]]) -> dict[Key, int]:
-    """Rollup rows (any shards) summed per key."""
-    summed: dict[Key, int] = defaultdict(int)
-    for row in rows:
-        summed[(row["workflow"], _metrics_sql.as_date(row["day"]), row["task"], row["counter"])] += int(row["n"])
-    return {key: n for key, n in summed.items() if n}
 
 
 def insert_new(dialect: str, table: Any) -> Any:
