@@ -35,6 +35,7 @@ from marsrag.terminal import visible, visible_json
 
 if TYPE_CHECKING:
     from marsrag.events.sinks import EventSink
+    from marsrag.store.base import RunStore
 
 app = HelpTyper(
     name="marsrag",
@@ -642,11 +643,19 @@ def runs_show(
 
     Example: marsrag runs show 3f2a9c... --format json
     """
-    # lazy: only this command's library loads (the store, not the runtime: read-only commands start fast)
-    from marsrag.views.document import show_run
-
     settings = _settings(db=db)
-    _print_run(show_run(db=settings.db, run_id=run_id), format, settings.db)
+    if format is FormatChoice.json:
+        # lazy: only this command's library loads (the store, not the runtime: read-only commands start fast)
+        from marsrag.views.document import show_run
+
+        _out_json(show_run(db=settings.db, run_id=run_id))
+        return
+    # lazy: SQLAlchemy, kept off the fast commands (validate, schema, lint)
+    from marsrag.store import open_store
+
+    # One store opened for both the prefix and the view (opening it checks the schema version: not free).
+    with open_store(settings.db) as store:
+        _print_run_text(store, store.resolve_run_id(run_id), settings.db)
 
 
 @contextmanager
@@ -727,18 +736,24 @@ def _print_run(document: dict[str, Any], format: FormatChoice, db: str | None = 
     if format is FormatChoice.json:
         _out_json(document)
         return
-    # lazy: Rich and SQLAlchemy, kept off the fast commands (validate, schema, lint)
+    # lazy: SQLAlchemy, kept off the fast commands (validate, schema, lint)
+    from marsrag.store import open_store
+
+    with open_store(db) as store:
+        _print_run_text(store, document["run_id"], db)
+
+
+def _print_run_text(store: "RunStore", run_id: str, db: str | None) -> None:
+    """The run as text: the view model the web pages render (cards, badge, header, next action), read back stored."""
+    # lazy: Rich, kept off the fast commands (validate, schema, lint)
     from marsrag.render_runs import print_run
-    from marsrag.store import default_db_url, open_store
+    from marsrag.store import default_db_url
     from marsrag.store.urls import mask
     from marsrag.views.viewmodel import read_run_view
 
-    # The text is the view model the web pages render (cards, badge, header, next action), read back stored.
-    with open_store(db) as store:
-        print_run(read_run_view(store, document["run_id"]))
-
+    print_run(read_run_view(store, run_id))
     where = mask(db or default_db_url())  # never print a password
-    _out(f"\nState stored in {where}; show it again with: marsrag runs show {document['run_id']} --db '{where}'\n")
+    _out(f"\nState stored in {where}; show it again with: marsrag runs show {run_id} --db '{where}'\n")
 
 
 def _print_json(source: str, result: dict[str, Any]) -> None:
