@@ -13,10 +13,10 @@ Figures, each next to a baseline measured alternately with it in the same run:
 
 - ``compute_metrics`` over all history, over ``--since 7d`` and for one ``--workflow``, each next to ``SELECT
   count(*) FROM events`` on the same engine (warm cache, best of 5 rounds after a warm-up; target: within 2x
-  the count). A window's whole days are read from the rollups, a partial day at its edge from the raw rows, so
-  ``--since 7d`` costs more the earlier in the day (UTC) it is measured: a note gives its partial day's length
-  and runs, and an extra row (for information) measures the same window as at 00:01 UTC, the longest partial
-  day there is (a whole day of raw rows, less a minute).
+  the count). A window's whole days are read from the rollups, and of a partial day at its edge the shorter
+  part from the raw rows (added, or taken from the whole day), so ``--since 7d`` costs more the nearer to noon
+  (UTC) it is measured: a note gives that part's length and runs, and an extra row (for information) measures
+  the same window as at 12:00 UTC, the longest part there is (half a day of raw rows).
 - ``metrics_by`` per workflow and day (what the dashboard and the weekly review ask for), next to the count
   (target: within 3x).
 - The end-to-end CLI, ``marsrag metrics --db URL --format json`` as a process, which includes starting
@@ -66,6 +66,8 @@ from marsrag.metrics.compute import compute_metrics, metrics_by
 from marsrag.metrics.window import Window, window
 from marsrag.state import utcnow
 from marsrag.store import open_store
+from marsrag.store._metrics_sql import Span
+from marsrag.store._rollup_reads import split
 from marsrag.store.schema import runs
 from marsrag.store.sql import SqlRunStore
 
@@ -125,14 +127,14 @@ def _measure(report: Report, notes: list[str], name: str, url: str, small_url: s
         count = _timed(lambda: _count_events(engine))
         workflow = WORKFLOWS[0][0]
         week = window("7d")
-        # The same window as run just after midnight UTC: its partial first day, counted from raw rows, is the
-        # longest there is (the --since 7d row's is however much of that day was left at this run's time).
-        longest = window("7d", now=datetime.combine(utcnow().date(), dt_time(0, 1), tzinfo=UTC))
+        # The same window as run at noon UTC: the part of its partial first day counted from raw rows is the
+        # longest there is, half a day (the --since 7d row's depends on this run's time of day).
+        longest = window("7d", now=datetime.combine(utcnow().date(), dt_time(12, 0), tzinfo=UTC))
         cases: list[tuple[str, Window | None, str | None, bool]] = [
             ("all history", None, None, True),
             ("--since 7d", week, None, True),
             (f"--workflow {workflow}", None, workflow, True),
-            ("--since 7d as at 00:01 UTC (the longest partial day)", longest, None, False),
+            ("--since 7d as at 12:00 UTC (the longest raw part)", longest, None, False),
         ]
         for label, scope, only, targeted in cases:
             pair = best_of_timed(_timed(partial(compute_metrics, store, scope, only)), count, rounds=ROUNDS)
@@ -263,21 +265,24 @@ def _add_growth(report: Report, name: str, library: dict[str, Pair], scrapes: Sc
 
 
 def _partial_days(engine: Engine, week: Window, longest: Window) -> str:
-    """What the two ``--since 7d`` windows count from raw rows: their partial first day, and its runs."""
+    """What the two ``--since 7d`` windows count from raw rows: the part of their partial first day, and its runs."""
     parts = []
-    for label, scope in (("--since 7d", week), ("as at 00:01 UTC", longest)):
-        assert scope.since is not None
-        since = scope.since
-        midnight = datetime.combine(since.date() + timedelta(days=1), dt_time(0), tzinfo=UTC)
-        with engine.connect() as connection:
-            in_edge = connection.execute(
-                select(func.count()).where(runs.c.created_at >= since, runs.c.created_at < midnight)
-            ).scalar_one()
-        parts.append(f"{label} from {since:%H:%M} UTC: {_span(midnight - since)} of raw rows, {in_edge:,} runs")
+    for label, scope in (("--since 7d", week), ("as at 12:00 UTC", longest)):
+        _days, edges = split(Span(scope.since, scope.until))
+        for edge in edges:
+            assert edge.span.since is not None and edge.span.until is not None
+            start, end = edge.span.since, edge.span.until
+            with engine.connect() as connection:
+                in_edge = connection.execute(
+                    select(func.count()).where(runs.c.created_at >= start, runs.c.created_at < end)
+                ).scalar_one()
+            how = "added" if edge.sign > 0 else "taken from its whole day"
+            parts.append(
+                f"{label}: {start:%H:%M}-{end:%H:%M} UTC, {_span(end - start)} of raw rows ({in_edge:,} runs), {how}"
+            )
     return (
-        "the windows' whole days come from the rollups and their partial first day from the raw rows ("
-        + "; ".join(parts)
-        + "), so the --since 7d figure depends on the time of day it is measured at"
+        "the windows' whole days come from the rollups and the shorter part of their partial first day from the raw"
+        " rows (" + "; ".join(parts) + "), so the --since 7d figure depends on the time of day it is measured at"
     )
 
 

@@ -95,6 +95,7 @@ def test_verify_finds_a_wrong_rollup_and_rebuild_mends_it(history_db: str) -> No
     --rebuild recounts it; the figures then are the hand-computed ones again."""
     from sqlalchemy import update
 
+    from marsrag.store._rollups import ALL_TIME
     from marsrag.store.schema import rollups
     from marsrag.store.sql import SqlRunStore
 
@@ -104,13 +105,16 @@ def test_verify_finds_a_wrong_rollup_and_rebuild_mends_it(history_db: str) -> No
     with open_store(history_db) as store:
         assert isinstance(store, SqlRunStore)
         with store.engine.begin() as connection:
-            one = (rollups.c.counter == "executions", rollups.c.day == D1.date(), rollups.c.task == "t1")
-            assert connection.execute(update(rollups).where(*one).values(n=rollups.c.n + 5)).rowcount == 1
+            # The day's row and the all-time row of one counter: both are checked.
+            days = rollups.c.day.in_([D1.date(), ALL_TIME])
+            one = (rollups.c.counter == "executions", days, rollups.c.task == "t1")
+            assert connection.execute(update(rollups).where(*one).values(n=rollups.c.n + 5)).rowcount == 2
     broken = marsrag("metrics", "--db", history_db, "--verify", "--format", "json")
     assert broken.returncode == 1
     report = json.loads(broken.stdout)
     assert report["ok"] is False
     assert {"what": "all history executions", "rollups": 12, "rows": 7} in report["differences"]
+    assert {"what": "day 2026-11-02 executions", "rollups": 9, "rows": 4} in report["differences"]
     text = marsrag("metrics", "--db", history_db, "--verify")
     assert text.returncode == 1
     assert "DIFFERENT  all history executions: rollups 12, raw rows 7" in text.stdout

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -30,6 +30,9 @@ from marsrag.state import (
     Validation,
 )
 from marsrag.store import RunStore, open_store
+from marsrag.store._metrics_sql import Span
+from marsrag.store._rollup_reads import Days, Edge, split
+from marsrag.store._rollups import ALL_TIME
 from marsrag.store.schema import attempts, events, rollups, runs, task_states, transitions
 from marsrag.store.sql import SqlRunStore
 from tests.store.migrations import at_revision
@@ -330,8 +333,9 @@ def test_concurrent_writers_lose_no_increment(db_url: str, shards: int) -> None:
             store.close()
 
 
-def test_the_migration_backfills_a_store_from_before_it(db_url: str, tmp_path: Any) -> None:
-    """Rows stored at revision 0009 (no rollups yet): opening the store migrates and recounts them."""
+@pytest.mark.parametrize("revision", ["0009", "0010"])
+def test_the_migration_backfills_a_store_from_before_it(db_url: str, tmp_path: Any, revision: str) -> None:
+    """Rows stored at 0009 (no rollups yet) or 0010 (day rows only): opening the store migrates and recounts them."""
     source_url = f"sqlite:///{tmp_path}/source.db"
     with open_store(source_url) as source:
         apply(source, HISTORY)
@@ -341,12 +345,47 @@ def test_the_migration_backfills_a_store_from_before_it(db_url: str, tmp_path: A
             copied = {
                 table.name: [dict(row) for row in connection.execute(select(table)).mappings()] for table in TABLES
             }
-    with at_revision(db_url, "0009") as connection:
-        for table in (runs, task_states, attempts, transitions, events):
-            rows = [{k: v for k, v in row.items() if k not in ("metrics_code", "id")} for row in copied[table.name]]
+    dropped = ("id",) if revision == "0010" else ("metrics_code", "id")  # only the columns the revision had
+    kept = (runs, task_states, attempts, transitions, events) + ((rollups,) if revision == "0010" else ())
+    with at_revision(db_url, revision) as connection:
+        for table in kept:
+            rows = [
+                {k: v for k, v in row.items() if k not in dropped}
+                for row in copied[table.name]
+                if table is not rollups or row["day"] != ALL_TIME  # 0010 kept no all-time rows
+            ]
             if rows:
-                # Only the columns 0009 had: the rows carry no metrics_code.
                 connection.execute(insert(table), rows)
     with open_store(db_url) as migrated:
         assert {by: migrated.loop_counts(by=by) for by in GROUPINGS} == expected
         assert_rollups_match(migrated)
+
+
+@pytest.mark.parametrize(
+    ("since", "until", "days", "edges"),
+    [
+        # All history, whole days: no raw rows at all.
+        (None, None, Days(None, None), []),
+        ("2026-11-01T00:00", "2026-11-03T00:00", Days(date(2026, 11, 1), date(2026, 11, 3)), []),
+        # Late in the day the part inside the window is the shorter: added.
+        ("2026-11-01T20:00", None, Days(date(2026, 11, 2), None), [("2026-11-01T20:00", "2026-11-02T00:00", 1)]),
+        # Early in the day the part before the window is: the whole day, less that part.
+        ("2026-11-01T03:00", None, Days(date(2026, 11, 1), None), [("2026-11-01T00:00", "2026-11-01T03:00", -1)]),
+        (None, "2026-11-05T02:00", Days(None, date(2026, 11, 5)), [("2026-11-05T00:00", "2026-11-05T02:00", 1)]),
+        (None, "2026-11-05T22:00", Days(None, date(2026, 11, 6)), [("2026-11-05T22:00", "2026-11-06T00:00", -1)]),
+        # Within one day (or nearly): the raw rows of the window.
+        ("2026-11-01T02:00", "2026-11-01T04:00", None, [("2026-11-01T02:00", "2026-11-01T04:00", 1)]),
+        ("2026-11-01T20:00", "2026-11-02T02:00", None, [("2026-11-01T20:00", "2026-11-02T02:00", 1)]),
+        ("2026-11-01T04:00", "2026-11-01T04:00", None, []),
+    ],
+)
+def test_a_window_is_whole_days_and_the_shorter_part_of_each_partial_day(
+    since: str | None, until: str | None, days: Days | None, edges: list[tuple[str, str, int]]
+) -> None:
+    """``split`` reads at most half a day of raw rows per edge, adding or taking it from the whole days."""
+    found = split(Span(_utc(since), _utc(until)))
+    assert found == (days, [Edge(Span(_utc(a), _utc(b)), sign) for a, b, sign in edges])
+
+
+def _utc(moment: str | None) -> datetime | None:
+    return datetime.fromisoformat(moment).replace(tzinfo=UTC) if moment else None

@@ -1,10 +1,11 @@
-"""The metrics' read models answered from the rollups: whole UTC days from the counters, partial edges from rows.
+"""The metrics' read models answered from the rollups: whole UTC days from the counters, partial days from rows.
 
-A window's whole days are summed from ``rollups`` (a few rows per workflow, day and counter, whatever the
-history); where ``since`` or ``until`` falls inside a day, that part of the day is counted from the raw rows
-with the reference SQL of :mod:`marsrag.store._metrics_sql`, which only looks at the runs of that part (on
-PostgreSQL with each run's facts probed, see :func:`_edge_counts`). The result is the reference's, to the
-count (``marsrag metrics --verify`` checks it on a live store).
+All history is summed from the all-time rows of ``rollups`` (one per workflow, task and counter, whatever the
+history); a window's whole days from its day rows (a few per workflow, day and counter). Where ``since`` or
+``until`` falls inside a day, the shorter part of that day is counted from the raw rows with the reference SQL
+of :mod:`marsrag.store._metrics_sql`, which only looks at the runs of that part (on PostgreSQL with each run's
+facts probed, see :func:`_edge_counts`), and added or taken away (see :func:`split`). The result is the
+reference's, to the count (``marsrag metrics --verify`` checks it on a live store).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from sqlalchemy.sql import ColumnElement, Select
 
 import marsrag.store._metrics_sql as _metrics_sql
 from marsrag.store._metrics_sql import Ranked, Span
-from marsrag.store._rollups import DEPTH_PREFIX, EVENT_PREFIX, EVERY
+from marsrag.store._rollups import ALL_TIME, DEPTH_PREFIX, EVENT_PREFIX, EVERY
 from marsrag.store._rows import as_utc
 from marsrag.store.queries import GroupedCounts, GroupKey, LoopCounts, OutcomeCount
 from marsrag.store.schema import rollups, runs
@@ -35,27 +36,53 @@ LOOP_FIELDS = frozenset(
 
 @dataclass(frozen=True)
 class Days:
-    """Whole UTC days ``first`` (inclusive) to ``last`` (exclusive); None: unbounded."""
+    """Whole UTC days ``first`` (inclusive) to ``last`` (exclusive); None: unbounded (both: all history)."""
 
     first: date | None
     last: date | None
 
 
-def split(window: Span) -> tuple[Days | None, list[Span]]:
-    """A window as its whole days (None: none) and the partial edges to count from raw rows."""
+@dataclass(frozen=True)
+class Edge:
+    """Part of a day counted from the raw rows: added to the whole days' counts (``sign`` 1) or taken from them (-1)."""
+
+    span: Span
+    sign: int
+
+
+def split(window: Span) -> tuple[Days | None, list[Edge]]:
+    """A window as its whole days (None: none) and the parts of its partial days to count from raw rows.
+
+    A partial day at an edge is counted from its shorter part: the part inside the window, added to the whole
+    days; or the part outside it, with the day itself among the whole days, taken away (so an edge costs at most
+    half a day of raw rows, whatever the time of day). Every counter is a count of rows of one day, so the
+    difference is exact. A window shorter than that (both edges in one day, or nearly) is counted from raw rows.
+    """
     since = as_utc(window.since) if window.since is not None else None
     until = as_utc(window.until) if window.until is not None else None
-    first = None if since is None else since.date() + timedelta(days=0 if _midnight(since) else 1)
-    last = None if until is None else until.date()
-    if first is not None and last is not None and first >= last:
-        return None, ([window] if since is None or until is None or since < until else [])
+    first = last = None
     edges = []
-    if since is not None and not _midnight(since):
-        assert first is not None
-        edges.append(Span(since, _start_of(first)))
-    if until is not None and not _midnight(until):
-        assert last is not None
-        edges.append(Span(_start_of(last), until))
+    if since is not None:
+        first = since.date()
+        if not _midnight(since):
+            after = _start_of(first + timedelta(days=1))
+            if after - since <= since - _start_of(first):
+                first += timedelta(days=1)
+                edges.append(Edge(Span(since, after), 1))
+            else:
+                edges.append(Edge(Span(_start_of(first), since), -1))
+    if until is not None:
+        last = until.date()
+        if not _midnight(until):
+            after = _start_of(last + timedelta(days=1))
+            if until - _start_of(last) <= after - until:
+                edges.append(Edge(Span(_start_of(last), until), 1))
+            else:
+                last += timedelta(days=1)
+                edges.append(Edge(Span(until, after), -1))
+    if first is not None and last is not None and first >= last:
+        assert since is not None and until is not None
+        return None, ([Edge(Span(since, until), 1)] if since < until else [])
     return Days(first, last), edges
 
 
@@ -97,8 +124,8 @@ def loop_counts(connection: Connection, window: Span, workflow: str | None, by: 
             elif counter in LOOP_FIELDS:
                 setattr(count, counter, getattr(count, counter) + int(n))
     for edge in edges:
-        for key, part in _edge_counts(connection, edge, workflow, by).items():
-            _merge(counts[key], part)
+        for key, part in _edge_counts(connection, edge.span, workflow, by).items():
+            _merge(counts[key], part, edge.sign)
     result = {key: count for key, count in counts.items() if count != LoopCounts()}
     if not by:
         result.setdefault((), LoopCounts())
@@ -126,11 +153,15 @@ def _params(days: Days, workflow: str | None) -> dict[str, Any]:
     return params
 
 
-def _on(first: bool, last: bool) -> list[ColumnElement[bool]]:
-    """Conditions on ``rollups.day``: from ``:first`` (inclusive), before ``:last``."""
-    where = []
-    if first:
-        where.append(rollups.c.day >= _FIRST)
+def _on(first: bool, last: bool, per_day: bool = False) -> list[ColumnElement[bool]]:
+    """Conditions on ``rollups.day``: from ``:first`` (inclusive), before ``:last``.
+
+    Neither bound: all history, which is the all-time rows unless the read is ``per_day``.
+    """
+    if not first and not last and not per_day:
+        return [rollups.c.day == ALL_TIME]
+    # Every stored day is after ALL_TIME: a window from :first never includes the all-time rows.
+    where = [rollups.c.day >= _FIRST] if first else [rollups.c.day > ALL_TIME]
     if last:
         where.append(rollups.c.day < _LAST)
     return where
@@ -160,7 +191,7 @@ def _counts_read(by: tuple[GroupKey, ...], scoped: bool, first: bool, last: bool
         where = or_(and_(each, ~_DEPTH), and_(rollups.c.workflow == EVERY, _DEPTH))
     return (
         select(*keys, rollups.c.counter, func.sum(rollups.c.n))
-        .where(where, *_on(first, last))
+        .where(where, *_on(first, last, per_day="day" in by))
         .group_by(*keys, rollups.c.counter)
     )
 
@@ -221,11 +252,21 @@ def _probed_runs(by: Sequence[GroupKey], dialect: str, window: Span, workflow: s
     return select(*keys, per_run.c.code, func.count().label("runs")).group_by(*keys, per_run.c.code)
 
 
-def _merge(into: LoopCounts, part: LoopCounts) -> None:
+def _merge(into: LoopCounts, part: LoopCounts, sign: int) -> None:
+    """Add ``part`` to ``into`` (``sign`` -1: take it away); a depth left with no session is dropped."""
     for name in LOOP_FIELDS:
-        setattr(into, name, getattr(into, name) + getattr(part, name))
+        setattr(into, name, getattr(into, name) + sign * getattr(part, name))
     for size, sessions in part.depths.items():
-        into.depths[size] = into.depths.get(size, 0) + sessions
+        _add(into.depths, size, sign * sessions)
+
+
+def _add(into: dict[Any, int], key: Any, n: int) -> None:
+    """``into[key] += n``, dropping the key when that leaves 0 (a subtracted edge can)."""
+    total = into.get(key, 0) + n
+    if total:
+        into[key] = total
+    else:
+        into.pop(key, None)
 
 
 def session_depths(connection: Connection, window: Span, workflow: str | None) -> dict[int, int]:
@@ -242,8 +283,8 @@ def session_depths(connection: Connection, window: Span, workflow: str | None) -
                 size = int(counter.removeprefix(DEPTH_PREFIX))
                 depths[size] = depths.get(size, 0) + int(n)
     for edge in edges:
-        for size, sessions in _metrics_sql.session_depths(connection, edge, workflow).items():
-            depths[size] = depths.get(size, 0) + sessions
+        for size, sessions in _metrics_sql.session_depths(connection, edge.span, workflow).items():
+            _add(depths, size, edge.sign * sessions)
     return depths
 
 
@@ -269,10 +310,10 @@ def _per_task(connection: Connection, window: Span, counters: tuple[str, str], r
         for row in _summed(connection, days, keys, rollups.c.counter.in_(counters), rollups.c.workflow != EVERY):
             per_task[(row["workflow"], row["task"])][row["counter"] == total_name] += int(row["n"])
     for edge in edges:
-        for outcome in raw(connection, edge)[1]:
+        for outcome in raw(connection, edge.span)[1]:
             pair = per_task[(outcome.workflow, outcome.task_id)]
-            pair[0] += outcome.count
-            pair[1] += outcome.total
+            pair[0] += edge.sign * outcome.count
+            pair[1] += edge.sign * outcome.total
     per_workflow: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for (flow, _task), (count, total) in per_task.items():
         per_workflow[flow][0] += count
@@ -301,7 +342,7 @@ def partial_counts(connection: Connection, window: Span) -> dict[str, dict[str, 
         for row in _summed(connection, days, (rollups.c.workflow,), rollups.c.counter.in_(counters)):
             out[row["workflow"]][row["counter"]] = int(row["n"])
     for edge in edges:
-        for flow, figures in _metrics_sql.partial_counts(connection, edge).items():
+        for flow, figures in _metrics_sql.partial_counts(connection, edge.span).items():
             for name, n in figures.items():
-                out[flow][name] = out[flow].get(name, 0) + n
+                _add(out[flow], name, edge.sign * n)
     return {flow: figures for flow, figures in out.items() if figures}

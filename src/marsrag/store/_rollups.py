@@ -16,6 +16,10 @@ landed adds nothing again, and a rolled-back one adds nothing at all). The count
   that workflow) and under workflow '' (all its runs, whatever the workflow);
 - per stored event: ``event:NAME`` under workflow '' and the event's own day.
 
+Every change is written twice: to its day's row and to the counter's all-time row (day :data:`ALL_TIME`), so
+an all-history read (every Prometheus scrape, the dashboard's totals) sums a few rows per workflow and task
+instead of every day kept; a window's reads skip the all-time rows.
+
 A run's facts (offers, followed, acted on) depend on rows other writes add (a follow's event, an operator's
 attempt, a later run of the session in a workflow it routed to), so each run keeps the bits it is counted with
 (``runs.metrics_code``) and a write that may change them recomputes them for that run (:func:`refresh_runs`,
@@ -49,6 +53,8 @@ DEPTH_PREFIX = "depth:"
 EVENT_PREFIX = "event:"
 #: The ``workflow`` (and ``task``) of a counter that is not per workflow (or per task).
 EVERY = ""
+#: The ``day`` of the all-time rows: before any stored moment, so a window's days never include it.
+ALL_TIME = date(1, 1, 1)
 #: The bits of ``runs.metrics_code``: offers a next action; was followed; acted on otherwise.
 OFFERS, FOLLOWED, ACTED = 1, 2, 4
 # Distinct from the migration's advisory lock (one bigint key): this is the two-int form, per session.
@@ -104,10 +110,18 @@ class Tally:
             self.add(EVERY, day(row["timestamp"]), EVERY, EVENT_PREFIX + row["name"])
 
     def rows(self, shard: int) -> list[dict[str, Any]]:
-        """The non-zero changes as rollup rows, in key order (every writer locks rows in the same order)."""
+        """The non-zero changes as rollup rows, each also added to its all-time row, in key order.
+
+        (Every writer locks rows in the same order: no deadlock between two.)
+        """
+        changes: dict[Key, int] = defaultdict(int)
+        for (w, on, t, c), n in self.deltas.items():
+            if n:
+                changes[(w, on, t, c)] += n
+                changes[(w, ALL_TIME, t, c)] += n
         return [
             {"workflow": w, "day": on, "task": t, "counter": c, "shard": shard, "n": n}
-            for (w, on, t, c), n in sorted(self.deltas.items())
+            for (w, on, t, c), n in sorted(changes.items())
             if n
         ]
 
@@ -259,7 +273,7 @@ def rebuild(connection: Connection) -> int:
     connection.execute(delete(rollups))
     tally = Tally()
     for key, n in recount(connection).items():
-        tally.add(*key, n=n)
+        tally.add(*key, n=n)  # and to its all-time row
     rows = tally.rows(0)
     if rows:
         connection.execute(rollups.insert(), rows)
@@ -267,7 +281,7 @@ def rebuild(connection: Connection) -> int:
 
 
 def recount(connection: Connection) -> dict[Key, int]:
-    """Every rollup counter from the raw rows (what the rollups must hold, summed over shards)."""
+    """Every rollup counter per day from the raw rows (what the day rows must hold, summed over shards)."""
     dialect = connection.dialect.name
     on = _metrics_sql.day_of(runs.c.created_at, dialect).label("day")
     counts: dict[Key, int] = defaultdict(int)

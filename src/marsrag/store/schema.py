@@ -195,7 +195,8 @@ events = Table(
 # day it was created (session depth: the day of the session's first run); ``task`` is the task (for transitions
 # the source task) a task-level counter counts, '' otherwise; ``workflow`` '' holds what is not per workflow
 # (session depth over all workflows, events per name). A writer adds to its own ``shard`` so concurrent writers
-# need not queue on one row; a read sums the shards. See marsrag.store._rollups for the counters.
+# need not queue on one row; a read sums the shards. Each counter also has an all-time row, day 0001-01-01
+# (migration 0011), which all-history reads sum instead of every day. See marsrag.store._rollups for the counters.
 rollups = Table(
     "rollups",
     metadata,
