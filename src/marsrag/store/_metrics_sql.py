@@ -57,10 +57,13 @@ class Span:
     until: datetime | None = None
 
 
-def loop_counts(connection: Connection, window: Span, workflow: str | None, by: Sequence[GroupKey]) -> GroupedCounts:
+def loop_counts(
+    connection: Connection, window: Span, workflow: str | None, by: Sequence[GroupKey], *, probed: bool = False
+) -> GroupedCounts:
     """The six metrics' counts per group (``workflow``, ``day`` of the run's creation in UTC, or both).
 
     Keys are tuples in the order of ``by`` (days as :class:`datetime.date`); a group with no runs is absent.
+    ``probed``: find each completed run's facts by index probes on PostgreSQL too (see :func:`_run_query`).
     """
     dialect = connection.dialect.name
     counts: dict[tuple[Any, ...], LoopCounts] = defaultdict(LoopCounts)
@@ -75,7 +78,7 @@ def loop_counts(connection: Connection, window: Span, workflow: str | None, by: 
             for name in _COUNTED:
                 if name in row:
                     setattr(count, name, getattr(count, name) + int(row[name] or 0))
-    for row in connection.execute(_run_query(by, dialect, window, workflow)).mappings():
+    for row in connection.execute(_run_query(by, dialect, window, workflow, probed=probed)).mappings():
         _add_runs(counts[_key(row, by)], int(row["code"]), int(row["runs"]))
     for row in connection.execute(_depth_query(by, dialect, window, workflow)).mappings():
         counts[_key(row, by)].depths[int(row["depth"])] = int(row["sessions"])
@@ -219,10 +222,19 @@ def _transition_query(by: Sequence[GroupKey], dialect: str, window: Span, workfl
     return _grouped(statement, groups)
 
 
-def _run_query(by: Sequence[GroupKey], dialect: str, window: Span, workflow: str | None) -> Select[Any]:
-    """Completed runs per group and code (``_OFFERS | _FOLLOWED | _ACTED``): (group, code, runs)."""
+def _run_query(
+    by: Sequence[GroupKey], dialect: str, window: Span, workflow: str | None, *, probed: bool = False
+) -> Select[Any]:
+    """Completed runs per group and code (``_OFFERS | _FOLLOWED | _ACTED``): (group, code, runs).
+
+    On PostgreSQL the facts are sets of run ids made over all history and joined once, the right plan for
+    many runs; ``probed`` (a few runs: a partial day) asks for correlated EXISTS probes into the covering
+    indexes instead, as on SQLite, which costs the window's runs rather than the history (at 1,000,000 events,
+    about 5 ms for a partial day of 70 runs instead of about 300 ms).
+    """
     groups = _groups(by, dialect)
-    source, offers, followed, acted = _joined_facts() if dialect == "postgresql" else _probed_facts()
+    joined = dialect == "postgresql" and not probed
+    source, offers, followed, acted = _joined_facts() if joined else _probed_facts()
     code = case((offers, _OFFERS), else_=0) + case((followed, _FOLLOWED), (acted, _ACTED), else_=0)
     per_run = (
         select(*groups, code.label("code"))

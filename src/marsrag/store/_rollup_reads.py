@@ -17,7 +17,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Connection, Date, String, and_, bindparam, case, func, or_, select
+from sqlalchemy import Connection, Date, String, and_, bindparam, func, or_, select
 from sqlalchemy.sql import ColumnElement, Select
 
 import marsrag.store._metrics_sql as _metrics_sql
@@ -25,7 +25,7 @@ from marsrag.store._metrics_sql import Ranked, Span
 from marsrag.store._rollups import ALL_TIME, DEPTH_PREFIX, EVENT_PREFIX, EVERY
 from marsrag.store._rows import as_utc
 from marsrag.store.queries import GroupedCounts, GroupKey, LoopCounts, OutcomeCount
-from marsrag.store.schema import rollups, runs
+from marsrag.store.schema import rollups
 
 #: The rollup counters that are fields of :class:`LoopCounts` (the others: depth, events, partial ones).
 LOOP_FIELDS = frozenset(
@@ -211,45 +211,10 @@ def _depths_read(scoped: bool, first: bool, last: bool) -> Select[Any]:
 def _edge_counts(connection: Connection, edge: Span, workflow: str | None, by: Sequence[GroupKey]) -> GroupedCounts:
     """A partial day's counts from the raw rows: the reference SQL, each completed run's facts probed.
 
-    The reference (:func:`marsrag.store._metrics_sql.loop_counts`) finds the completed runs' facts on
-    PostgreSQL as sets of run ids made over all history and joined once, the right plan for all history; a
-    partial day holds at most a day of runs, so here each run's facts are probed instead (correlated EXISTS
-    into the covering indexes: what the reference does on SQLite and the writes do for one run, the same
-    facts), which costs that day's runs rather than the history (at 1,000,000 events, about 5 ms for a
-    partial day of 70 runs instead of about 300 ms). The other queries are the reference's own.
+    (At most half a day of runs: probing each costs those runs, where the reference's all-history plan on
+    PostgreSQL would cost the history.)
     """
-    dialect = connection.dialect.name
-    if dialect != "postgresql":
-        return _metrics_sql.loop_counts(connection, edge, workflow, by)
-    connection.exec_driver_sql("SET LOCAL jit = off")  # as the reference does: compiling costs more than it saves
-    counts: dict[tuple[Any, ...], LoopCounts] = defaultdict(LoopCounts)
-    for query in (_metrics_sql._task_query, _metrics_sql._transition_query):
-        for row in connection.execute(query(by, dialect, edge, workflow)).mappings():
-            count = counts[_metrics_sql._key(row, by)]
-            for name in _metrics_sql._COUNTED:
-                if name in row:
-                    setattr(count, name, getattr(count, name) + int(row[name] or 0))
-    for row in connection.execute(_probed_runs(by, dialect, edge, workflow)).mappings():
-        _metrics_sql._add_runs(counts[_metrics_sql._key(row, by)], int(row["code"]), int(row["runs"]))
-    for row in connection.execute(_metrics_sql._depth_query(by, dialect, edge, workflow)).mappings():
-        counts[_metrics_sql._key(row, by)].depths[int(row["depth"])] = int(row["sessions"])
-    return dict(counts)
-
-
-def _probed_runs(by: Sequence[GroupKey], dialect: str, window: Span, workflow: str | None) -> Select[Any]:
-    """The reference's runs query (``_metrics_sql._run_query``: group, code, runs) with the probed facts."""
-    groups = _metrics_sql._groups(by, dialect)
-    source, offers, followed, acted = _metrics_sql._probed_facts()
-    bits = _metrics_sql._OFFERS, _metrics_sql._FOLLOWED, _metrics_sql._ACTED  # what _add_runs reads
-    code = case((offers, bits[0]), else_=0) + case((followed, bits[1]), (acted, bits[2]), else_=0)
-    per_run = (
-        select(*groups, code.label("code"))
-        .select_from(source)
-        .where(runs.c.status == "completed", *_metrics_sql.run_filters(window, workflow))
-        .subquery("per_run")
-    )
-    keys = [per_run.c[key] for key in by]
-    return select(*keys, per_run.c.code, func.count().label("runs")).group_by(*keys, per_run.c.code)
+    return _metrics_sql.loop_counts(connection, edge, workflow, by, probed=True)
 
 
 def _merge(into: LoopCounts, part: LoopCounts, sign: int) -> None:
