@@ -15,12 +15,12 @@ from marsrag.metrics.definitions import Depth, LoopMetrics, Rate
 from marsrag.metrics.window import Window
 from marsrag.store import GroupKey, LoopCounts, RunStore
 
-__all__ = ["GroupKey", "compute_metrics", "metrics_by", "session_depth"]
+__all__ = ["GroupKey", "compute_metrics", "loop_metrics", "metrics_by", "session_depth"]
 
 
 def compute_metrics(store: RunStore, window: Window | None = None, workflow: str | None = None) -> LoopMetrics:
     """The six metrics over ``window`` (default: all history), for one workflow or all."""
-    return metrics_by(store, window, workflow, by=()).get((), _metrics(LoopCounts()))
+    return metrics_by(store, window, workflow, by=()).get((), loop_metrics(LoopCounts()))
 
 
 def metrics_by(
@@ -32,7 +32,7 @@ def metrics_by(
     """
     window = window or Window()
     grouped = store.loop_counts(since=window.since, until=window.until, workflow=workflow, by=by)
-    return {key: _metrics(counts) for key, counts in grouped.items()}
+    return {key: loop_metrics(counts) for key, counts in grouped.items()}
 
 
 def session_depth(store: RunStore, window: Window | None = None, workflow: str | None = None) -> Depth:
@@ -42,7 +42,8 @@ def session_depth(store: RunStore, window: Window | None = None, workflow: str |
     return Depth.from_histogram(store.session_depths(since=window.since, until=window.until, workflow=workflow))
 
 
-def _metrics(count: LoopCounts) -> LoopMetrics:
+def loop_metrics(count: LoopCounts) -> LoopMetrics:
+    """The six metrics of one group's counts."""
     return LoopMetrics(
         loop_schema_pass_rate=Rate(count.first_valid, count.executions),
         loop_follow_rate=Rate(count.followed, count.offering),

@@ -1,8 +1,9 @@
 """The loop events and metrics as Prometheus metric families, read from the database at scrape time.
 
 :class:`LoopMetricsCollector` holds no counts of its own: every ``collect()`` asks the store for the same counts
-as ``marsrag metrics`` (:func:`marsrag.metrics.compute.metrics_by`) and the events per name, so
-any number of stateless server processes over one database export the same numbers, and they are the CLI's.
+as ``marsrag metrics`` and the events per name, in one read (:meth:`marsrag.store.RunStore.metric_totals`: on
+the SQL store one query of the all-time rollup rows), so any number of stateless server processes over one
+database export the same numbers, and they are the CLI's.
 
 Exported families (every gauge but the ``overall`` ones is labelled by ``workflow``, over all history):
 
@@ -25,7 +26,7 @@ from collections.abc import Iterable, Iterator
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from marsrag.metrics.compute import metrics_by, session_depth
+from marsrag.metrics.compute import loop_metrics
 from marsrag.metrics.definitions import DEFINITIONS, RATE_NAMES, Depth, LoopMetrics
 from marsrag.state import EVENT_NAMES
 from marsrag.store import RunStore
@@ -75,12 +76,12 @@ class LoopMetricsCollector(Collector):
         return list(_families())
 
     def collect(self) -> Iterable[Metric]:
-        """Query the database now and return every family with its samples."""
+        """Query the database now (one read) and return every family with its samples."""
         # The store's StoreError ("cannot read the loop metrics in URL: ...") fails the scrape as a whole.
-        counts = event_counts(self.store)
-        per_workflow = metrics_by(self.store, by=("workflow",))
-        overall = overall_session_depth(self.store)
-        return list(_families(counts, per_workflow, overall))
+        totals = self.store.metric_totals()
+        counts = dict.fromkeys(EVENT_NAMES, 0) | totals.events
+        per_workflow = {key: loop_metrics(count) for key, count in totals.per_workflow.items()}
+        return list(_families(counts, per_workflow, Depth.from_histogram(totals.depths)))
 
 
 def loop_metrics_registry(store: RunStore) -> CollectorRegistry:
@@ -96,15 +97,6 @@ def event_counts(store: RunStore) -> dict[str, int]:
     One ``GROUP BY name`` in the store (:meth:`marsrag.store.RunStore.event_counts`), served by an index.
     """
     return dict.fromkeys(EVENT_NAMES, 0) | store.event_counts()
-
-
-def overall_session_depth(store: RunStore) -> Depth:
-    """Session depth over every workflow, all history: ``compute_metrics(store).session_depth``.
-
-    Only the depth query: the rates' overall figures are the sums of the per-workflow numerators and
-    denominators, but a session spanning two workflows counts once here and once in each of them.
-    """
-    return session_depth(store)
 
 
 def _families(

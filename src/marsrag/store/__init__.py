@@ -21,6 +21,7 @@ from marsrag.store.queries import (
     GroupedCounts,
     GroupKey,
     LoopCounts,
+    MetricTotals,
     OutcomeCount,
     TaskFailure,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "GroupedCounts",
     "KnowledgeStore",
     "LoopCounts",
+    "MetricTotals",
     "OutcomeCount",
     "Rankings",
     "RunStore",

@@ -24,7 +24,7 @@ import marsrag.store._metrics_sql as _metrics_sql
 from marsrag.store._metrics_sql import Ranked, Span
 from marsrag.store._rollups import ALL_TIME, DEPTH_PREFIX, EVENT_PREFIX, EVERY
 from marsrag.store._rows import as_utc
-from marsrag.store.queries import GroupedCounts, GroupKey, LoopCounts, OutcomeCount
+from marsrag.store.queries import GroupedCounts, GroupKey, LoopCounts, MetricTotals, OutcomeCount
 from marsrag.store.schema import rollups
 
 #: The rollup counters that are fields of :class:`LoopCounts` (the others: depth, events, partial ones).
@@ -257,6 +257,38 @@ def event_counts(connection: Connection) -> dict[str, int]:
     """Stored events per name, all history, from the rollups."""
     rows = _summed(connection, Days(None, None), (), rollups.c.workflow == EVERY, rollups.c.counter.like("event:%"))
     return {row["counter"].removeprefix(EVENT_PREFIX): int(row["n"]) for row in rows}
+
+
+@cache
+def _totals_read() -> Select[Any]:
+    """``SELECT workflow, counter, sum(n)`` of the all-time rows: everything a scrape exports, in one query."""
+    return (
+        select(rollups.c.workflow, rollups.c.counter, func.sum(rollups.c.n))
+        .where(rollups.c.day == ALL_TIME)
+        .group_by(rollups.c.workflow, rollups.c.counter)
+    )
+
+
+def totals(connection: Connection) -> MetricTotals:
+    """All history: what :func:`loop_counts` by workflow, :func:`session_depths` and :func:`event_counts` give."""
+    found = MetricTotals()
+    per_workflow: dict[tuple[Any, ...], LoopCounts] = defaultdict(LoopCounts)
+    for flow, counter, n in connection.execute(_totals_read()):
+        if not n:
+            continue
+        if flow == EVERY:
+            # Workflow '' holds the events and the session depths over every workflow.
+            if counter.startswith(EVENT_PREFIX):
+                found.events[counter.removeprefix(EVENT_PREFIX)] = int(n)
+            elif counter.startswith(DEPTH_PREFIX):
+                found.depths[int(counter.removeprefix(DEPTH_PREFIX))] = int(n)
+        elif counter.startswith(DEPTH_PREFIX):
+            per_workflow[(flow,)].depths[int(counter.removeprefix(DEPTH_PREFIX))] = int(n)
+        elif counter in LOOP_FIELDS:
+            count = per_workflow[(flow,)]
+            setattr(count, counter, getattr(count, counter) + int(n))
+    found.per_workflow = {key: count for key, count in per_workflow.items() if count != LoopCounts()}
+    return found
 
 
 def workflow_names(connection: Connection) -> set[str]:

@@ -23,6 +23,7 @@ from marsrag.store.queries import (
     GroupedCounts,
     GroupKey,
     Holder,
+    MetricTotals,
     OutcomeCount,
     TaskFailure,
 )
@@ -240,6 +241,18 @@ class RunStore(ABC):
     @abstractmethod
     def event_counts(self, *, from_rows: bool = False) -> dict[str, int]:
         """Stored events per event name, all history (a name with no event is absent)."""
+
+    def metric_totals(self, *, from_rows: bool = False) -> MetricTotals:
+        """All history's counts per workflow, session depths over every workflow and events per name, at once.
+
+        What :meth:`loop_counts` by workflow, :meth:`session_depths` and :meth:`event_counts` return; a store
+        may read them in one go (the SQL store: one query of the all-time rollup rows).
+        """
+        return MetricTotals(
+            self.loop_counts(by=("workflow",), from_rows=from_rows),
+            self.session_depths(from_rows=from_rows),
+            self.event_counts(from_rows=from_rows),
+        )
 
     @abstractmethod
     def task_failures(

@@ -23,6 +23,7 @@ __all__ = [
     "GroupedCounts",
     "Holder",
     "LoopCounts",
+    "MetricTotals",
     "OutcomeCount",
     "TaskFailure",
 ]
@@ -52,6 +53,16 @@ class LoopCounts:
 
 #: Group key (a tuple in the order of ``by``; days as :class:`datetime.date`) -> its counts.
 GroupedCounts = dict[tuple[Any, ...], LoopCounts]
+
+
+@dataclass
+class MetricTotals:
+    """All history at once, what a Prometheus scrape exports: the counts per workflow (keys ``(workflow,)``), the
+    session depth histogram over every workflow (a session spanning two counts once) and the events per name."""
+
+    per_workflow: GroupedCounts = field(default_factory=dict)
+    depths: dict[int, int] = field(default_factory=dict)
+    events: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

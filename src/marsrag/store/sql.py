@@ -33,7 +33,7 @@ from marsrag.store._migrate import ensure_schema
 from marsrag.store._prepared import Cursor, Prepared
 from marsrag.store._rollups import Tally, TaskFacts
 from marsrag.store.base import RETRY_DELAYS, KnowledgeStore, Rankings, RunStore
-from marsrag.store.queries import Claim, GroupedCounts, GroupKey, Holder, TaskFailure
+from marsrag.store.queries import Claim, GroupedCounts, GroupKey, Holder, MetricTotals, TaskFailure
 from marsrag.store.schema import attempts, events, runs, task_states, transitions
 
 # Write statements built once: building the expression each call cost more than executing it on SQLite.
@@ -741,6 +741,12 @@ class SqlRunStore(RunStore):
             "read the loop metrics",
             lambda connection: (_metrics_sql.event_counts if from_rows else _rollup_reads.event_counts)(connection),
         )
+
+    def metric_totals(self, *, from_rows: bool = False) -> MetricTotals:
+        """All history's counts at once (see RunStore): one read, one query of the all-time rollup rows."""
+        if from_rows:
+            return super().metric_totals(from_rows=True)
+        return self._reading("read the loop metrics", _rollup_reads.totals)
 
     def task_failures(
         self,

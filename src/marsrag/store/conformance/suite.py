@@ -749,6 +749,16 @@ class RunStoreConformance:
                     ]
             assert store.event_counts() == store.event_counts(from_rows=True)
 
+    def test_metric_totals_are_the_all_history_reads_at_once(self, store: RunStore) -> None:
+        """One read of what a scrape exports: the counts per workflow, the pooled depths and the events."""
+        self.history(store)
+        for from_rows in (False, True):
+            totals = store.metric_totals(from_rows=from_rows)
+            assert totals.per_workflow == store.loop_counts(by=("workflow",), from_rows=True)
+            assert totals.depths == store.session_depths(from_rows=True) == {1: 2, 2: 1}
+            assert totals.events == store.event_counts(from_rows=True)
+            assert sum(totals.events.values()) == 3
+
     def test_event_counts_are_per_name(self, store: RunStore) -> None:
         """Stored events per name, names with none absent."""
         self.history(store)
