@@ -19,15 +19,14 @@ Everything else the store does goes through SQLAlchemy Core as usual.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection
 from sqlalchemy.engine import Dialect
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import ClauseElement
 
+from marsrag.store._engine import dbapi_error
 from marsrag.text import has_unstorable, storable
 
 Params = tuple[Any, ...] | dict[str, Any]
@@ -84,32 +83,24 @@ class Cursor:
     def one(self, prepared: Prepared, values: Mapping[str, Any]) -> tuple[Any, ...] | None:
         """Execute with one row of values; the first returned row (None when none)."""
         params = prepared.params(values)
-        with self._errors(prepared, params):
-            self._cursor.execute(prepared.sql, params)
-            return prepared.row(self._cursor.fetchone() if self._cursor.description else None)
+        cursor = self._cursor
+        # try/except, not a context manager: this runs several times per commit.
+        try:
+            cursor.execute(prepared.sql, params)
+            return prepared.row(cursor.fetchone() if cursor.description else None)
+        except self._connection.dialect.loaded_dbapi.Error as error:
+            raise dbapi_error(self._connection, prepared.sql, params, error, cursor) from error
 
     def many(self, prepared: Prepared, rows: Sequence[Mapping[str, Any]]) -> None:
         """Execute once per row of values (one ``executemany``)."""
         if not rows:
             return
         params = [prepared.params(values) for values in rows]
-        with self._errors(prepared, params):
+        try:
             self._cursor.executemany(prepared.sql, params)
+        except self._connection.dialect.loaded_dbapi.Error as error:
+            raise dbapi_error(self._connection, prepared.sql, params, error, self._cursor) from error
 
     def close(self) -> None:
         """Close the cursor (the connection stays with SQLAlchemy)."""
         self._cursor.close()
-
-    @contextmanager
-    def _errors(self, prepared: Prepared, params: Any) -> Iterator[None]:
-        dialect = self._connection.dialect
-        base = dialect.loaded_dbapi.Error
-        try:
-            yield
-        except base as error:
-            lost = dialect.is_disconnect(error, self._connection.connection.dbapi_connection, self._cursor)
-            if lost:
-                self._connection.invalidate(error)
-            raise DBAPIError.instance(
-                prepared.sql, params, error, base, connection_invalidated=lost, dialect=dialect
-            ) from error
