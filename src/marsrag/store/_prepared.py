@@ -21,11 +21,13 @@ Everything else the store does goes through SQLAlchemy Core as usual.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
-from operator import itemgetter
+from datetime import date, datetime
+from operator import attrgetter, itemgetter
 from typing import Any
 
-from sqlalchemy import JSON, Connection
+from sqlalchemy import JSON, Connection, Date, DateTime
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.types import TypeEngine
@@ -93,12 +95,35 @@ class Prepared:
 
 def _converter(type_: TypeEngine[Any], dialect: Dialect) -> Callable[[Any], Any] | None:
     """The bind processor of ``type_`` on ``dialect`` (None when values go as they are)."""
-    convert = type_.dialect_impl(dialect).bind_processor(dialect)
-    if convert is None or not isinstance(type_, JSON):
+    impl = type_.dialect_impl(dialect)
+    convert = impl.bind_processor(dialect)
+    if convert is None:
+        return None
+    if isinstance(type_, JSON):
+        # An empty list is most JSON values of a commit (no errors, no citations): serialized once, not each time.
+        empty = convert([])
+        return lambda value: empty if type(value) is list and not value else convert(value)
+    storage = getattr(impl, "_storage_format", None)  # SQLite's DATETIME and DATE: text in this format
+    if isinstance(storage, str) and isinstance(type_, DateTime | Date):
+        return _formatted(convert, storage, datetime if isinstance(type_, DateTime) else date)
+    return convert
+
+
+_FIELD = re.compile(r"%\((\w+)\)")
+
+
+def _formatted(convert: Callable[[Any], Any], storage: str, kind: type[date]) -> Callable[[Any], Any]:
+    """``convert`` (SQLite's processor of a date or datetime type), faster for values of exactly ``kind``.
+
+    SQLAlchemy fills the storage format from a dict per value; the same format filled from a tuple of the
+    value's fields takes half the time. Any other value (None, a subclass) goes to ``convert``, and so does
+    every value if the two disagree on a probe.
+    """
+    positional, fields = _FIELD.sub("%", storage), attrgetter(*_FIELD.findall(storage))
+    probe = datetime(2001, 2, 3, 4, 5, 6, 7) if kind is datetime else date(2001, 2, 3)
+    if positional % fields(probe) != convert(probe):
         return convert
-    # An empty list is most JSON values of a commit (no errors, no citations): serialized once, not each time.
-    empty = convert([])
-    return lambda value: empty if type(value) is list and not value else convert(value)
+    return lambda value: positional % fields(value) if type(value) is kind else convert(value)
 
 
 class Cursor:
