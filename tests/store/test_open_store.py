@@ -9,14 +9,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from sqlalchemy import Connection, func, select
 from sqlalchemy.engine import make_url
 
 from marsrag.errors import StoreError
 from marsrag.paths import data_dir
-from marsrag.store import default_db_url, open_store
+from marsrag.store import _engine, default_db_url, open_store
 from marsrag.store._migrate import HEAD, MIGRATIONS
+from marsrag.store.schema import metadata
 from marsrag.store.sql import SqlRunStore
-from tests.store.records import run
+from tests.store.records import event, run, task, transition
 
 
 def store_error(url: str) -> str:
@@ -93,6 +95,45 @@ def test_sqlite_creates_the_data_directory_and_sets_wal_busy_timeout_and_foreign
             ]
     assert pragmas == ["wal", 30_000, 1]
     assert path.is_file()
+
+
+def test_a_task_commit_takes_the_write_lock_as_it_begins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The task commit's BEGIN IMMEDIATE (sent to the DBAPI connection) waits for another writer's lock; one it
+    cannot get within the busy timeout is a one-line StoreError, and the store writes on once the lock is free."""
+    monkeypatch.setattr(_engine, "SQLITE_BUSY_TIMEOUT_MS", 50)
+    path = tmp_path / "runs.db"
+    with open_store(f"sqlite:///{path}") as opened:
+        opened.create_run(run())
+        other = sqlite3.connect(path, isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")
+            with pytest.raises(StoreError, match=r"^cannot save task 't1' of run 'run-1' in .*: database is locked$"):
+                opened.save_task(task())
+            other.execute("ROLLBACK")
+        finally:
+            other.close()
+        opened.save_task(task())
+        assert [state.task_id for state in opened.get_tasks("run-1")] == ["t1"]
+
+
+def test_a_task_commit_failing_after_its_first_rows_stores_none_of_them(tmp_path: Path) -> None:
+    """The task commit is one transaction though its BEGIN bypasses SQLAlchemy: a transition it cannot insert
+    (its run does not exist) leaves no task, attempt, event or rollup of the commit behind."""
+    with open_store(f"sqlite:///{tmp_path / 'runs.db'}") as opened:
+        assert isinstance(opened, SqlRunStore)
+        opened.create_run(run())
+        with opened.engine.connect() as connection:
+            before = {name: count(connection, name) for name in ("task_states", "attempts", "events", "rollups")}
+        with pytest.raises(StoreError, match="FOREIGN KEY constraint failed"):
+            opened.save_task(task(), [event()], transition=transition(run_id="no-such-run"))
+        with opened.engine.connect() as connection:
+            after = {name: count(connection, name) for name in before}
+    assert after == before
+
+
+def count(connection: Connection, table: str) -> int:
+    """The rows in one of the store's tables."""
+    return int(connection.execute(select(func.count()).select_from(metadata.tables[table])).scalar_one())
 
 
 def test_a_file_that_is_not_a_database_raises_store_error(tmp_path: Path) -> None:

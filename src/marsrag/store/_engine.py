@@ -1,8 +1,9 @@
 """Database URLs and engines: which URLs the store accepts, and how each backend's connections are set up.
 
-SQLite gets WAL, a generous busy timeout and enforced foreign keys on every new connection, and SQLAlchemy
-(not the sqlite3 module) emits ``BEGIN``: deferred for reads, ``BEGIN IMMEDIATE`` for writes, so concurrent
-writers queue on the busy timeout instead of failing when a read lock cannot be upgraded. PostgreSQL gets a
+SQLite gets WAL, a generous busy timeout and enforced foreign keys on every new connection, and SQLAlchemy's
+"begin" event (not the sqlite3 module) emits ``BEGIN``: deferred for reads, ``BEGIN IMMEDIATE`` for writes, so
+concurrent writers queue on the busy timeout instead of failing when a read lock cannot be upgraded; the task
+commit's writes send their ``BEGIN IMMEDIATE`` straight to the DBAPI connection (:data:`DIRECT`). PostgreSQL gets a
 short connect timeout (an unreachable server fails fast) and pre-ping (a restarted server is survived).
 Both replace lone surrogates and NULs in text parameters by U+FFFD (see :func:`_valid_unicode`).
 """
@@ -16,7 +17,8 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, Connection, make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.engine.interfaces import DBAPIModule
+from sqlalchemy.exc import ArgumentError, DBAPIError, StatementError
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from marsrag.errors import StoreUnavailableError
@@ -26,6 +28,10 @@ from marsrag.text import has_unstorable, storable
 
 #: Execution option marking a connection that writes; on SQLite it begins with ``BEGIN IMMEDIATE``.
 WRITE_OPTION = "marsrag_write"
+#: :data:`WRITE_OPTION`'s value for a write whose ``BEGIN IMMEDIATE`` goes to the DBAPI connection, not through
+#: SQLAlchemy's statement execution, which costs several times SQLite's BEGIN: the task commit's, whose other
+#: statements run on the DBAPI cursor too (see marsrag.store._prepared). Errors are translated as SQLAlchemy does.
+DIRECT = "direct"
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 POSTGRES_CONNECT_TIMEOUT_S = 5
@@ -142,8 +148,36 @@ def _switch_to_wal(cursor: Any) -> None:
 def _sqlite_begin(connection: Connection) -> None:
     # A deferred transaction that later writes fails at once (SQLITE_BUSY) when another connection wrote in
     # between; taking the write lock up front makes writers wait their turn on busy_timeout instead.
-    immediate = connection.get_execution_options().get(WRITE_OPTION, False)
-    connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+    mode = connection.get_execution_options().get(WRITE_OPTION, False)
+    if mode == DIRECT:
+        _begin_directly(connection, "BEGIN IMMEDIATE")
+    else:
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if mode else "BEGIN")
+
+
+def _begin_directly(connection: Connection, statement: str) -> None:
+    """Run ``statement`` on the connection's DBAPI connection, a DBAPI error raised as SQLAlchemy's own."""
+    dbapi_connection = connection.connection.driver_connection
+    try:
+        dbapi_connection.execute(statement)  # type: ignore[union-attr]
+    except connection.dialect.loaded_dbapi.Error as error:
+        raise dbapi_error(connection, statement, (), error) from error
+
+
+def dbapi_error(
+    connection: Connection, statement: str, params: Any, error: DBAPIModule.Error, cursor: Any = None
+) -> StatementError:
+    """A DBAPI error of ``statement`` as SQLAlchemy's ``execute`` raises it (a ``DBAPIError``), marked when lost.
+
+    When the dialect says the connection was lost, the connection is invalidated and the error marked, so the
+    store's retries see what they would have seen.
+    """
+    dialect = connection.dialect
+    lost = dialect.is_disconnect(error, connection.connection.dbapi_connection, cursor)
+    if lost:
+        connection.invalidate(error)
+    base = dialect.loaded_dbapi.Error
+    return DBAPIError.instance(statement, params, error, base, connection_invalidated=lost, dialect=dialect)
 
 
 def _postgres_engine(url: URL) -> Engine:

@@ -5,11 +5,13 @@ SQLite takes to run one (about 35 us against 2-8 us; ``bench/store_bench.py`` me
 statements the store compiles the SQL once per dialect and, at each commit:
 
 - converts the parameters with the bind processors of the columns' own SQLAlchemy types, the ones an ordinary
-  ``execute`` applies, so the stored values are the same and read back the same through SQLAlchemy;
+  ``execute`` applies, so the stored values are the same and read back the same through SQLAlchemy (an empty
+  JSON list, most of a commit's JSON values, is serialized once per statement, not once per value);
 - applies the engine's text guard (``marsrag.text.storable``: a NUL or lone surrogate becomes U+FFFD), which an
   ordinary ``execute`` applies in its ``before_cursor_execute`` hook;
-- runs them on the DBAPI cursor of the connection, inside the SQLAlchemy transaction (which began it and will
-  commit or roll it back);
+- runs them on the DBAPI cursor of the connection, inside the SQLAlchemy transaction (which began it, on SQLite
+  with a ``BEGIN IMMEDIATE`` sent to the DBAPI connection too, see ``_engine.DIRECT``, and will commit or roll
+  it back);
 - re-raises a database error as SQLAlchemy's own (``DBAPIError.instance``), marked (and the connection
   invalidated) when the dialect says the connection was lost, so the store's retries see what they would
   have seen.
@@ -19,15 +21,18 @@ Everything else the store does goes through SQLAlchemy Core as usual.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+import re
+from collections.abc import Callable, Mapping, Sequence
+from datetime import date, datetime
+from operator import attrgetter, itemgetter
 from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import JSON, Connection, Date, DateTime
 from sqlalchemy.engine import Dialect
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import ClauseElement
+from sqlalchemy.types import TypeEngine
 
+from marsrag.store._engine import dbapi_error
 from marsrag.text import has_unstorable, storable
 
 Params = tuple[Any, ...] | dict[str, Any]
@@ -45,33 +50,80 @@ class Prepared:
         order = compiled.positiontup  # type: ignore[attr-defined]  # the binds in order, when positional
         names = list(order or ()) if self._positional else list(binds)
         self._names = names
-        processors = [binds[name].type.dialect_impl(dialect).bind_processor(dialect) for name in names]
+        processors = [_converter(binds[name].type, dialect) for name in names]
         self._converting = [(index, convert) for index, convert in enumerate(processors) if convert is not None]
         # Values written into the statement itself (``status == "running"``) are binds with a value of their own.
         self._fixed = {name: binds[name].effective_value for name in names}
+        # Without such values (an INSERT's rows, the heartbeat) a row's values are fetched in one C call; a
+        # missing one is a KeyError, as SQLAlchemy refuses a required bind without a value.
+        everyone_given = len(names) > 1 and all(binds[name].required for name in names)
+        self._fetch = itemgetter(*names) if everyone_given else None
         returned = getattr(statement, "_returning", ()) or ()
         self._results = [column.type.dialect_impl(dialect).result_processor(dialect, None) for column in returned]
 
     def params(self, values: Mapping[str, Any]) -> Params:
         """The DBAPI parameters for one row of values (by bind name)."""
-        fixed = self._fixed
-        out = [values[name] if name in values else fixed[name] for name in self._names]
-        for index, convert in self._converting:
-            out[index] = convert(out[index])
-        texts = [value for value in out if type(value) is str]
-        # One check of all the row's text in C for the common case (ASCII, no NUL), else value by value.
-        joined = "".join(texts)
+        return self.params_of((values,))[0]
+
+    def params_of(self, rows: Sequence[Mapping[str, Any]]) -> list[Params]:
+        """The DBAPI parameters for rows of values (by bind name), in order."""
+        if self._fetch is not None:
+            fetch = self._fetch
+            lists = [list(fetch(values)) for values in rows]
+        else:
+            fixed, names = self._fixed, self._names
+            lists = [[values[name] if name in values else fixed[name] for name in names] for values in rows]
+        converting = self._converting
+        for out in lists:
+            for index, convert in converting:
+                out[index] = convert(out[index])
+        # One check of all the rows' text in C for the common case (ASCII, no NUL), else value by value.
+        joined = "".join([value for out in lists for value in out if type(value) is str])
         if not joined.isascii() or "\x00" in joined:
-            out = [storable(v) if type(v) is str and has_unstorable(v) else v for v in out]
+            lists = [[storable(v) if type(v) is str and has_unstorable(v) else v for v in out] for out in lists]
         if self._positional:
-            return tuple(out)
-        return dict(zip(self._names, out, strict=True))
+            return [tuple(out) for out in lists]
+        names = self._names
+        return [dict(zip(names, out, strict=True)) for out in lists]
 
     def row(self, raw: Sequence[Any] | None) -> tuple[Any, ...] | None:
         """A returned row with its columns converted as SQLAlchemy would (None stays None)."""
         if raw is None:
             return None
         return tuple(convert(value) if convert else value for convert, value in zip(self._results, raw, strict=True))
+
+
+def _converter(type_: TypeEngine[Any], dialect: Dialect) -> Callable[[Any], Any] | None:
+    """The bind processor of ``type_`` on ``dialect`` (None when values go as they are)."""
+    impl = type_.dialect_impl(dialect)
+    convert = impl.bind_processor(dialect)
+    if convert is None:
+        return None
+    if isinstance(type_, JSON):
+        # An empty list is most JSON values of a commit (no errors, no citations): serialized once, not each time.
+        empty = convert([])
+        return lambda value: empty if type(value) is list and not value else convert(value)
+    storage = getattr(impl, "_storage_format", None)  # SQLite's DATETIME and DATE: text in this format
+    if isinstance(storage, str) and isinstance(type_, DateTime | Date):
+        return _formatted(convert, storage, datetime if isinstance(type_, DateTime) else date)
+    return convert
+
+
+_FIELD = re.compile(r"%\((\w+)\)")
+
+
+def _formatted(convert: Callable[[Any], Any], storage: str, kind: type[date]) -> Callable[[Any], Any]:
+    """``convert`` (SQLite's processor of a date or datetime type), faster for values of exactly ``kind``.
+
+    SQLAlchemy fills the storage format from a dict per value; the same format filled from a tuple of the
+    value's fields takes half the time. Any other value (None, a subclass) goes to ``convert``, and so does
+    every value if the two disagree on a probe.
+    """
+    positional, fields = _FIELD.sub("%", storage), attrgetter(*_FIELD.findall(storage))
+    probe = datetime(2001, 2, 3, 4, 5, 6, 7) if kind is datetime else date(2001, 2, 3)
+    if positional % fields(probe) != convert(probe):
+        return convert
+    return lambda value: positional % fields(value) if type(value) is kind else convert(value)
 
 
 class Cursor:
@@ -84,32 +136,24 @@ class Cursor:
     def one(self, prepared: Prepared, values: Mapping[str, Any]) -> tuple[Any, ...] | None:
         """Execute with one row of values; the first returned row (None when none)."""
         params = prepared.params(values)
-        with self._errors(prepared, params):
-            self._cursor.execute(prepared.sql, params)
-            return prepared.row(self._cursor.fetchone() if self._cursor.description else None)
+        cursor = self._cursor
+        # try/except, not a context manager: this runs several times per commit.
+        try:
+            cursor.execute(prepared.sql, params)
+            return prepared.row(cursor.fetchone() if cursor.description else None)
+        except self._connection.dialect.loaded_dbapi.Error as error:
+            raise dbapi_error(self._connection, prepared.sql, params, error, cursor) from error
 
     def many(self, prepared: Prepared, rows: Sequence[Mapping[str, Any]]) -> None:
         """Execute once per row of values (one ``executemany``)."""
         if not rows:
             return
-        params = [prepared.params(values) for values in rows]
-        with self._errors(prepared, params):
+        params = prepared.params_of(rows)
+        try:
             self._cursor.executemany(prepared.sql, params)
+        except self._connection.dialect.loaded_dbapi.Error as error:
+            raise dbapi_error(self._connection, prepared.sql, params, error, self._cursor) from error
 
     def close(self) -> None:
         """Close the cursor (the connection stays with SQLAlchemy)."""
         self._cursor.close()
-
-    @contextmanager
-    def _errors(self, prepared: Prepared, params: Any) -> Iterator[None]:
-        dialect = self._connection.dialect
-        base = dialect.loaded_dbapi.Error
-        try:
-            yield
-        except base as error:
-            lost = dialect.is_disconnect(error, self._connection.connection.dbapi_connection, self._cursor)
-            if lost:
-                self._connection.invalidate(error)
-            raise DBAPIError.instance(
-                prepared.sql, params, error, base, connection_invalidated=lost, dialect=dialect
-            ) from error

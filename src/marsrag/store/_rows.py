@@ -51,7 +51,10 @@ def as_utc(moment: datetime) -> datetime:
     Both directions use it: a datetime is stored in UTC (SQLite keeps no offset, so every value must share
     one), and a stored one comes back naive from SQLite.
     """
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    zone = moment.tzinfo
+    if zone is UTC:  # most moments (utcnow's): already as wanted, and a datetime is immutable
+        return moment
+    return moment.replace(tzinfo=UTC) if zone is None else moment.astimezone(UTC)
 
 
 def check_major(version: str, what: str) -> None:
