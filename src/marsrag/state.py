@@ -29,19 +29,27 @@ AttemptKind = Literal["answer", "repair", "operator_repair", "regenerate"]
 FALLBACK_HOOK = "What is the single most important next step to resolve the current uncertainty?"
 
 
+class Record(BaseModel):
+    """The base of the records: each model's validator is built on its first use, not at import."""
+
+    # Building the ten models' validators is most of importing this module (about 30 ms), and a read-only
+    # command (metrics, runs list) uses one or two of them, if any.
+    model_config = ConfigDict(defer_build=True)
+
+
 def utcnow() -> datetime:
     """Now, timezone-aware (UTC)."""
     return datetime.now(UTC)
 
 
-class Validation(BaseModel):
+class Validation(Record):
     """``validation`` of spec section 4: the status and errors of the task's final attempt."""
 
     status: ValidationStatus
     errors: list[ContractIssue] = Field(default_factory=list)
 
 
-class LoopFields(BaseModel):
+class LoopFields(Record):
     """``loop_output`` of spec section 4: the five fields, None where the final attempt had none."""
 
     hook: str | None = None
@@ -55,7 +63,7 @@ class LoopFields(BaseModel):
         return render_sections(self.model_dump())
 
 
-class Routing(BaseModel):
+class Routing(Record):
     """``routing`` of spec section 4: where the loop points next."""
 
     next_agent: str | None = None
@@ -63,7 +71,7 @@ class Routing(BaseModel):
     next_workflow: str | None = None
 
 
-class AttemptRecord(BaseModel):
+class AttemptRecord(Record):
     """One answer of a task (1 = first, 2 = in-run repair, 3+ = operator actions): its raw text and verdict.
 
     The verdict of a ``regenerate`` attempt is that of the merged output (its raw text holds only the
@@ -93,14 +101,14 @@ class AttemptRecord(BaseModel):
     finish_reason: str | None = None
 
 
-class Retrieval(BaseModel):
+class Retrieval(Record):
     """The retrieval step of a task: the hook-derived query and what came back."""
 
     query: str
     results: list[dict[str, Any]] = Field(default_factory=list)
 
 
-class Citation(BaseModel):
+class Citation(Record):
     """A numbered source marker (``[1]``) in a task's text, resolved to the passage it names.
 
     ``source`` and ``chunk_id`` are those of the passage's entry in the task's ``retrieval.results``;
@@ -113,7 +121,7 @@ class Citation(BaseModel):
     fields: list[str] = Field(default_factory=list)
 
 
-class TaskState(BaseModel):
+class TaskState(Record):
     """One task's runtime state, exactly the shape of spec section 4 plus attempts, hook source, retrieval."""
 
     run_id: str
@@ -143,7 +151,7 @@ class TaskState(BaseModel):
         )
 
 
-class TransitionRecord(BaseModel):
+class TransitionRecord(Record):
     """A handoff between two tasks (spec section 3 transition metadata)."""
 
     run_id: str
@@ -156,7 +164,7 @@ class TransitionRecord(BaseModel):
     created_at: datetime = Field(default_factory=utcnow)
 
 
-class RunRecord(BaseModel):
+class RunRecord(Record):
     """A run of a workflow for a goal, in a session."""
 
     run_id: str
@@ -189,7 +197,7 @@ EventName = Literal[
 EVENT_NAMES: tuple[str, ...] = EventName.__args__  # type: ignore[attr-defined]
 
 
-class LoopEvent(BaseModel):
+class LoopEvent(Record):
     """One event of spec section 8: flat, with the same fields for every name (null where not applicable)."""
 
     model_config = ConfigDict(frozen=True)
