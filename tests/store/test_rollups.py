@@ -389,3 +389,18 @@ def test_a_window_is_whole_days_and_the_shorter_part_of_each_partial_day(
 
 def _utc(moment: str | None) -> datetime | None:
     return datetime.fromisoformat(moment).replace(tzinfo=UTC) if moment else None
+
+
+def test_a_downgrade_to_0010_keeps_the_day_rows_only(db_url: str) -> None:
+    """0010 reads all history as the sum of every row: its rollups are the day rows, the all-time ones gone."""
+    with open_store(db_url) as store:
+        apply(store, HISTORY)
+        assert isinstance(store, SqlRunStore)
+        with store.engine.connect() as connection:
+            rows = [tuple(row) for row in connection.execute(select(rollups))]
+    days = sorted(row for row in rows if row[1] != ALL_TIME)
+    assert days and len(days) < len(rows)
+    with at_revision(db_url, "0010", downgrade=True) as connection:
+        assert sorted(tuple(row) for row in connection.execute(select(rollups))) == days
+    with open_store(db_url) as reopened:  # back at the head: recounted, all-time rows again
+        assert_rollups_match(reopened)

@@ -206,8 +206,9 @@ rollups = Table(
     Column("counter", String, nullable=False),
     Column("shard", Integer, nullable=False),
     Column("n", BigInteger, nullable=False),
-    # No other index: the table holds a few rows per workflow, day and counter, which a read scans whole.
-    PrimaryKeyConstraint("workflow", "day", "task", "counter", "shard", name="pk_rollups"),
+    # Day first (migration 0011): an all-history read (the all-time rows) and a window's (a range of days) read
+    # only their rows. No other index: what else is read is a few rows per workflow, day and counter.
+    PrimaryKeyConstraint("day", "workflow", "task", "counter", "shard", name="pk_rollups"),
 )
 
 # The knowledge base: one row per ingested file, its text cut into chunks (see marsrag.rag).
