@@ -7,7 +7,6 @@ is thread-safe, so one store serves every thread of a process.
 from __future__ import annotations
 
 import os
-import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -92,9 +91,9 @@ _COMMIT_ID = select(task_states.c.commit_id).where(
 )
 _RUN_FOR_UPDATE = select(runs).where(runs.c.run_id == bindparam("run_id")).with_for_update()
 #: Rollup shards a store writes to (see marsrag.store._rollups): 1 is one row per counter. With 8 concurrent
-#: writers (bench/store_bench.py), per-writer rows (8) wrote 0.73x as fast on SQLite (its writers queue on one
-#: lock anyway, and each commit upserts into a larger index) and 1.06x on PostgreSQL, within noise, while every
-#: read sums 8 times the rows: so one row per counter.
+#: writers (bench/store_bench.py), per-writer rows (8) wrote 0.73-1.12x as fast as one row per counter on SQLite
+#: (its writers queue on one lock anyway) and 1.06-1.20x on PostgreSQL, over three runs on a busy machine, while
+#: every read sums 8 times the rows: so one row per counter.
 ROLLUP_SHARDS = 1
 
 Result = TypeVar("Result")
@@ -388,8 +387,9 @@ class SqlRunStore(RunStore):
             HolderLostError: ``holder`` no longer holds the run or the task.
         """
         key = {"run_id": state.run_id, "task_id": state.task_id}
-        # Random like a uuid4's hex, without building a UUID (a measurable part of the commit).
-        token = secrets.token_hex(16)
+        # Random like a uuid4's hex, without building a UUID (a measurable part of the commit); what
+        # secrets.token_hex(16) returns, without importing secrets (and random, hmac) on every command's start.
+        token = os.urandom(16).hex()
         row = {**_rows.task_row(state), "commit_id": token}
         new = TaskFacts.of(state.validation.status, [(a.number, a.status, a.kind) for a in state.attempts])
 
