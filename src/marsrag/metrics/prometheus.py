@@ -79,7 +79,7 @@ class LoopMetricsCollector(Collector):
         """Query the database now (one read) and return every family with its samples."""
         # The store's StoreError ("cannot read the loop metrics in URL: ...") fails the scrape as a whole.
         totals = self.store.metric_totals()
-        counts = dict.fromkeys(EVENT_NAMES, 0) | totals.events
+        counts = _every_name(totals.events)
         per_workflow = {key: loop_metrics(count) for key, count in totals.per_workflow.items()}
         return list(_families(counts, per_workflow, Depth.from_histogram(totals.depths)))
 
@@ -96,7 +96,12 @@ def event_counts(store: RunStore) -> dict[str, int]:
 
     One ``GROUP BY name`` in the store (:meth:`marsrag.store.RunStore.event_counts`), served by an index.
     """
-    return dict.fromkeys(EVENT_NAMES, 0) | store.event_counts()
+    return _every_name(store.event_counts())
+
+
+def _every_name(counts: dict[str, int]) -> dict[str, int]:
+    """Events per name with every name of :data:`EVENT_NAMES` present (0 when none stored)."""
+    return dict.fromkeys(EVENT_NAMES, 0) | counts
 
 
 def _families(

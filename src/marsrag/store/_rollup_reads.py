@@ -117,12 +117,7 @@ def loop_counts(connection: Connection, window: Span, workflow: str | None, by: 
             counter, n = row[width], row[width + 1]
             if not n:
                 continue
-            count = counts[_key(row[:width], by)]
-            if counter.startswith(DEPTH_PREFIX):
-                size = int(counter.removeprefix(DEPTH_PREFIX))
-                count.depths[size] = count.depths.get(size, 0) + int(n)
-            elif counter in LOOP_FIELDS:
-                setattr(count, counter, getattr(count, counter) + int(n))
+            _count(counts[_key(row[:width], by)], counter, int(n))
     for edge in edges:
         for key, part in _edge_counts(connection, edge.span, workflow, by).items():
             _merge(counts[key], part, edge.sign)
@@ -130,6 +125,15 @@ def loop_counts(connection: Connection, window: Span, workflow: str | None, by: 
     if not by:
         result.setdefault((), LoopCounts())
     return result
+
+
+def _count(into: LoopCounts, counter: str, n: int) -> None:
+    """Add ``n`` of a rollup counter to a group's counts: a depth to its histogram; one not in LoopCounts: skipped."""
+    if counter.startswith(DEPTH_PREFIX):
+        size = int(counter.removeprefix(DEPTH_PREFIX))
+        into.depths[size] = into.depths.get(size, 0) + n
+    elif counter in LOOP_FIELDS:
+        setattr(into, counter, getattr(into, counter) + n)
 
 
 # The reads' parameters. Each read's statement is built once per shape (grouping, filters): building and keying
@@ -282,11 +286,8 @@ def totals(connection: Connection) -> MetricTotals:
                 found.events[counter.removeprefix(EVENT_PREFIX)] = int(n)
             elif counter.startswith(DEPTH_PREFIX):
                 found.depths[int(counter.removeprefix(DEPTH_PREFIX))] = int(n)
-        elif counter.startswith(DEPTH_PREFIX):
-            per_workflow[(flow,)].depths[int(counter.removeprefix(DEPTH_PREFIX))] = int(n)
-        elif counter in LOOP_FIELDS:
-            count = per_workflow[(flow,)]
-            setattr(count, counter, getattr(count, counter) + int(n))
+        else:
+            _count(per_workflow[(flow,)], counter, int(n))
     found.per_workflow = {key: count for key, count in per_workflow.items() if count != LoopCounts()}
     return found
 
