@@ -58,9 +58,9 @@ docs-cli: $(VENV)/.test-installed
 pytest: $(VENV)/.test-installed
 	$(BIN)/pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
-## bench: benchmarks, each figure next to its baseline measured in the same run
+## bench: benchmarks, each figure next to its baseline measured in the same run (BENCH="store metrics": only those)
 bench: $(VENV)/.test-installed
-	$(BIN)/python -m bench
+	$(BIN)/python -m bench $(BENCH)
 
 ## contract-snapshot: record the running contract version's schema and rules (refuses to edit a release)
 contract-snapshot: $(VENV)/.run-installed

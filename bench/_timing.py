@@ -6,6 +6,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 
 def pin_to_one_core() -> str:
@@ -92,6 +93,18 @@ class Report:
         self.rows: list[tuple[str, str, str, str, str, str]] = []
         #: Lines printed under the table: what was measured and how, or why something was skipped.
         self.notes: list[str] = []
+
+    def to_json(self) -> dict[str, Any]:
+        """The table as JSON (how a benchmark's child process hands it back)."""
+        return {"title": self.title, "rows": [list(row) for row in self.rows], "notes": self.notes}
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> Report:
+        """The table :meth:`to_json` wrote (not recorded as printed: the child printed it)."""
+        report = cls(document["title"])
+        report.rows = [(r[0], r[1], r[2], r[3], r[4], r[5]) for r in document["rows"]]
+        report.notes = list(document["notes"])
+        return report
 
     def add(self, name: str, ours: str, base: str, ratio: float, target: str, ok: bool) -> None:
         self.rows.append((name, ours, base, f"{ratio:.2f}x", target, "ok" if ok else "MISS"))

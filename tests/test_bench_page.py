@@ -52,3 +52,10 @@ def test_a_printed_report_is_recorded_with_its_notes(capsys: object) -> None:
     report.note("after the table")
     assert PRINTED[-1] is report and report.notes == ["after the table"]
     PRINTED.remove(report)
+
+
+def test_a_report_survives_the_trip_from_a_benchmark_process() -> None:
+    """Each benchmark runs in a child process: the tables it hands back as JSON are the ones it printed."""
+    for report in _reports():
+        back = Report.from_json(json.loads(json.dumps(report.to_json())))
+        assert (back.title, back.rows, back.notes) == (report.title, report.rows, report.notes)
