@@ -14,6 +14,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -64,7 +65,7 @@ NOT_WITHOUT_A_STORE = ("sqlalchemy", "marsrag.store", "marsrag.state")
 
 # Runs the CLI in this process, then writes the names of every module it loaded to the file named first.
 _PROBE = """
-import json, sys
+import gc, json, sys
 from marsrag.cli import main
 out, args = sys.argv[1], sys.argv[2:]
 try:
@@ -72,7 +73,7 @@ try:
 except SystemExit as exit:
     code = exit.code
 with open(out, "w", encoding="utf-8") as file:
-    json.dump({"exit": code, "modules": sorted(sys.modules)}, file)
+    json.dump({"exit": code, "modules": sorted(sys.modules), "gc": [gc.isenabled(), gc.get_freeze_count()]}, file)
 """
 
 
@@ -85,15 +86,20 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> str:
     return url
 
 
-def loaded(tmp_path: Path, *args: str) -> set[str]:
-    """The modules ``marsrag ARGS`` loads as a fresh process (which must exit 0), and their parent packages."""
+def probed(tmp_path: Path, *args: str) -> dict[str, Any]:
+    """What ``marsrag ARGS`` run as a fresh process (which must exit 0) loaded, and its collector's state after."""
     out = tmp_path / "modules.json"
     proc = subprocess.run([sys.executable, "-c", _PROBE, str(out), *args], capture_output=True, text=True, check=False)
     assert out.exists(), proc.stderr
-    report = json.loads(out.read_text(encoding="utf-8"))
+    report: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
     assert report["exit"] in (0, None), proc.stderr
     assert proc.stdout.strip(), "the command printed nothing"
-    return set(report["modules"])
+    return report
+
+
+def loaded(tmp_path: Path, *args: str) -> set[str]:
+    """The modules ``marsrag ARGS`` loads as a fresh process (which must exit 0), and their parent packages."""
+    return set(probed(tmp_path, *args)["modules"])
 
 
 def imported(modules: set[str], names: tuple[str, ...]) -> list[str]:
@@ -141,3 +147,13 @@ def test_the_commands_without_a_store_import_no_sqlalchemy(
     args = {"validate": [str(answer)], "schema": [], "lint": [str(sample_config_dir())]}[command]
     modules = loaded(tmp_path, command, *args)
     assert imported(modules, (*NEVER, *NOT_WITHOUT_A_STORE, *extra)) == []
+
+
+def test_the_cli_freezes_its_start_up_heap_and_keeps_the_collector_on(tmp_path: Path, store: str) -> None:
+    """What the CLI loaded before its command is frozen (the collector skips it); collection itself stays on.
+
+    Freezing is what saves a read-only command the repeated full collections of its start-up; turning the
+    collector off instead would leave long-running commands (serve, worker) collecting nothing.
+    """
+    enabled, frozen = probed(tmp_path, "runs", "list", "--db", store)["gc"]
+    assert enabled is True and frozen > 10_000
