@@ -25,6 +25,7 @@ from marsrag.integrations.calls import JOURNAL, AttemptCalls
 from marsrag.integrations.crewai import TaskOutput
 from marsrag.integrations.crewai_builders import BuiltCrew, BuiltTask, build_crew
 from marsrag.liveness import is_stale, owner_id
+from marsrag.llm.select import resolve_llm
 from marsrag.runtime.commit import Outcome, TaskCommitter, settle
 from marsrag.runtime.retrieval import NoRetriever, Retriever, retrieval_query
 from marsrag.runtime.routing import LexicalRouter, Router, project_candidates
@@ -205,6 +206,14 @@ class WorkflowRunner:
             return self._finish(held, "failed", reason=f"{type(error).__name__}: {error}")
         return self._finish(held, "completed", summary=summarize(execution.states, execution.asked))
 
+    def manager_llm(self, workflow: str) -> Any:
+        """The LLM of a hierarchical workflow's ``manager_llm`` (fresh, under this runner's call policy); else None.
+
+        None lets the builder give the manager the run's LLM.
+        """
+        spec = self.project.workflow(workflow).manager_llm
+        return resolve_llm(spec, policy=getattr(self.llm, "call_policy", None)) if spec else None
+
     def asked(self, run: RunRecord) -> list[str]:
         """What ``run``'s session asked up to it: its runs' goals, oldest first (see :func:`asked_before`)."""
         return asked_before(self.store.list_runs(session_id=run.session_id), run)
@@ -243,7 +252,9 @@ class _Execution:
         #: Every write of the execution applies only while this process still holds the run.
         self.holder = Holder(run_owner=run.owner)
         start = len(stored)
-        self.built: BuiltCrew = build_crew(runner.project, run.workflow, runner.llm, start=start)
+        self.built: BuiltCrew = build_crew(
+            runner.project, run.workflow, runner.llm, start=start, manager_llm=runner.manager_llm(run.workflow)
+        )
         self.states: list[TaskState] = list(stored)
         self.hooks: dict[int, tuple[str | None, HookSource]] = {0: (None, "goal")}
         self.retrievals: dict[int, Retrieval] = {}
@@ -324,11 +335,12 @@ class _Execution:
     def _route_agent(self, prior: TaskState, index: int) -> None:
         target = self.built.tasks[index]
         if target.config.agent == AUTO_AGENT and prior.routing.next_agent in self.built.agents:
-            target.task.agent = self.built.agents[prior.routing.next_agent]
+            target.agent = target.task.agent = self.built.agents[prior.routing.next_agent]
 
     def _state(self, index: int, item: BuiltTask, output: Any) -> TaskState:
         hook, source = self.hooks[index]
-        agent = next((name for name, agent in self.built.agents.items() if agent is item.task.agent), None)
+        # The assigned agent, not task.agent: a hierarchical crew's manager takes that over while the task runs.
+        agent = next((name for name, agent in self.built.agents.items() if agent is item.agent), None)
         raw = output.raw if isinstance(getattr(output, "raw", None), str) else str(output)
         base = TaskState(
             run_id=self.run.run_id,
