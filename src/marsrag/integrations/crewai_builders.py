@@ -14,7 +14,7 @@ expected output tells the manager to pass the five-section format on and to retu
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from marsrag.contract import LOOP_CONTRACT_VERSION, LoopOutput, Mode, render_expected_output
 from marsrag.errors import ConfigError
@@ -78,6 +78,20 @@ class BuiltCrew:
     def kickoff(self, inputs: dict[str, Any] | None = None) -> Any:
         """Run the crew (``inputs`` fill ``{placeholders}`` such as ``{goal}``)."""
         return self.crew.kickoff(inputs=inputs or {})
+
+
+class CrewBuilder(Protocol):
+    """What builds a run's crew: :func:`build_crew`, or a user's crew bound to the contract (``crewbase``)."""
+
+    def __call__(
+        self,
+        project: ProjectConfig,
+        workflow: str | None = None,
+        llm: Any = None,
+        *,
+        start: int = 0,
+        manager_llm: Any = None,
+    ) -> BuiltCrew: ...
 
 
 def build_agent(config: AgentConfig, llm: Any = None) -> Any:
@@ -233,4 +247,13 @@ def build_single(project: ProjectConfig, workflow: str, task: str, agent: str, l
     return BuiltCrew(chosen, chosen.effective_loop_mode, crew, [built], {agent: built_agent})
 
 
-__all__ = ["BuiltCrew", "BuiltTask", "build_agent", "build_crew", "build_manager", "build_single", "build_task"]
+__all__ = [
+    "BuiltCrew",
+    "BuiltTask",
+    "CrewBuilder",
+    "build_agent",
+    "build_crew",
+    "build_manager",
+    "build_single",
+    "build_task",
+]

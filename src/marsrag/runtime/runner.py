@@ -23,7 +23,7 @@ from marsrag.events.sinks import EventSink
 from marsrag.goals import check_session_id, clean_goal
 from marsrag.integrations.calls import JOURNAL, AttemptCalls
 from marsrag.integrations.crewai import TaskOutput
-from marsrag.integrations.crewai_builders import BuiltCrew, BuiltTask, build_crew
+from marsrag.integrations.crewai_builders import BuiltCrew, BuiltTask, CrewBuilder, build_crew
 from marsrag.liveness import is_stale, owner_id
 from marsrag.llm.select import resolve_llm
 from marsrag.runtime.commit import Outcome, TaskCommitter, settle
@@ -60,6 +60,7 @@ class WorkflowRunner:
         retriever: Retriever | None = None,
         router: Router | None = None,
         retrieval_limit: int = 5,
+        crews: CrewBuilder = build_crew,
     ) -> None:
         self.store = store
         self.project = project
@@ -68,6 +69,8 @@ class WorkflowRunner:
         self.retriever: Retriever = retriever or NoRetriever()
         self.router: Router = router or LexicalRouter()
         self.retrieval_limit = retrieval_limit
+        #: Builds each run's crew from the project: the YAML workflows', or a user's crew bound to the contract.
+        self.crews = crews
         self.candidates = project_candidates(project)
         self.commits = TaskCommitter(store, self.sinks)
         #: Set when the process shuts down: an executing run stops after its current task's commit and is left
@@ -252,7 +255,7 @@ class _Execution:
         #: Every write of the execution applies only while this process still holds the run.
         self.holder = Holder(run_owner=run.owner)
         start = len(stored)
-        self.built: BuiltCrew = build_crew(
+        self.built: BuiltCrew = runner.crews(
             runner.project, run.workflow, runner.llm, start=start, manager_llm=runner.manager_llm(run.workflow)
         )
         self.states: list[TaskState] = list(stored)
