@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextvars
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -104,9 +104,13 @@ class CallJournal:
         self._records: OrderedDict[int, list[CallRecord]] = OrderedDict()
         self._max = max_tasks
         self._lock = threading.Lock()
+        #: The task a call's record is kept under, given the task it was made for: the CrewAI binding sets it so
+        #: that a coworker's calls for work a hierarchical manager delegated count in the delegating task's attempt.
+        self.owner: Callable[[object], object] = lambda task: task
 
     def add(self, task: object, record: CallRecord) -> None:
         """Record a call made for ``task`` (None: a call made for no task, not kept)."""
+        task = self.owner(task) if task is not None else None
         if task is None:
             return
         with self._lock:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+import weakref
 from typing import Any
 
 from marsrag.integrations.crewai_env import prepare_crewai_environment
@@ -26,12 +27,14 @@ from marsrag.integrations.crewai_env import prepare_crewai_environment
 prepare_crewai_environment()
 
 import crewai  # noqa: E402 - must follow the environment set-up above
+from crewai.context import get_current_task_id  # noqa: E402
 from crewai.events import event_context as _event_context  # noqa: E402
 from crewai.utilities.converter import Converter, ConverterError  # noqa: E402
-from pydantic import BaseModel, Field  # noqa: E402
+from pydantic import BaseModel, Field, model_validator  # noqa: E402
 
 from marsrag.contract import LoopOutput, validate_output  # noqa: E402
 from marsrag.errors import InputError  # noqa: E402
+from marsrag.integrations.calls import JOURNAL  # noqa: E402
 
 # CrewAI prints event-scope warnings to stdout ("[CrewAIEventsBus] Warning: Event pairing mismatch"), e.g.
 # when a call the LLM boundary retried or stepped down emitted its failure; stdout is the user's (JSON).
@@ -114,6 +117,30 @@ class ContractTask(crewai.Task):
     loop_contract_version: str | None = Field(default=None, description="Loop Contract version (None: no contract).")
     loop_mode: str = Field(default="hard", description="none | soft | hard")
     marsrag_task: str | None = Field(default=None, description="The MarsRAG task config this task was built from.")
+
+    @model_validator(mode="after")
+    def _register(self) -> ContractTask:
+        _CONTRACT_TASKS[str(self.id)] = self
+        return self
+
+
+#: Contract tasks by CrewAI task id, while they exist: the journal's owner lookup below.
+_CONTRACT_TASKS: weakref.WeakValueDictionary[str, ContractTask] = weakref.WeakValueDictionary()
+
+
+def _delegating_task(task: object) -> object:
+    """The contract task a call belongs to: its own task, or the one running when the call is for another task.
+
+    A hierarchical manager's "Delegate work to coworker" runs the coworker on a plain CrewAI task inside the
+    managed task's execution (CrewAI's current task id is still the managed task's): the coworker's calls are
+    part of that task's attempt, its cost and latency.
+    """
+    if isinstance(task, ContractTask):
+        return task
+    return _CONTRACT_TASKS.get(get_current_task_id() or "", task)
+
+
+JOURNAL.owner = _delegating_task
 
 
 __all__ = [

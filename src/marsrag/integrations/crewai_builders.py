@@ -2,14 +2,22 @@
 
 CrewAI mutates tasks and agents as they run (descriptions, outputs, retry counts), so nothing built here is
 reused across runs: build, kick off, read the attempts, throw away.
+
+Under ``process: hierarchical`` CrewAI runs every task with the manager agent, which may hand the work to the
+task's agent through its "Delegate work to coworker" tool. The coworker gets a plain task (the manager's
+wording, CrewAI's generic expected output, no output model); what the task returns is the manager's Final
+Answer. So the contract is bound where it always is, on the task: its guardrail and local converter judge the
+manager's final answer (CrewAI's #792 class of failure: ``output_pydantic`` on a managed task), and the task's
+expected output tells the manager to pass the five-section format on and to return the coworker's answer whole.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from marsrag.contract import LOOP_CONTRACT_VERSION, LoopOutput, Mode, render_expected_output
+from marsrag.errors import ConfigError
 from marsrag.integrations.crewai import (
     Agent,
     ContractTask,
@@ -24,6 +32,19 @@ from marsrag.tasks.config import AUTO_AGENT, AgentConfig, ProjectConfig, TaskCon
 #: expected_output of a task that runs without the contract (loop_mode none, or narrative: false).
 MACHINE_FIRST_OUTPUT = "The result as plain data for the next step: no narrative sections, no commentary."
 _JSON_HINT = render_expected_output("json").split("\n\n", 1)[1]
+#: Added to a narrative task's expected output in a hierarchical crew, where the manager answers the task: the
+#: coworker it delegates to sees only what the manager passes on (CrewAI gives it a generic expected output).
+MANAGED_HINT = (
+    "You manage this task: delegate it to the coworker with the whole task and this answer format in the "
+    "context, then give their complete answer, in this format, as your Final Answer (not a summary)."
+)
+#: The manager MarsRAG builds when a hierarchical workflow names no manager agent: CrewAI's own wording.
+MANAGER_ROLE = "Crew Manager"
+MANAGER_GOAL = "Manage the team to complete the task in the best way possible."
+MANAGER_BACKSTORY = (
+    "You are a seasoned manager with a knack for getting the best out of your team. You delegate work to the "
+    "right people and evaluate it; you do not perform tasks by yourself."
+)
 
 
 @dataclass
@@ -33,6 +54,9 @@ class BuiltTask:
     config: TaskConfig
     task: Any
     guardrail: ContractGuardrail | None
+    #: The agent the task is assigned to (kept here: under the hierarchical process CrewAI sets ``task.agent``
+    #: to the manager while the task runs, but the work and the stored state are the assigned agent's).
+    agent: Any = None
 
     @property
     def has_contract(self) -> bool:
@@ -42,17 +66,32 @@ class BuiltTask:
 
 @dataclass
 class BuiltCrew:
-    """A sequential crew for one workflow run, with its tasks in order."""
+    """A crew for one workflow run, with its tasks in order (and its manager under the hierarchical process)."""
 
     workflow: WorkflowConfig
     loop_mode: Mode
     crew: Any
     tasks: list[BuiltTask]
     agents: dict[str, Any]
+    manager: Any = None
 
     def kickoff(self, inputs: dict[str, Any] | None = None) -> Any:
         """Run the crew (``inputs`` fill ``{placeholders}`` such as ``{goal}``)."""
         return self.crew.kickoff(inputs=inputs or {})
+
+
+class CrewBuilder(Protocol):
+    """What builds a run's crew: :func:`build_crew`, or a user's crew bound to the contract (``crewbase``)."""
+
+    def __call__(
+        self,
+        project: ProjectConfig,
+        workflow: str | None = None,
+        llm: Any = None,
+        *,
+        start: int = 0,
+        manager_llm: Any = None,
+    ) -> BuiltCrew: ...
 
 
 def build_agent(config: AgentConfig, llm: Any = None) -> Any:
@@ -72,12 +111,36 @@ def build_agent(config: AgentConfig, llm: Any = None) -> Any:
     )
 
 
-def build_task(config: TaskConfig, agent: Any, loop_mode: Mode, context: list[Any] | None = None) -> BuiltTask:
+def build_manager(llm: Any = None, config: AgentConfig | None = None) -> Any:
+    """A fresh manager agent for a hierarchical crew: ``config``'s agent, else CrewAI-style, on ``llm``.
+
+    It delegates (CrewAI gives it the delegation tools per task) and has no tools of its own.
+    """
+    if config is not None:
+        # CrewAI raises for a manager with tools of its own ("Manager agent should not have tools").
+        manager = build_agent(config.model_copy(update={"tools": []}), llm)
+        manager.allow_delegation = True
+        return manager
+    return Agent(
+        role=MANAGER_ROLE,
+        goal=MANAGER_GOAL,
+        backstory=MANAGER_BACKSTORY,
+        llm=llm,
+        allow_delegation=True,
+        verbose=False,
+        max_retry_limit=0,  # as build_agent: MarsRAG's call policy retries, CrewAI's task re-run would multiply it
+    )
+
+
+def build_task(
+    config: TaskConfig, agent: Any, loop_mode: Mode, context: list[Any] | None = None, *, managed: bool = False
+) -> BuiltTask:
     """A fresh CrewAI task for ``config`` under ``loop_mode``, bound to the contract when it applies.
 
     Narrative tasks under hard or soft get ``output_pydantic=LoopOutput``, the lenient draft as
     ``response_model``, the local converter and the contract guardrail with one repair. Everything else is
-    built machine-first, without template or contract.
+    built machine-first, without template or contract. ``managed``: a manager answers the task (the
+    hierarchical process), so its expected output also tells the manager how to delegate it.
     """
     common: dict[str, Any] = {
         "name": config.name,
@@ -91,10 +154,12 @@ def build_task(config: TaskConfig, agent: Any, loop_mode: Mode, context: list[An
         common["context"] = context
     if not config.narrative or loop_mode == "none":
         expected = config.expected_output if not config.narrative and config.expected_output else MACHINE_FIRST_OUTPUT
-        return BuiltTask(config, ContractTask(expected_output=expected, **common), None)
+        return BuiltTask(config, ContractTask(expected_output=expected, **common), None, agent)
     guardrail = ContractGuardrail(loop_mode)
     # With response_model set CrewAI adds no format text to the prompt, so the template says it.
     expected = f"{config.expected_output}\n\n{_JSON_HINT}"
+    if managed:
+        expected = f"{expected}\n\n{MANAGED_HINT}"
     task = ContractTask(
         expected_output=expected,
         output_pydantic=LoopOutput,
@@ -106,35 +171,67 @@ def build_task(config: TaskConfig, agent: Any, loop_mode: Mode, context: list[An
         **common,
     )
     guardrail.bind(task)
-    return BuiltTask(config, task, guardrail)
+    return BuiltTask(config, task, guardrail, agent)
 
 
-def build_crew(project: ProjectConfig, workflow: str | None = None, llm: Any = None, *, start: int = 0) -> BuiltCrew:
-    """A sequential crew for a workflow: fresh agents and tasks, each task given the prior one as context.
+def build_crew(
+    project: ProjectConfig,
+    workflow: str | None = None,
+    llm: Any = None,
+    *,
+    start: int = 0,
+    manager_llm: Any = None,
+) -> BuiltCrew:
+    """A crew for a workflow: fresh agents and tasks, each task given the prior one as context.
 
     With ``start`` (resuming a run) every task is still built, so the chain of contexts is whole, but the
     crew only executes the tasks from ``start`` on; the caller gives the task before it its stored output.
+    Under ``process: hierarchical`` the tasks run in the same order, each answered by the manager (the
+    workflow's ``manager_agent``, else a CrewAI-style manager on ``manager_llm``, else on ``llm``).
+
+    Raises:
+        ConfigError: a hierarchical workflow's manager agent is unknown or also runs one of its tasks.
     """
     chosen = project.workflow(workflow)
     mode = chosen.effective_loop_mode
     configs = project.tasks_of(chosen)
+    managed = chosen.process == "hierarchical"
+    manager = _manager_of(project, chosen, llm, manager_llm) if managed else None
     # A task with agent: auto is run by whichever agent the loop before it routes to, so every agent must
-    # be in the crew; it starts with the first registered agent until a route says otherwise.
+    # be in the crew; it starts with the first registered agent until a route says otherwise. CrewAI refuses
+    # a manager among the crew's agents, so a manager agent is never a worker (nor a route's target).
     routed = any(config.agent == AUTO_AGENT for config in configs)
     names = list(project.agents) if routed else list(dict.fromkeys(config.agent for config in configs))
+    names = [name for name in names if not managed or name != chosen.manager_agent]
     agents = {name: build_agent(project.agents[name], llm) for name in names}
     built: list[BuiltTask] = []
     for config in configs:
         agent = agents[names[0]] if config.agent == AUTO_AGENT else agents[config.agent]
         context = [built[-1].task] if built else None
-        built.append(build_task(config, agent, mode, context))
+        built.append(build_task(config, agent, mode, context, managed=managed))
+    options: dict[str, Any] = {"process": Process.hierarchical, "manager_agent": manager} if managed else {}
     crew = Crew(
         agents=list(agents.values()),
         tasks=[item.task for item in built[start:]],
-        process=Process.sequential,
+        **({"process": Process.sequential} | options),
         verbose=False,
     )
-    return BuiltCrew(chosen, mode, crew, built, agents)
+    return BuiltCrew(chosen, mode, crew, built, agents, manager)
+
+
+def _manager_of(project: ProjectConfig, workflow: WorkflowConfig, llm: Any, manager_llm: Any) -> Any:
+    """The manager agent of a hierarchical workflow (see :func:`build_crew`)."""
+    name = workflow.manager_agent
+    if name is None:
+        return build_manager(manager_llm if manager_llm is not None else llm)
+    if name not in project.agents:
+        raise ConfigError(f"{project.source}: workflow {workflow.name!r}: manager_agent names unknown agent {name!r}")
+    busy = [config.name for config in project.tasks_of(workflow) if config.agent == name]
+    if busy:
+        raise ConfigError(
+            f"{project.source}: workflow {workflow.name!r}: manager agent {name!r} also runs task {busy[0]!r}"
+        )
+    return build_manager(llm, project.agents[name])
 
 
 def build_single(project: ProjectConfig, workflow: str, task: str, agent: str, llm: Any = None) -> BuiltCrew:
@@ -150,4 +247,13 @@ def build_single(project: ProjectConfig, workflow: str, task: str, agent: str, l
     return BuiltCrew(chosen, chosen.effective_loop_mode, crew, [built], {agent: built_agent})
 
 
-__all__ = ["BuiltCrew", "BuiltTask", "build_agent", "build_crew", "build_single", "build_task"]
+__all__ = [
+    "BuiltCrew",
+    "BuiltTask",
+    "CrewBuilder",
+    "build_agent",
+    "build_crew",
+    "build_manager",
+    "build_single",
+    "build_task",
+]

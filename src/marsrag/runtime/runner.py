@@ -23,8 +23,9 @@ from marsrag.events.sinks import EventSink
 from marsrag.goals import check_session_id, clean_goal
 from marsrag.integrations.calls import JOURNAL, AttemptCalls
 from marsrag.integrations.crewai import TaskOutput
-from marsrag.integrations.crewai_builders import BuiltCrew, BuiltTask, build_crew
+from marsrag.integrations.crewai_builders import BuiltCrew, BuiltTask, CrewBuilder, build_crew
 from marsrag.liveness import is_stale, owner_id
+from marsrag.llm.select import resolve_llm
 from marsrag.runtime.commit import Outcome, TaskCommitter, settle
 from marsrag.runtime.retrieval import NoRetriever, Retriever, retrieval_query
 from marsrag.runtime.routing import LexicalRouter, Router, project_candidates
@@ -59,6 +60,7 @@ class WorkflowRunner:
         retriever: Retriever | None = None,
         router: Router | None = None,
         retrieval_limit: int = 5,
+        crews: CrewBuilder = build_crew,
     ) -> None:
         self.store = store
         self.project = project
@@ -67,6 +69,8 @@ class WorkflowRunner:
         self.retriever: Retriever = retriever or NoRetriever()
         self.router: Router = router or LexicalRouter()
         self.retrieval_limit = retrieval_limit
+        #: Builds each run's crew from the project: the YAML workflows', or a user's crew bound to the contract.
+        self.crews = crews
         self.candidates = project_candidates(project)
         self.commits = TaskCommitter(store, self.sinks)
         #: Set when the process shuts down: an executing run stops after its current task's commit and is left
@@ -205,6 +209,14 @@ class WorkflowRunner:
             return self._finish(held, "failed", reason=f"{type(error).__name__}: {error}")
         return self._finish(held, "completed", summary=summarize(execution.states, execution.asked))
 
+    def manager_llm(self, workflow: str) -> Any:
+        """The LLM of a hierarchical workflow's ``manager_llm`` (fresh, under this runner's call policy); else None.
+
+        None lets the builder give the manager the run's LLM.
+        """
+        spec = self.project.workflow(workflow).manager_llm
+        return resolve_llm(spec, policy=getattr(self.llm, "call_policy", None)) if spec else None
+
     def asked(self, run: RunRecord) -> list[str]:
         """What ``run``'s session asked up to it: its runs' goals, oldest first (see :func:`asked_before`)."""
         return asked_before(self.store.list_runs(session_id=run.session_id), run)
@@ -243,7 +255,9 @@ class _Execution:
         #: Every write of the execution applies only while this process still holds the run.
         self.holder = Holder(run_owner=run.owner)
         start = len(stored)
-        self.built: BuiltCrew = build_crew(runner.project, run.workflow, runner.llm, start=start)
+        self.built: BuiltCrew = runner.crews(
+            runner.project, run.workflow, runner.llm, start=start, manager_llm=runner.manager_llm(run.workflow)
+        )
         self.states: list[TaskState] = list(stored)
         self.hooks: dict[int, tuple[str | None, HookSource]] = {0: (None, "goal")}
         self.retrievals: dict[int, Retrieval] = {}
@@ -324,11 +338,12 @@ class _Execution:
     def _route_agent(self, prior: TaskState, index: int) -> None:
         target = self.built.tasks[index]
         if target.config.agent == AUTO_AGENT and prior.routing.next_agent in self.built.agents:
-            target.task.agent = self.built.agents[prior.routing.next_agent]
+            target.agent = target.task.agent = self.built.agents[prior.routing.next_agent]
 
     def _state(self, index: int, item: BuiltTask, output: Any) -> TaskState:
         hook, source = self.hooks[index]
-        agent = next((name for name, agent in self.built.agents.items() if agent is item.task.agent), None)
+        # The assigned agent, not task.agent: a hierarchical crew's manager takes that over while the task runs.
+        agent = next((name for name, agent in self.built.agents.items() if agent is item.agent), None)
         raw = output.raw if isinstance(getattr(output, "raw", None), str) else str(output)
         base = TaskState(
             run_id=self.run.run_id,

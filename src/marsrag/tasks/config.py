@@ -16,6 +16,9 @@ from marsrag.errors import ConfigError
 
 WorkflowKind = Literal["user_facing", "internal"]
 
+#: How a workflow's crew runs its tasks: in order by their own agents, or by a manager delegating each one.
+WorkflowProcess = Literal["sequential", "hierarchical"]
+
 #: The name ``output_pydantic`` takes for narrative tasks (also accepted fully qualified).
 LOOP_OUTPUT_NAMES = frozenset({"LoopOutput", "marsrag.contract.LoopOutput", "marsrag.contract.model.LoopOutput"})
 
@@ -99,7 +102,12 @@ class TaskConfig(BaseModel):
 
 
 class WorkflowConfig(BaseModel):
-    """An ordered chain of tasks with its audience (``kind``) and contract strictness (``loop_mode``)."""
+    """An ordered chain of tasks with its audience (``kind``) and contract strictness (``loop_mode``).
+
+    ``process: hierarchical`` has a manager delegate each task, in order, to the task's agent: the manager is
+    the agent named by ``manager_agent``, else one CrewAI-style manager on ``manager_llm`` (an LLM spec as
+    ``--llm`` takes), else on the run's LLM.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -108,6 +116,18 @@ class WorkflowConfig(BaseModel):
     kind: WorkflowKind = "user_facing"
     loop_mode: Mode | None = None
     tasks: list[str] = Field(min_length=1)
+    process: WorkflowProcess = "sequential"
+    manager_agent: str | None = None
+    manager_llm: str | None = None
+
+    @model_validator(mode="after")
+    def _manager_needs_hierarchy(self) -> WorkflowConfig:
+        # The same rule as lint's LC109, for Python-defined workflows.
+        if self.manager_agent is not None and self.manager_llm is not None:
+            raise ValueError("give manager_agent or manager_llm, not both")
+        if self.process != "hierarchical" and (self.manager_agent is not None or self.manager_llm is not None):
+            raise ValueError("manager_agent and manager_llm apply only to process: hierarchical")
+        return self
 
     @property
     def effective_loop_mode(self) -> Mode:

@@ -335,6 +335,9 @@ def _check_shape(config: ConfigSet) -> Iterator[Hit]:
             yield from _workflow_shape(entry)
 
 
+_WORKFLOW_KEYS = frozenset({"description", "kind", "loop_mode", "tasks", "process", "manager_agent", "manager_llm"})
+
+
 def _workflow_shape(entry: Entry) -> Iterator[Hit]:
     data = _mapping(entry)
     tasks = data.get("tasks")
@@ -347,8 +350,15 @@ def _workflow_shape(entry: Entry) -> Iterator[Hit]:
     if data.get("loop_mode") not in (None, "none", "soft", "hard"):
         mode = _SHOWN.repr(data.get("loop_mode"))
         yield entry, "loop_mode", f"loop_mode must be none, soft or hard, not {mode}", None
+    if data.get("process", "sequential") not in ("sequential", "hierarchical"):
+        process = _SHOWN.repr(data.get("process"))
+        yield entry, "process", f"process must be sequential or hierarchical, not {process}", None
+    for key in ("manager_agent", "manager_llm"):
+        value = data.get(key)
+        if key in data and (not isinstance(value, str) or not value.strip()):
+            yield entry, key, f"{key} must be a name (text), not {_SHOWN.repr(value)}", None
     # YAML keys may be numbers, booleans or null: compared as text, which is how messages show them.
-    unknown = sorted(str(key) for key in set(data) - {"description", "kind", "loop_mode", "tasks"})
+    unknown = sorted(str(key) for key in set(data) - _WORKFLOW_KEYS)
     if unknown:
         yield entry, unknown[0], f"workflow {entry.name!r} has unknown key(s) {', '.join(unknown)}", None
 
@@ -362,6 +372,55 @@ def _check_user_facing_none(config: ConfigSet) -> Iterator[Hit]:
                 "loop_mode",
                 f"user-facing workflow {entry.name!r} has loop_mode none: its answers are not "
                 "held to the contract (the default for user-facing workflows is hard)",
+                None,
+            )
+
+
+def _check_manager(config: ConfigSet) -> Iterator[Hit]:
+    agents = config.names("agent")
+    task_agents = {entry.name: _mapping(entry).get("agent") for entry in config.of("task")}
+    for entry in config.of("workflow"):
+        data = _mapping(entry)
+        manager, manager_llm = data.get("manager_agent"), data.get("manager_llm")
+        given = [key for key in ("manager_agent", "manager_llm") if data.get(key) is not None]
+        if given and data.get("process", "sequential") != "hierarchical":
+            yield (
+                entry,
+                given[0],
+                f"workflow {entry.name!r}: {given[0]} applies only to process: hierarchical (a sequential crew "
+                "has no manager); set process: hierarchical or remove it",
+                None,
+            )
+        if manager is not None and manager_llm is not None:
+            yield (
+                entry,
+                "manager_llm",
+                f"workflow {entry.name!r}: give manager_agent or manager_llm, not both (the manager agent's "
+                "LLM is the run's)",
+                None,
+            )
+        if not isinstance(manager, str):
+            continue
+        if (agents or config.complete) and manager not in agents:
+            yield (
+                entry,
+                "manager_agent",
+                f"workflow {entry.name!r}: manager_agent names unknown agent {manager!r}",
+                None,
+            )
+            continue
+        tasks = data.get("tasks")
+        workers = (
+            [t for t in tasks if isinstance(t, str) and task_agents.get(t) == manager]
+            if isinstance(tasks, list)
+            else []
+        )
+        if workers:
+            yield (
+                entry,
+                "manager_agent",
+                f"workflow {entry.name!r}: manager agent {manager!r} also runs task {workers[0]!r}; CrewAI refuses a "
+                "manager among the crew's agents (give the task another agent, or add a manager agent)",
                 None,
             )
 
@@ -380,6 +439,7 @@ RULES: tuple[Rule, ...] = (
     Rule("LC106", "warning", "a user-facing workflow turns the contract off (loop_mode none)", _check_user_facing_none),
     Rule("LC107", "error", "a key or an entry is written twice (YAML keeps only the last)", _check_duplicates),
     Rule("LC108", "error", "a {placeholder} no kickoff input fills (only {goal} is)", _check_unfilled),
+    Rule("LC109", "error", "a hierarchical workflow's manager is misconfigured", _check_manager),
 )
 
 
