@@ -39,6 +39,7 @@ EXPECTED: dict[str, list[tuple[str, int, str | None]]] = {
     "lc106_user_facing_none.yaml": [("LC106", 9, None)],
     "lc107_duplicate.yaml": [("LC107", 10, "facts"), ("LC107", 11, "facts"), ("LC107", 19, None)],
     "lc108_unfilled.yaml": [("LC108", 3, None), ("LC108", 7, "facts"), ("LC108", 21, "diagnose")],
+    "lc109_unknown_tool.yaml": [("LC109", 9, None), ("LC109", 13, None)],
 }
 
 
