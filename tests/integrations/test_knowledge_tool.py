@@ -63,7 +63,8 @@ def boundary_replay(script: list[str]) -> Any:
 
 
 def tool_step(query: str) -> str:
-    return f'Thought: I should look this up.\nAction: search_knowledge_base\nAction Input: {json.dumps({"query": query})}'
+    arguments = json.dumps({"query": query})
+    return f"Thought: I should look this up.\nAction: search_knowledge_base\nAction Input: {arguments}"
 
 
 def final_answer(content: dict[str, str]) -> str:
@@ -227,3 +228,26 @@ def test_every_agent_tool_a_config_may_name_is_built(sample_project: ProjectConf
     assert [type(tool) for tool in first.tools] == [KnowledgeBaseTool]
     assert first.tools[0] is not second.tools[0]
     assert build_agent(project.agents["advisor"], llm).tools == []
+
+
+def test_the_shipped_example_stores_the_passage_the_tool_found(tmp_path: Path) -> None:
+    """examples/tools: its analyst searches once and cites the passage found as [6], a tool passage on the task."""
+    from marsrag.llm.replay import ReplayLLM
+    from marsrag.runtime.runner import WorkflowRunner
+    from marsrag.tasks import load_config
+    from tests.conftest import REPO
+
+    example = REPO / "examples" / "tools"
+    with open_store(f"sqlite:///{tmp_path / 'runs.db'}") as opened:
+        knowledge = KnowledgeBase(opened)
+        knowledge.ingest([REPO / "examples" / "knowledge_base"])
+        llm = ReplayLLM.from_file(example / "answers.jsonl")
+        runner = WorkflowRunner(opened, load_config(example / "config"), llm, retriever=knowledge)
+        run = runner.run("Checkout latency breached its SLO after cache restarts")
+        (task,) = opened.get_tasks(run.run_id)
+    assert run.status == "completed" and task.validation.status == "valid" and llm.remaining == 0
+    assert task.retrieval is not None
+    cited = {citation.ref: task.retrieval.results[int(citation.ref) - 1] for citation in task.citations}
+    assert sorted(cited) == ["1", "6"] and task.citation_warnings == []
+    assert cited["6"]["via"] == "search_knowledge_base" and "via" not in cited["1"]
+    assert cited["6"]["source"].startswith("knowledge_base/runbooks/cache-prewarm-from-snapshot.md#")
