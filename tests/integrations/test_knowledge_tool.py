@@ -200,6 +200,8 @@ def test_the_journal_numbers_per_task_and_forgets_the_oldest() -> None:
     assert journal.drain("two") == [c] and journal.drain("three") == [a]
     untitled = [{"source": "x", "text": "same"}, {"source": "x", "text": "same"}, {"source": "x", "text": "other"}]
     assert journal.found("four", untitled) == [1, 1, 2]
+    journal.given("five", [a, a, b])  # the briefing numbers by position, a repeated passage included
+    assert journal.found("five", [b, c, a]) == [3, 4, 1] and journal.drain("five") == [c]
 
 
 def test_the_tool_answers_instead_of_raising(store: RunStore, tmp_path: Path) -> None:
@@ -251,3 +253,34 @@ def test_the_shipped_example_stores_the_passage_the_tool_found(tmp_path: Path) -
     assert sorted(cited) == ["1", "6"] and task.citation_warnings == []
     assert cited["6"]["via"] == "search_knowledge_base" and "via" not in cited["1"]
     assert cited["6"]["source"].startswith("knowledge_base/runbooks/cache-prewarm-from-snapshot.md#")
+
+
+def test_an_operator_repair_stores_what_the_agents_tool_found(store: RunStore, sample_project: ProjectConfig) -> None:
+    """A failed task repaired by an operator: the agent searches again, and its new passage is cited and stored."""
+    from marsrag.runtime.actions import repair_task
+    from marsrag.runtime.runner import WorkflowRunner
+
+    knowledge = KnowledgeBase(store)
+    given = knowledge.search(GOAL, 5)
+    cited = {**CONTENT, "reinforce": f"A feature flag flips in seconds [{len(given) + 1}]."}
+    script = [
+        "Thought: I now know the final answer\nFinal Answer: not the contract",
+        "Thought: I now know the final answer\nFinal Answer: still not it",
+        tool_step(TOOL_QUERY),
+        final_answer(cited),
+    ]
+    llm = boundary_replay(script)
+    runner = WorkflowRunner(store, tool_project(sample_project, ["knowledge_base"]), llm, retriever=knowledge)
+    run = runner.run(GOAL, workflow="flow")
+    (before,) = store.get_tasks(run.run_id)
+    assert before.validation.status == "failed" and before.retrieval is not None
+    assert len(before.retrieval.results) == len(given)
+
+    after = repair_task(runner, run.run_id, "diagnose")
+
+    assert after.validation.status == "valid" and llm.remaining == 0
+    assert after.retrieval is not None and len(after.retrieval.results) > len(given)
+    (citation,) = after.citations
+    stored = after.retrieval.results[int(citation.ref) - 1]
+    assert stored["via"] == "search_knowledge_base" and stored["source"] == citation.source
+    assert store.get_tasks(run.run_id)[0].retrieval == after.retrieval

@@ -13,6 +13,7 @@ Tasks are known by CrewAI's task id (``str(task.id)``), the one CrewAI puts in c
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -24,26 +25,40 @@ MAX_TASKS: Final = 4096
 
 
 def passage_key(passage: Mapping[str, Any]) -> tuple[Any, ...]:
-    """What makes two hits one passage: the chunk id when there is one, else its source and text."""
+    """What makes two hits one passage: the chunk id when there is one, else its source and a digest of its text."""
     chunk = passage.get("chunk_id")
     if chunk is not None:
         return ("chunk", chunk)
-    return ("text", str(passage.get("source", "")), str(passage.get("text", "")))
+    digest = hashlib.sha256(str(passage.get("text", "")).encode("utf-8", "surrogatepass")).hexdigest()
+    return ("text", str(passage.get("source", "")), digest)
 
 
 @dataclass
 class _Shown:
-    """One task's numbered passages: how many its briefing gave, and all of them in number order."""
+    """One task's numbered passages: the numbers of all (by key), the passages tools added after the briefing's.
 
-    given: int = 0
-    passages: list[dict[str, Any]] = field(default_factory=list)
+    The briefing's passages are kept as keys only: the runner has them, and a task that never ends (its LLM
+    failed) should hold next to nothing here.
+    """
+
+    count: int = 0
     numbers: dict[tuple[Any, ...], int] = field(default_factory=dict)
+    added: list[dict[str, Any]] = field(default_factory=list)
 
-    def number(self, passage: dict[str, Any]) -> int:
+    @classmethod
+    def of(cls, given: Sequence[Mapping[str, Any]]) -> _Shown:
+        """The briefing's passages, numbered by position as the briefing does (a repeated one by its first)."""
+        shown = cls(count=len(given))
+        for number, passage in enumerate(given, start=1):
+            shown.numbers.setdefault(passage_key(passage), number)
+        return shown
+
+    def number(self, passage: Mapping[str, Any]) -> int:
         key = passage_key(passage)
         if key not in self.numbers:
-            self.passages.append(passage)
-            self.numbers[key] = len(self.passages)
+            self.count += 1
+            self.numbers[key] = self.count
+            self.added.append(dict(passage))
         return self.numbers[key]
 
 
@@ -64,10 +79,7 @@ class PassageJournal:
 
     def given(self, task: str, passages: Sequence[Mapping[str, Any]]) -> None:
         """The passages task ``task``'s briefing numbered ``[1]``, ``[2]`` ... (replacing any given before)."""
-        shown = _Shown()
-        for passage in passages:
-            shown.number(dict(passage))
-        shown.given = len(shown.passages)
+        shown = _Shown.of(passages)
         with self._lock:
             self._keep(task, shown)
 
@@ -80,13 +92,13 @@ class PassageJournal:
             return list(range(1, len(passages) + 1))
         with self._lock:
             shown = self._keep(task, self._tasks.get(task) or _Shown())
-            return [shown.number(dict(passage)) for passage in passages]
+            return [shown.number(passage) for passage in passages]
 
     def drain(self, task: str) -> list[dict[str, Any]]:
         """The passages tools added for ``task`` (after its briefing's), in number order; the task is forgotten."""
         with self._lock:
             shown = self._tasks.pop(task, None)
-        return shown.passages[shown.given :] if shown is not None else []
+        return shown.added if shown is not None else []
 
 
 #: The process's journal.
