@@ -48,6 +48,7 @@ EXPECTED: dict[str, list[tuple[str, int, str | None]]] = {
         ("LC100", 45, None),
         ("LC109", 45, None),
     ],
+    "lc110_unknown_tool.yaml": [("LC110", 9, None), ("LC110", 13, None)],
 }
 
 

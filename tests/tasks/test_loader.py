@@ -123,6 +123,35 @@ def test_an_unfilled_placeholder_stops_loading(tmp_path: Path) -> None:
         load_config(folder)
 
 
+def test_an_unknown_agent_tool_stops_loading_naming_the_key(tmp_path: Path) -> None:
+    """tools: [knowledge_base] loads; a name that is no agent tool (a tools.yaml routing target) is a load error."""
+    workflows = "w:\n  kind: internal\n  tasks: [facts]\n"
+    good = write(tmp_path / "ok", agents=AGENTS + "  tools: [knowledge_base]\n", tasks=FACTS, workflows=workflows)
+    assert load_config(good).agents["analyst"].tools == ["knowledge_base"]
+    tools = "runbook_search:\n  description: Search the runbooks.\n"
+    bad = write(
+        tmp_path / "bad", agents=AGENTS + "  tools: [knowledge_base, runbook_search]\n", tasks=FACTS, tools=tools
+    )
+    write(bad, workflows=workflows)
+    with pytest.raises(ConfigError) as raised:
+        load_config(bad)
+    assert str(raised.value) == (
+        f"{bad / 'agents.yaml'}:4:3: LC110 agent 'analyst' names unknown tool(s) 'runbook_search': the agent tools "
+        "are knowledge_base (the routing targets of tools.yaml are not agent tools)"
+    )
+
+
+def test_a_python_agent_config_with_an_unknown_tool_is_refused() -> None:
+    """AgentConfig built in Python checks its tools as the YAML loader does."""
+    from pydantic import ValidationError
+
+    from marsrag.tasks import AgentConfig
+
+    assert AgentConfig(name="a", role="r", goal="g", tools=["knowledge_base"]).tools == ["knowledge_base"]
+    with pytest.raises(ValidationError, match="agent 'a' names unknown tool\\(s\\) 'web_search'"):
+        AgentConfig(name="a", role="r", goal="g", tools=["web_search"])
+
+
 def _sample_with(folder: Path, change: str) -> Path:
     shutil.copytree(sample_config_dir(), folder)
     if change == "no agents.yaml":

@@ -51,13 +51,14 @@ MAX_ASKED = 10
 
 def sources(results: Sequence[dict[str, Any]]) -> str:
     """The numbered sources block: ``[N] path#Heading`` then the whole passage, indented; then the end line."""
-    entries = []
-    for number, item in enumerate(results, start=1):
-        text = "\n".join(
-            f"    {line}" if line.strip() else "" for line in str(item.get("text", "")).strip().splitlines()
-        )
-        entries.append(f"[{number}] {item.get('source', '?')}\n{text}")
+    entries = [passage(number, item) for number, item in enumerate(results, start=1)]
     return "\n\n".join([SOURCES_HEADING, *entries, SOURCES_END])
+
+
+def passage(number: int, item: dict[str, Any]) -> str:
+    """One numbered source: ``[N] path#Heading``, then the whole passage indented (the knowledge tool's too)."""
+    text = "\n".join(f"    {line}" if line.strip() else "" for line in str(item.get("text", "")).strip().splitlines())
+    return f"[{number}] {item.get('source', '?')}\n{text}"
 
 
 def without_placeholders(text: str) -> str:

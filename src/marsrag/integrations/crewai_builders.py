@@ -13,6 +13,7 @@ expected output tells the manager to pass the five-section format on and to retu
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -27,6 +28,7 @@ from marsrag.integrations.crewai import (
     Process,
 )
 from marsrag.integrations.guardrail import ContractGuardrail
+from marsrag.integrations.knowledge_tool import Searcher, knowledge_tool
 from marsrag.tasks.config import AUTO_AGENT, AgentConfig, ProjectConfig, TaskConfig, WorkflowConfig
 
 #: expected_output of a task that runs without the contract (loop_mode none, or narrative: false).
@@ -80,6 +82,16 @@ class BuiltCrew:
         return self.crew.kickoff(inputs=inputs or {})
 
 
+#: How each agent tool a config may name (:data:`~marsrag.tasks.config.AGENT_TOOLS`) is built, from the run's
+#: knowledge base and passages per search.
+TOOL_FACTORIES: dict[str, Callable[[Searcher | None, int], Any]] = {"knowledge_base": knowledge_tool}
+
+
+def build_tools(names: Sequence[str], retriever: Searcher | None = None, retrieval_limit: int = 5) -> list[Any]:
+    """Fresh CrewAI tools for an agent's ``tools`` names (CrewAI counts uses on the tool objects)."""
+    return [TOOL_FACTORIES[name](retriever, retrieval_limit) for name in dict.fromkeys(names)]
+
+
 class CrewBuilder(Protocol):
     """What builds a run's crew: :func:`build_crew`, or a user's crew bound to the contract (``crewbase``)."""
 
@@ -91,17 +103,27 @@ class CrewBuilder(Protocol):
         *,
         start: int = 0,
         manager_llm: Any = None,
+        retriever: Searcher | None = None,
+        retrieval_limit: int = 5,
     ) -> BuiltCrew: ...
 
 
-def build_agent(config: AgentConfig, llm: Any = None) -> Any:
-    """A fresh CrewAI agent; ``llm`` (an LLM object or model string) overrides the config's ``llm``."""
-    options = {key: value for key, value in (config.model_extra or {}).items() if key not in {"tools"}}
+def build_agent(
+    config: AgentConfig, llm: Any = None, *, retriever: Searcher | None = None, retrieval_limit: int = 5
+) -> Any:
+    """A fresh CrewAI agent; ``llm`` (an LLM object or model string) overrides the config's ``llm``.
+
+    The agent's ``tools`` are built over ``retriever`` (the run's knowledge base; None: the tool says there is
+    none), each search returning up to ``retrieval_limit`` passages.
+    """
+    options = dict(config.model_extra or {})
     options.setdefault("allow_delegation", False)
     options.setdefault("verbose", False)
     # A failed LLM call is retried by MarsRAG's call policy (MARSRAG_LLM_RETRIES, transport errors only);
     # CrewAI's re-run of the whole task on any error would multiply it (and retry what cannot succeed).
     options.setdefault("max_retry_limit", 0)
+    if config.tools:
+        options["tools"] = build_tools(config.tools, retriever, retrieval_limit)
     return Agent(
         role=config.role,
         goal=config.goal,
@@ -181,13 +203,16 @@ def build_crew(
     *,
     start: int = 0,
     manager_llm: Any = None,
+    retriever: Searcher | None = None,
+    retrieval_limit: int = 5,
 ) -> BuiltCrew:
     """A crew for a workflow: fresh agents and tasks, each task given the prior one as context.
 
     With ``start`` (resuming a run) every task is still built, so the chain of contexts is whole, but the
     crew only executes the tasks from ``start`` on; the caller gives the task before it its stored output.
     Under ``process: hierarchical`` the tasks run in the same order, each answered by the manager (the
-    workflow's ``manager_agent``, else a CrewAI-style manager on ``manager_llm``, else on ``llm``).
+    workflow's ``manager_agent``, else a CrewAI-style manager on ``manager_llm``, else on ``llm``). Agents with
+    ``tools`` search ``retriever`` (see :func:`build_agent`).
 
     Raises:
         ConfigError: a hierarchical workflow's manager agent is unknown or also runs one of its tasks.
@@ -203,7 +228,10 @@ def build_crew(
     routed = any(config.agent == AUTO_AGENT for config in configs)
     names = list(project.agents) if routed else list(dict.fromkeys(config.agent for config in configs))
     names = [name for name in names if not managed or name != chosen.manager_agent]
-    agents = {name: build_agent(project.agents[name], llm) for name in names}
+    agents = {
+        name: build_agent(project.agents[name], llm, retriever=retriever, retrieval_limit=retrieval_limit)
+        for name in names
+    }
     built: list[BuiltTask] = []
     for config in configs:
         agent = agents[names[0]] if config.agent == AUTO_AGENT else agents[config.agent]
@@ -234,20 +262,30 @@ def _manager_of(project: ProjectConfig, workflow: WorkflowConfig, llm: Any, mana
     return build_manager(llm, project.agents[name])
 
 
-def build_single(project: ProjectConfig, workflow: str, task: str, agent: str, llm: Any = None) -> BuiltCrew:
+def build_single(
+    project: ProjectConfig,
+    workflow: str,
+    task: str,
+    agent: str,
+    llm: Any = None,
+    *,
+    retriever: Searcher | None = None,
+    retrieval_limit: int = 5,
+) -> BuiltCrew:
     """A crew of one task of a workflow, run by the named agent (for operator actions on a stored task).
 
     The task is built under the workflow's loop mode, so it carries the contract (and its guardrail) exactly
-    when it did in the run.
+    when it did in the run; the agent's tools search ``retriever`` as they did.
     """
     chosen = project.workflow(workflow)
-    built_agent = build_agent(project.agents[agent], llm)
+    built_agent = build_agent(project.agents[agent], llm, retriever=retriever, retrieval_limit=retrieval_limit)
     built = build_task(project.tasks[task], built_agent, chosen.effective_loop_mode)
     crew = Crew(agents=[built_agent], tasks=[built.task], process=Process.sequential, verbose=False)
     return BuiltCrew(chosen, chosen.effective_loop_mode, crew, [built], {agent: built_agent})
 
 
 __all__ = [
+    "TOOL_FACTORIES",
     "BuiltCrew",
     "BuiltTask",
     "CrewBuilder",
@@ -256,4 +294,5 @@ __all__ = [
     "build_manager",
     "build_single",
     "build_task",
+    "build_tools",
 ]

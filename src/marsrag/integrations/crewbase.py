@@ -29,6 +29,7 @@ from marsrag.contract import Mode
 from marsrag.errors import ConfigError
 from marsrag.integrations.crewai import Crew, Process
 from marsrag.integrations.crewai_builders import BuiltCrew, BuiltTask, build_manager, build_task
+from marsrag.integrations.knowledge_tool import Searcher
 from marsrag.tasks.config import AUTO_AGENT, AgentConfig, ProjectConfig, TaskConfig, WorkflowConfig, WorkflowProcess
 
 #: What a crew factory returns: a crewai ``Crew``, or a ``@CrewBase`` instance (its ``@crew`` method is called).
@@ -85,8 +86,13 @@ class BoundCrew:
         *,
         start: int = 0,
         manager_llm: Any = None,
+        retriever: Searcher | None = None,
+        retrieval_limit: int = 5,
     ) -> ContractBoundCrew:
-        """A fresh crew for one run, bound to the contract (``build_crew``'s signature: the runner's ``crews=``)."""
+        """A fresh crew for one run, bound to the contract (``build_crew``'s signature: the runner's ``crews=``).
+
+        ``retriever`` and ``retrieval_limit`` are unused: the crew's agents keep the tools their class gives them.
+        """
         chosen = project.workflow(workflow)
         mode = chosen.effective_loop_mode
         found = self._fresh()

@@ -9,7 +9,8 @@
 3. never hand CrewAI's provider a ``response_model``: it would parse the structured response itself and
    raise on a near-miss (a fence, a missing field, a cut answer) before the contract guardrail sees it, so
    the structure is asked for in the request and whatever comes back reaches the contract as text;
-4. send no structure in a tool-using step (vLLM and Ollama skip tools when a response format is set);
+4. send no structure in a step of a tool loop, tools in the request or in the prompt
+   (:func:`~marsrag.llm.structured.asks_for_structure`: vLLM and Ollama skip tools when a response format is set);
 5. record the call (model, endpoint host, mode, refusals, latency, tokens, finish reason) in the
    :data:`~marsrag.integrations.calls.JOURNAL` under its task, for the attempt it produces.
 
@@ -40,6 +41,7 @@ from marsrag.llm.structured import (
     PROMPT,
     Offer,
     Request,
+    asks_for_structure,
     begin_request,
     end_request,
     is_refusal,
@@ -133,7 +135,8 @@ class BoundaryCalls:
         # In-process LLMs (replay, composer) get the response model as asked: they only record it.
         if getattr(self, "boundary_local", False):
             kwargs["response_model"] = response_model
-        return _Exchange(self, structured=response_model is not None and not tools, task=from_task), kwargs
+        structured = asks_for_structure(response_model, tools, agent=from_agent, task=from_task)
+        return _Exchange(self, structured=structured, task=from_task), kwargs
 
     def call(
         self,
@@ -219,10 +222,9 @@ class OpenAIChatOffers:
 
     def _prepare_completion_params(self, messages: Any, tools: Any = None, *args: Any, **kwargs: Any) -> Any:
         params = super()._prepare_completion_params(messages, tools, *args, **kwargs)  # type: ignore[misc]
-        if not params.get("tools"):
-            offer = take_offer()
-            if offer is not None:
-                offer.apply(params)
+        offer = take_offer(params.get("tools"))
+        if offer is not None:
+            offer.apply(params)
         return params
 
 

@@ -154,7 +154,7 @@ class ReplayLLM(LocalLLM):
         if self.latency > 0:
             time.sleep(self.latency)
         recorded = [{"role": "user", "content": messages}] if isinstance(messages, str) else copy.deepcopy(messages)
-        offer = take_offer()
+        offer = take_offer(tools)
         mode = offer.mode if offer is not None else "prompt"
         with self._lock:
             if self._position >= len(self.outputs):

@@ -16,6 +16,12 @@ endpoint and model for the life of the process, so only the first call to a serv
 ``grammar`` is never tried by ``auto``: servers that do not know the field ignore it silently, so its
 acceptance proves nothing.
 
+Structure is asked for only where a final answer is all the call can give (:func:`asks_for_structure`): never
+in a step of a tool loop, whether the tools go in the request (native function calling) or in the prompt (a
+ReAct agent that has tools). vLLM and Ollama skip the tools when a response format is set (CrewAI issues
+#5472, #4697), and a ReAct step cannot be told from the final answer before it is made: the contract parses
+a tool-using agent's final answer locally instead.
+
 The schema and grammar carry the contract's own limits (five required strings, ``minLength`` 1,
 ``maxLength`` 800), so a constrained answer passes or fails the contract for its content, never its shape.
 """
@@ -240,6 +246,20 @@ class Request:
         return self.offer.mode if self.applied else "prompt"
 
 
+def in_tool_loop(tools: Any = None, *, agent: Any = None, task: Any = None) -> bool:
+    """Whether a call is a step of a tool loop: tools in the request, or made for an agent or task that has tools.
+
+    An agent's or task's tools (CrewAI's ``tools`` field) are offered in the prompt when the LLM does not call
+    functions natively (the ReAct format), so every call of that agent for that task may be a tool step.
+    """
+    return bool(tools) or bool(getattr(task, "tools", None)) or bool(getattr(agent, "tools", None))
+
+
+def asks_for_structure(response_model: Any, tools: Any = None, *, agent: Any = None, task: Any = None) -> bool:
+    """Whether a call asks the server for structure: it wants a typed answer and is no step of a tool loop."""
+    return response_model is not None and not in_tool_loop(tools, agent=agent, task=task)
+
+
 _REQUEST: contextvars.ContextVar[Request | None] = contextvars.ContextVar("marsrag_llm_request", default=None)
 
 
@@ -254,10 +274,13 @@ def end_request(token: contextvars.Token[Request | None]) -> None:
     _REQUEST.reset(token)
 
 
-def take_offer() -> Offer | None:
-    """For an LLM building its request: the structure to ask for (None: none), marked as applied."""
+def take_offer(tools: Any = None) -> Offer | None:
+    """For an LLM building its request: the structure to ask for (None: none), marked as applied.
+
+    ``tools``: the tools the request carries; with any, no structure is asked for (see :func:`in_tool_loop`).
+    """
     request = _REQUEST.get()
-    if request is None or not request.offer.constrains:
+    if request is None or not request.offer.constrains or in_tool_loop(tools):
         return None
     request.applied = True
     return request.offer
@@ -274,10 +297,12 @@ __all__ = [
     "Negotiator",
     "Offer",
     "StructuredOutput",
+    "asks_for_structure",
     "begin_request",
     "contract_grammar",
     "decoding_schema",
     "end_request",
+    "in_tool_loop",
     "is_refusal",
     "ladder",
     "take_offer",

@@ -18,10 +18,11 @@ from marsrag.chain.briefing import briefing, without_placeholders
 from marsrag.contract import FIELD_LIMITS, FIELDS, render_sections, validate_output
 from marsrag.errors import ActionConflictError, TaskNotFoundError
 from marsrag.integrations.calls import JOURNAL, AttemptCalls
+from marsrag.integrations.passages import PASSAGES
 from marsrag.liveness import is_stale, owner_id
 from marsrag.runtime.commit import Outcome, failed_attempt, settle
 from marsrag.runtime.runner import WorkflowRunner
-from marsrag.state import AttemptKind, AttemptRecord, RunRecord, TaskState
+from marsrag.state import AttemptKind, AttemptRecord, Retrieval, RunRecord, TaskState
 from marsrag.store.queries import Claim, Holder
 from marsrag.views.summary import summarize
 
@@ -65,7 +66,7 @@ def _repair(runner: WorkflowRunner, run: RunRecord, state: TaskState, holder: Ho
         for offset, attempt in enumerate(item.guardrail.attempts)
     ]
     outcomes = [Outcome.of(attempt.result) for attempt in item.guardrail.attempts]
-    return _commit(runner, run, state, holder, outcomes, attempts)
+    return _commit(runner, run, _with_found(state, item.task), holder, outcomes, attempts)
 
 
 def regenerate_sections(runner: WorkflowRunner, run_id: str, task_id: str) -> TaskState:
@@ -119,7 +120,7 @@ def _regenerate(runner: WorkflowRunner, run: RunRecord, state: TaskState, holder
         kind="regenerate",
         **calls.fields(),
     )
-    return _commit(runner, run, state, holder, [Outcome.of(result)], [attempt])
+    return _commit(runner, run, _with_found(state, item.task), holder, [Outcome.of(result)], [attempt])
 
 
 def apply_action(runner: WorkflowRunner, action: Action, run_id: str, task_id: str) -> TaskState:
@@ -189,7 +190,15 @@ def _crew(runner: WorkflowRunner, run: RunRecord, state: TaskState, *, machine_f
     agent = state.agent if state.agent in project.agents else config.agent
     if agent not in project.agents:
         agent = next(iter(project.agents))
-    crew = build_single(project, run.workflow, state.task_id, agent, runner.llm)
+    crew = build_single(
+        project,
+        run.workflow,
+        state.task_id,
+        agent,
+        runner.llm,
+        retriever=runner.retriever,
+        retrieval_limit=runner.retrieval_limit,
+    )
     if crew.tasks[0].guardrail is None:
         raise ActionConflictError(f"task {state.task_id!r} no longer runs under the contract in {run.workflow!r}")
     if machine_first:
@@ -209,6 +218,17 @@ def _describe(task: Any, run: RunRecord, state: TaskState, request: str) -> None
     # Added before kickoff, so interpolated with its inputs: stray braces would be read as inputs.
     text = without_placeholders(briefing(run.goal, hook, results, extra=request))
     task.description = f"{task.description}\n\n{text}"
+    PASSAGES.given(str(task.id), results)  # the agent's knowledge tool numbers what it finds after these
+
+
+def _with_found(state: TaskState, task: Any) -> TaskState:
+    """``state`` with the passages the agent's tools found in the action after its retrieval results (as numbered)."""
+    found = PASSAGES.drain(str(task.id))
+    if not found:
+        return state
+    retrieval = state.retrieval or Retrieval(query="")
+    merged = retrieval.model_copy(update={"results": [*retrieval.results, *found]})
+    return state.model_copy(update={"retrieval": merged})
 
 
 def _kickoff(crew: Any, run: RunRecord) -> str | None:

@@ -24,6 +24,7 @@ from marsrag.goals import check_session_id, clean_goal
 from marsrag.integrations.calls import JOURNAL, AttemptCalls
 from marsrag.integrations.crewai import TaskOutput
 from marsrag.integrations.crewai_builders import BuiltCrew, BuiltTask, CrewBuilder, build_crew
+from marsrag.integrations.passages import PASSAGES
 from marsrag.liveness import is_stale, owner_id
 from marsrag.llm.select import resolve_llm
 from marsrag.runtime.commit import Outcome, TaskCommitter, settle
@@ -256,7 +257,13 @@ class _Execution:
         self.holder = Holder(run_owner=run.owner)
         start = len(stored)
         self.built: BuiltCrew = runner.crews(
-            runner.project, run.workflow, runner.llm, start=start, manager_llm=runner.manager_llm(run.workflow)
+            runner.project,
+            run.workflow,
+            runner.llm,
+            start=start,
+            manager_llm=runner.manager_llm(run.workflow),
+            retriever=runner.retriever,
+            retrieval_limit=runner.retrieval_limit,
         )
         self.states: list[TaskState] = list(stored)
         self.hooks: dict[int, tuple[str | None, HookSource]] = {0: (None, "goal")}
@@ -302,6 +309,8 @@ class _Execution:
         query = retrieval_query(hook, self.run.goal)
         results = self.runner.retriever.search(query, self.runner.retrieval_limit)
         self.retrievals[index] = Retrieval(query=query, results=results)
+        # The agent's knowledge tool numbers what it finds after these (see _retrieval).
+        PASSAGES.given(str(task.id), results)
         chained = hook if hook is not None and self.built.tasks[index].has_contract else None
         # The hooks handed within this run were asked too: a later task's LOOP should not circle back to them.
         handed = [item for position, (item, _) in sorted(self.hooks.items()) if position <= index and item]
@@ -340,6 +349,16 @@ class _Execution:
         if target.config.agent == AUTO_AGENT and prior.routing.next_agent in self.built.agents:
             target.agent = target.task.agent = self.built.agents[prior.routing.next_agent]
 
+    def _retrieval(self, index: int, item: BuiltTask) -> Retrieval | None:
+        """The task's retrieval: the runner's results, then the passages its agent's tools found, as numbered."""
+        prepared = self.retrievals.get(index)
+        found = PASSAGES.drain(str(item.task.id))
+        if not found:
+            return prepared
+        if prepared is None:
+            return Retrieval(query="", results=found)
+        return prepared.model_copy(update={"results": [*prepared.results, *found]})
+
     def _state(self, index: int, item: BuiltTask, output: Any) -> TaskState:
         hook, source = self.hooks[index]
         # The assigned agent, not task.agent: a hierarchical crew's manager takes that over while the task runs.
@@ -352,7 +371,7 @@ class _Execution:
             agent=agent,
             loop_mode=self.built.loop_mode if item.config.narrative else "none",
             hook_source=source,
-            retrieval=self.retrievals.get(index),
+            retrieval=self._retrieval(index, item),
             loop_contract_version=LOOP_CONTRACT_VERSION,
             validation=Validation(status="skipped"),
             # The stored hook of a chained task is the derived one (spec section 3): settle keeps it.

@@ -31,8 +31,27 @@ AUTO_AGENT = "auto"
 KICKOFF_INPUTS = frozenset({"goal"})
 
 
+#: The tools an agent may name in ``tools:`` (``agents.yaml``), each built for the run by the CrewAI binding:
+#: ``knowledge_base`` is ``search_knowledge_base(query)`` over the run's knowledge base. Not the routing targets
+#: of ``tools.yaml``, which a loop routes to and no agent calls.
+AGENT_TOOLS = frozenset({"knowledge_base"})
+
+
+def unknown_tools_message(agent: str, names: list[str]) -> str:
+    """Why an agent's ``tools`` cannot be built: the names that are no agent tool, and the ones that are."""
+    shown = ", ".join(repr(name) for name in names)
+    known = ", ".join(sorted(AGENT_TOOLS))
+    return (
+        f"agent {agent!r} names unknown tool(s) {shown}: the agent tools are {known} (the routing targets of "
+        "tools.yaml are not agent tools)"
+    )
+
+
 class AgentConfig(BaseModel):
-    """A CrewAI agent: role, goal and backstory as in ``agents.yaml``; other CrewAI agent keys pass through."""
+    """A CrewAI agent: role, goal and backstory as in ``agents.yaml``; other CrewAI agent keys pass through.
+
+    ``tools`` names built-in agent tools (:data:`AGENT_TOOLS`); any other name is a config error.
+    """
 
     model_config = ConfigDict(extra="allow")
 
@@ -42,6 +61,14 @@ class AgentConfig(BaseModel):
     backstory: str = ""
     tools: list[str] = Field(default_factory=list)
     llm: str | None = None
+
+    @model_validator(mode="after")
+    def _known_tools(self) -> AgentConfig:
+        # An unknown name would be dropped or fail mid-run: a config error naming the key, at load time.
+        unknown = [name for name in dict.fromkeys(self.tools) if name not in AGENT_TOOLS]
+        if unknown:
+            raise ValueError(unknown_tools_message(self.name, unknown))
+        return self
 
 
 class ToolConfig(BaseModel):

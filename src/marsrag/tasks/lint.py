@@ -15,7 +15,14 @@ from typing import Any, Literal
 
 from marsrag.contract import EXPECTED_OUTPUT_TEMPLATE, FIELDS, compatibility_problem, section_labels
 from marsrag.tasks._yaml import KeyPath, Position
-from marsrag.tasks.config import AUTO_AGENT, CONTRACT_BOUND_KEYS, KICKOFF_INPUTS, LOOP_OUTPUT_NAMES
+from marsrag.tasks.config import (
+    AGENT_TOOLS,
+    AUTO_AGENT,
+    CONTRACT_BOUND_KEYS,
+    KICKOFF_INPUTS,
+    LOOP_OUTPUT_NAMES,
+    unknown_tools_message,
+)
 from marsrag.tasks.sources import ConfigSet, Entry
 
 Severity = Literal["error", "warning"]
@@ -296,6 +303,16 @@ def _check_agents(config: ConfigSet) -> Iterator[Hit]:
             yield entry, "agent", f"task {entry.name!r} names unknown agent {agent!r}", None
 
 
+def _check_agent_tools(config: ConfigSet) -> Iterator[Hit]:
+    for entry in config.of("agent"):
+        tools = _mapping(entry).get("tools")
+        if not isinstance(tools, list):
+            continue  # a mistyped value is the agent model's error at load, naming the key
+        unknown = [name for name in dict.fromkeys(map(str, tools)) if name not in AGENT_TOOLS]
+        if unknown:
+            yield entry, "tools", unknown_tools_message(entry.name, unknown), None
+
+
 def _check_wording(config: ConfigSet) -> Iterator[Hit]:
     for entry, data in _narrative_tasks(config):
         text = _expected(data)
@@ -440,6 +457,7 @@ RULES: tuple[Rule, ...] = (
     Rule("LC107", "error", "a key or an entry is written twice (YAML keeps only the last)", _check_duplicates),
     Rule("LC108", "error", "a {placeholder} no kickoff input fills (only {goal} is)", _check_unfilled),
     Rule("LC109", "error", "a hierarchical workflow's manager is misconfigured", _check_manager),
+    Rule("LC110", "error", "an agent names an unknown tool (the agent tools: knowledge_base)", _check_agent_tools),
 )
 
 
