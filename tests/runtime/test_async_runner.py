@@ -129,3 +129,31 @@ def test_an_llm_error_fails_the_async_run_with_its_reason(store: RunStore, sampl
     run = asyncio.run(runner.arun("latency", workflow="flow"))
     assert run.status == "failed" and "ReplayExhaustedError" in (run.status_reason or "")
     assert [t.task_id for t in store.get_tasks(run.run_id)] == ["diagnose"]
+
+
+def test_an_llm_without_acall_runs_on_the_sync_path_from_arun(store: RunStore, sample: ProjectConfig) -> None:
+    """A BaseLLM with call only (CrewAI's acall raises NotImplementedError): arun completes it on a thread."""
+    from marsrag.llm.boundary import make_resilient, supports_async
+    from marsrag.runtime.runner import WorkflowRunner
+    from tests.faults.fault_llm import FaultLLM
+
+    llm = make_resilient(FaultLLM.scripted([answer()] * 2))
+    assert not supports_async(llm)
+    runner = WorkflowRunner(store, project_with(sample, ["diagnose", "recommend"]), llm)
+    run = asyncio.run(runner.arun("latency", workflow="flow"))
+    assert run.status == "completed", run.status_reason
+    assert llm.calls == 2 and [t.validation.status for t in store.get_tasks(run.run_id)] == ["valid", "valid"]
+
+
+def test_supports_async_names_the_llms_that_answer_acall_themselves() -> None:
+    """The composer, the replay LLM and CrewAI's LLM answer acall; the boundary's own acall does not count."""
+    from marsrag.integrations.crewai import crewai_llm
+    from marsrag.llm.boundary import make_resilient, supports_async
+    from marsrag.llm.composer import OfflineComposer
+    from marsrag.llm.replay import ReplayLLM
+    from tests.faults.fault_llm import FaultLLM
+
+    assert supports_async(make_resilient(OfflineComposer(model="offline-composer")))
+    assert supports_async(make_resilient(ReplayLLM.from_outputs([])))
+    assert supports_async(crewai_llm("openai/local", base_url="http://127.0.0.1:9/v1"))
+    assert not supports_async(FaultLLM.scripted([])) and not supports_async(make_resilient(FaultLLM.scripted([])))

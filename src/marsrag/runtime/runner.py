@@ -26,6 +26,7 @@ from marsrag.integrations.calls import JOURNAL, AttemptCalls
 from marsrag.integrations.crewai import TaskOutput
 from marsrag.integrations.crewai_builders import BuiltCrew, BuiltTask, build_crew
 from marsrag.liveness import is_stale, owner_id
+from marsrag.llm.boundary import supports_async
 from marsrag.runtime.commit import Outcome, TaskCommitter, settle
 from marsrag.runtime.retrieval import NoRetriever, Retriever, retrieval_query
 from marsrag.runtime.routing import LexicalRouter, Router, project_candidates
@@ -159,6 +160,9 @@ class WorkflowRunner:
     async def aexecute(self, run_id: str) -> RunRecord:
         """The async :meth:`execute`: the run waits on the LLM without holding a thread.
 
+        An LLM without an ``acall`` of its own (:func:`~marsrag.llm.boundary.supports_async`) is run on the
+        sync path, in a thread of the event loop's default pool.
+
         Store reads and writes stay synchronous (a commit takes milliseconds): they run on the event loop,
         one at a time, between the LLM calls of the runs it executes.
 
@@ -227,6 +231,9 @@ class WorkflowRunner:
         return self._finish(held, *_ending(execution, None))
 
     async def _aexecute(self, run: RunRecord, stored: list[TaskState]) -> RunRecord:
+        if not supports_async(self.llm):
+            # An LLM with call only (a user's BaseLLM): the sync path on a thread of the loop, never a failed run.
+            return await asyncio.to_thread(self._execute, run, stored)
         held = self._claim(run)
         execution: _Execution | None = None
         try:
