@@ -24,6 +24,7 @@ NAMES = (
     "contract",
     "crewai",
     "runtime",
+    "async",
     "store",
     "rag",
     "main_job",

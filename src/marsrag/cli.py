@@ -71,6 +71,14 @@ class LogFormatChoice(StrEnum):
     json = "json"
 
 
+class ExecutorChoice(StrEnum):
+    """How ``marsrag serve`` executes runs in its own process."""
+
+    auto = "auto"
+    async_ = "async"
+    thread = "thread"
+
+
 # Options several commands share, spelled once; a command hands them to _settings, resolved once there.
 DbOption = Annotated[
     str | None, typer.Option(help="Store URL; default MARSRAG_DB, the settings file, else a file in the data dir.")
@@ -397,8 +405,18 @@ def serve(
     base_url: BaseUrlOption = None,
     structured_output: StructuredOutputOption = None,
     run_threads: Annotated[
-        int, typer.Option(min=1, max=64, help="Runs executing at once in this process (without a broker).")
+        int, typer.Option(min=1, max=64, help="Runs executing at once on the thread executor (without a broker).")
     ] = 2,
+    executor: Annotated[
+        ExecutorChoice,
+        typer.Option(
+            help="Without a broker: async (runs as tasks on one event loop), thread (--run-threads threads), "
+            "auto: async when the LLM answers acall (CrewAI's LLMs, the composer, replay)."
+        ),
+    ] = ExecutorChoice.auto,
+    concurrent_runs: Annotated[
+        int, typer.Option(min=1, max=1024, help="Runs executing at once on the async executor.")
+    ] = 64,
     broker: BrokerOption = None,
     shutdown_grace: Annotated[
         float,
@@ -417,8 +435,10 @@ def serve(
     on stderr (--log-format text or json). Runs and repairs execute in this process,
     or, with a broker, on `marsrag worker` processes (any number of servers and workers on one PostgreSQL).
     Every 30 s the server hands runs no live process holds (left pending or running by a dead one) to its
-    executor. On SIGTERM it stops accepting, lets executing runs reach their next commit point within the
-    grace period, leaves the rest pending for the next server, and exits.
+    executor. Without a broker, runs execute in this process as tasks on one event loop (each waits on its
+    LLM without holding a thread; --concurrent-runs at once) when the LLM answers acall, else on --run-threads
+    threads (--executor chooses). On SIGTERM it stops accepting, lets executing runs reach their next commit
+    point within the grace period, leaves the rest pending for the next server, and exits.
 
     Example: marsrag serve --port 8000 --db sqlite:///runs.db
     """
@@ -429,7 +449,14 @@ def serve(
     settings = _settings(
         config=config, llm=llm, db=db, base_url=base_url, broker=broker, structured_output=structured_output
     )
-    web = WebSettings(settings, host=host, run_threads=run_threads, shutdown_grace=shutdown_grace)
+    web = WebSettings(
+        settings,
+        host=host,
+        run_threads=run_threads,
+        executor=executor.value,
+        concurrent_runs=concurrent_runs,
+        shutdown_grace=shutdown_grace,
+    )
     run_server(web, port=port, log_format=log_format.value)
 
 

@@ -1,8 +1,8 @@
 """The composition root: the one place that opens MarsRAG's parts from resolved :class:`Settings`.
 
 From one ``Settings`` it opens the project config, the LLM, the store, the knowledge base, the event sinks,
-the workflow runner and the run executor (this process's threads, or the job queue's workers when a broker
-is set), and closes them in the reverse order. The CLI, ``marsrag serve`` and ``marsrag worker`` open the
+the workflow runner and the run executor (this process's event loop or threads, or the job queue's workers
+when a broker is set), and closes them in the reverse order. The CLI, ``marsrag serve`` and ``marsrag worker`` open the
 runtime here and nowhere else; the library below never reads the environment or the settings file itself.
 
 Importing this module stays cheap: CrewAI and SQLAlchemy load when a runner or knowledge base is opened.
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from marsrag.errors import InputError, StoreError
 from marsrag.events.otel import otel_sink_from_env
 from marsrag.events.sinks import EventSink, JsonlSink
+from marsrag.llm.boundary import supports_async
 from marsrag.llm.resilient import CallPolicy
 from marsrag.llm.select import resolve_llm
 from marsrag.queue.app import QueueSettings
@@ -25,7 +26,8 @@ from marsrag.queue.worker import check_broker, run_worker
 from marsrag.rag.knowledge import KnowledgeBase
 from marsrag.rag.report import IngestReport
 from marsrag.rag.service import ingest_paths, knowledge_base
-from marsrag.runtime.executor import RunExecutor, ThreadRunExecutor
+from marsrag.runtime.async_executor import DEFAULT_CONCURRENCY, AsyncRunExecutor
+from marsrag.runtime.executor import EXECUTOR_KINDS, ExecutorKind, RunExecutor, ThreadRunExecutor
 from marsrag.settings import Settings
 from marsrag.store import open_store as open_store_at
 from marsrag.store import still_holds
@@ -144,20 +146,36 @@ def open_runner(
         yield WorkflowRunner(store, project, model, sinks=opened, retriever=KnowledgeBase(store))
 
 
-def open_executor(runner: WorkflowRunner, settings: Settings, *, threads: int = 2) -> RunExecutor:
-    """The executor for ``runner``: the job queue's workers when the settings name a broker, else ``threads`` threads.
+def open_executor(
+    runner: WorkflowRunner,
+    settings: Settings,
+    *,
+    threads: int = 2,
+    executor: ExecutorKind = "auto",
+    concurrency: int = DEFAULT_CONCURRENCY,
+) -> RunExecutor:
+    """The executor for ``runner``: the job queue's workers when the settings name a broker, else this process's.
+
+    In this process, ``executor`` chooses: ``async`` runs up to ``concurrency`` runs as tasks on one event loop
+    (:class:`AsyncRunExecutor`, waiting on the LLM without a thread each), ``thread`` runs ``threads`` at once
+    on threads (:class:`ThreadRunExecutor`), ``auto`` is ``async`` when the runner's LLM answers ``acall``
+    itself (:func:`supports_async`: CrewAI's LLMs, the composer, the replay LLM), else ``thread``.
 
     Raises:
-        InputError: the broker URL is not one the queue can use.
+        InputError: the broker URL is not one the queue can use, or ``executor`` is not a known kind.
     """
     if settings.broker:
         return CeleryRunExecutor(QueueSettings.from_settings(settings))
+    if executor not in EXECUTOR_KINDS:
+        raise InputError(f"unknown executor {executor!r}: expected one of {', '.join(EXECUTOR_KINDS)}")
     from marsrag.runtime.actions import apply_action  # lazy: CrewAI
 
     def act(action: Action, run_id: str, task_id: str) -> Any:
         return apply_action(runner, action, run_id, task_id)
 
     # resume executes a pending run from its start and a stale one from its last committed task.
+    if executor == "async" or (executor == "auto" and supports_async(runner.llm)):
+        return AsyncRunExecutor(runner.aresume, act, concurrency, stopping=runner.stopping)
     return ThreadRunExecutor(runner.resume, act, threads, stopping=runner.stopping)
 
 

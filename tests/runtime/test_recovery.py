@@ -79,16 +79,26 @@ def test_the_sweep_hands_over_exactly_the_runs_no_live_process_holds(tmp_path: P
 
 
 def serve(
-    tmp_path: Path, db: str, outputs: list[str], port: int, failpoints: str | None = None, threads: int = 2
+    tmp_path: Path,
+    db: str,
+    outputs: list[str],
+    port: int,
+    failpoints: str | None = None,
+    threads: int | None = None,
+    latency: float | None = None,
 ) -> subprocess.Popen[bytes]:
+    """``marsrag serve`` on a replay script; with ``threads``, on the thread executor with that many threads."""
     script = tmp_path / f"llm-{port}.jsonl"
-    script.write_text("".join(json.dumps({"output": output}) + "\n" for output in outputs))
+    step = {} if latency is None else {"latency": latency}
+    script.write_text("".join(json.dumps({"output": output, **step}) + "\n" for output in outputs))
     env = {**os.environ}
     env.pop("MARSRAG_FAILPOINTS", None)
     env.pop("MARSRAG_BROKER", None)
     if failpoints:
         env["MARSRAG_FAILPOINTS"] = failpoints
-    args = ["serve", "--port", str(port), "--db", db, "--llm", f"replay:{script}", "--run-threads", str(threads)]
+    args = ["serve", "--port", str(port), "--db", db, "--llm", f"replay:{script}"]
+    if threads is not None:  # a queue of runs on threads (the default, for the replay LLM, is the async executor)
+        args += ["--executor", "thread", "--run-threads", str(threads)]
     return subprocess.Popen([sys.executable, "-m", "marsrag", *args], env=env, stderr=subprocess.PIPE)
 
 
@@ -227,6 +237,41 @@ def test_sigterm_stops_at_the_next_commit_and_leaves_the_queue_pending(tmp_path:
     # Draining the queue would have completed all ten; at most the one executing (and one more, should the
     # signal arrive between two runs) may finish before the server stops.
     assert statuses["pending"] >= 5 and statuses["completed"] + statuses["pending"] == 10, statuses
+    port = free_port()
+    second = serve(tmp_path, db, [SECOND] * 30, port)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(
+            lambda: all(httpx.get(f"{base}/api/runs/{i}", timeout=5).json()["status"] == "completed" for i in ids),
+            "the next server to finish every run",
+        )
+        documents = [httpx.get(f"{base}/api/runs/{i}", timeout=5).json() for i in ids]
+    finally:
+        second.terminate()
+        second.communicate(timeout=60)
+    for document in documents:
+        assert [len(task["attempts"]) for task in document["tasks"]] == [1, 1, 1]
+
+
+@pytest.mark.crewai
+def test_sigterm_stops_every_run_of_the_async_executor_at_its_next_commit(tmp_path: Path) -> None:
+    """The async executor (serve's default here) runs ten runs at once: on SIGTERM each stops after its current
+    task's commit, left pending (none failed, none running), and the next server finishes them all, nothing redone."""
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    port = free_port()
+    first = serve(tmp_path, db, [VALID] * 30, port, latency=0.3)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(lambda: httpx.get(f"{base}/health", timeout=2).status_code == 200, "the first server")
+        ids = start_at_once(base, [f"spike {i}" for i in range(10)])
+        first.send_signal(signal.SIGTERM)
+        assert first.wait(timeout=120) in (0, -signal.SIGTERM)
+    finally:
+        first.kill()
+        first.communicate()
+    statuses = Counter(str(row["status"]) for run_id, row in runs_of(db).items() if run_id in ids)
+    assert statuses["failed"] == 0 and statuses["running"] == 0, statuses
+    assert statuses["completed"] + statuses["pending"] == 10, statuses
     port = free_port()
     second = serve(tmp_path, db, [SECOND] * 30, port)
     base = f"http://127.0.0.1:{port}"

@@ -72,7 +72,7 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture
 def site_factory(tmp_path: Path) -> Iterator[Callable[..., Site]]:
-    """Make a running app over a fresh SQLite file whose replay LLM answers ``outputs`` in order."""
+    """Make a running app over a fresh SQLite file whose replay LLM answers ``outputs`` (texts or steps) in order."""
     from marsrag.settings import resolve_settings
     from marsrag.web.app import create_app
     from marsrag.web.settings import WebSettings
@@ -80,11 +80,13 @@ def site_factory(tmp_path: Path) -> Iterator[Callable[..., Site]]:
     stack = ExitStack()
     count = 0
 
-    def make(outputs: list[str] | None = None, **settings: Any) -> Site:
+    def make(outputs: Sequence[str | dict[str, Any]] | None = None, **settings: Any) -> Site:
         nonlocal count
         count += 1
         replay = tmp_path / f"replay-{count}.jsonl"
-        replay.write_text("".join(json.dumps({"output": text}) + "\n" for text in outputs or []), encoding="utf-8")
+        # An output text, or a whole script step (its latency, finish reason...).
+        steps = [item if isinstance(item, dict) else {"output": item} for item in outputs or []]
+        replay.write_text("".join(json.dumps(step) + "\n" for step in steps), encoding="utf-8")
         db = f"sqlite:///{tmp_path}/site-{count}.db"
         flags: dict[str, Any] = {"db": db, "llm": f"replay:{replay}"}
         flags.update((name, settings.pop(name)) for name in list(settings) if name in SETTINGS_FLAGS)

@@ -106,6 +106,15 @@ class LocalConverter(Converter):
         model = self.to_pydantic(current_attempt)
         return model if isinstance(model, ConverterError) else model.model_dump()
 
+    # On Crew.akickoff CrewAI converts with these; the base class's would call the LLM (acall) up to three times.
+    async def ato_pydantic(self, current_attempt: int = 1) -> BaseModel | ConverterError:  # type: ignore[override]
+        """The async :meth:`to_pydantic` (parsing is local: nothing is awaited)."""
+        return self.to_pydantic(current_attempt)
+
+    async def ato_json(self, current_attempt: int = 1) -> dict[str, Any] | ConverterError:
+        """The async :meth:`to_json`."""
+        return self.to_json(current_attempt)
+
 
 class ContractTask(crewai.Task):
     """A CrewAI Task carrying MarsRAG's metadata as declared fields.

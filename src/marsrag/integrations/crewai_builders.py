@@ -27,6 +27,7 @@ from marsrag.integrations.crewai import (
     LoopOutputDraft,
     Process,
 )
+from marsrag.integrations.crewai_async import AsyncAgentExecutor
 from marsrag.integrations.guardrail import ContractGuardrail
 from marsrag.integrations.knowledge_tool import Searcher, knowledge_tool
 from marsrag.tasks.config import AUTO_AGENT, AgentConfig, ProjectConfig, TaskConfig, WorkflowConfig
@@ -80,6 +81,16 @@ class BuiltCrew:
     def kickoff(self, inputs: dict[str, Any] | None = None) -> Any:
         """Run the crew (``inputs`` fill ``{placeholders}`` such as ``{goal}``)."""
         return self.crew.kickoff(inputs=inputs or {})
+
+    async def akickoff(self, inputs: dict[str, Any] | None = None) -> Any:
+        """Run the crew on CrewAI's native ``Crew.akickoff``, its agents awaiting the LLM (``acall``).
+
+        The agents get :class:`~marsrag.integrations.crewai_async.AsyncAgentExecutor` (their executor is
+        created when their first task starts): with CrewAI's own, each LLM call would hold a thread.
+        """
+        for agent in self.agents.values():
+            agent.executor_class = AsyncAgentExecutor
+        return await self.crew.akickoff(inputs=inputs or {})
 
 
 #: How each agent tool a config may name (:data:`~marsrag.tasks.config.AGENT_TOOLS`) is built, from the run's

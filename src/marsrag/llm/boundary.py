@@ -280,4 +280,20 @@ def make_resilient(llm: _T, policy: CallPolicy | None = None, *, structured_outp
     return llm
 
 
-__all__ = ["BoundaryCalls", "OpenAIChatOffers", "make_resilient"]
+def supports_async(llm: Any) -> bool:
+    """Whether an LLM object answers ``acall`` itself (CrewAI's ``BaseLLM.acall`` only raises NotImplementedError).
+
+    CrewAI's LLM and provider classes implement it, and so do MarsRAG's composer and replay LLM; a user's
+    ``BaseLLM`` subclass may define ``call`` only. The LLM boundary's own ``acall`` does not count: it awaits
+    the class's.
+    """
+    # lazy: CrewAI, loads only when an LLM or a crew is built
+    from marsrag.integrations.crewai import BaseLLM
+
+    for klass in type(llm).__mro__:
+        if "acall" in vars(klass) and klass is not BoundaryCalls:
+            return klass is not BaseLLM
+    return False
+
+
+__all__ = ["BoundaryCalls", "OpenAIChatOffers", "make_resilient", "supports_async"]

@@ -239,6 +239,22 @@ class OfflineComposer(LocalLLM):
         report(finish_reason="stop")  # it always finishes its answer; it counts no tokens
         return answer
 
+    async def acall(
+        self,
+        messages: Any,
+        tools: list[dict[str, Any]] | None = None,
+        callbacks: list[Any] | None = None,
+        available_functions: dict[str, Any] | None = None,
+        from_task: Any = None,
+        from_agent: Any = None,
+        response_model: type[Any] | None = None,
+    ) -> str:
+        """The async :meth:`call` (composing takes milliseconds and waits on nothing: it runs on the loop)."""
+        # This class's own call: self.call is the LLM boundary's (make_resilient), which would record it twice.
+        return OfflineComposer.call(
+            self, messages, tools, callbacks, available_functions, from_task, from_agent, response_model
+        )
+
 
 def _hook(goal: str, handed: str | None) -> str:
     if handed:

@@ -8,10 +8,15 @@ A script step may also say how the answer ended and what it cost (``finish_reaso
 "body": "..."}}``), raised as :class:`ScriptedHTTPError` with that status and body: that is how a script
 plays a server refusing a structured-output request. The replay LLM accepts structured-output offers like
 an OpenAI-compatible server, and records the mode of each call.
+
+A step's ``latency`` (seconds; default the LLM's ``latency``) stands in for a model's time to answer: slept by
+``call``, awaited by ``acall``. Each call records when it started and ended, so a test can tell which calls
+were in flight at once.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import threading
@@ -21,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, PrivateAttr
+from pydantic import BaseModel, Field, PrivateAttr
 
 from marsrag.errors import MarsRAGError
 from marsrag.files import MAX_CONFIG_BYTES, UnreadableFileError, read_regular_file
@@ -51,6 +56,8 @@ class ReplayStep(BaseModel):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     error: dict[str, Any] | None = None
+    #: Seconds this call takes (None: the replay LLM's ``latency``).
+    latency: float | None = Field(default=None, ge=0, allow_inf_nan=False)
 
     @classmethod
     def of(cls, item: str | dict[str, Any] | ReplayStep) -> ReplayStep:
@@ -73,6 +80,11 @@ class RecordedCall:
     prompt: str = field(repr=False, default="")
     #: The structured-output mode the call was made with (``prompt``: none asked for).
     structured_output: str = "prompt"
+    #: When the call started and answered (``time.monotonic()``): which calls were in flight at once.
+    started: float = field(default=0.0, compare=False)
+    ended: float = field(default=0.0, compare=False)
+    #: Whether the call was awaited (``acall``) rather than made in a thread (``call``).
+    awaited: bool = False
 
 
 class ReplayLLM(LocalLLM):
@@ -150,12 +162,38 @@ class ReplayLLM(LocalLLM):
         from_agent: Any = None,
         response_model: type[Any] | None = None,
     ) -> str:
-        """Return the next scripted output."""
-        if self.latency > 0:
-            time.sleep(self.latency)
-        recorded = [{"role": "user", "content": messages}] if isinstance(messages, str) else copy.deepcopy(messages)
-        offer = take_offer(tools)
-        mode = offer.mode if offer is not None else "prompt"
+        """Return the next scripted output (after its latency, slept)."""
+        started = time.monotonic()
+        step = self._next()
+        delay = self._delay(step)
+        if delay > 0:
+            time.sleep(delay)
+        return self._answer(step, started, messages, tools, from_task, response_model, awaited=False)
+
+    async def acall(
+        self,
+        messages: Any,
+        tools: list[dict[str, Any]] | None = None,
+        callbacks: list[Any] | None = None,
+        available_functions: dict[str, Any] | None = None,
+        from_task: Any = None,
+        from_agent: Any = None,
+        response_model: type[Any] | None = None,
+    ) -> str:
+        """The async :meth:`call`: the latency is awaited, so calls of concurrent runs overlap on one thread."""
+        started = time.monotonic()
+        step = self._next()
+        delay = self._delay(step)
+        if delay > 0:
+            await asyncio.sleep(delay)
+        return self._answer(step, started, messages, tools, from_task, response_model, awaited=True)
+
+    def _next(self) -> ReplayStep:
+        """Take the next scripted step (calls racing for it each get their own).
+
+        Raises:
+            ReplayExhaustedError: every step was taken.
+        """
         with self._lock:
             if self._position >= len(self.outputs):
                 script = f"replay file {self.script_path!r}" if self.script_path else "the replay LLM"
@@ -164,10 +202,44 @@ class ReplayLLM(LocalLLM):
                 )
             step = ReplayStep.of(self.outputs[self._position])
             self._position += 1
-            task_name = getattr(from_task, "marsrag_task", None) or getattr(from_task, "name", None)
-            model_name = getattr(response_model, "__name__", None)
-            output = step.output if step.output is not None else ""
-            self._calls.append(RecordedCall(recorded, task_name, model_name, output, structured_output=mode))
+            return step
+
+    def _delay(self, step: ReplayStep) -> float:
+        return step.latency if step.latency is not None else self.latency
+
+    def _answer(
+        self,
+        step: ReplayStep,
+        started: float,
+        messages: Any,
+        tools: list[dict[str, Any]] | None,
+        from_task: Any,
+        response_model: Any,
+        *,
+        awaited: bool,
+    ) -> str:
+        """Record the call of ``step`` and give its output (or raise its scripted error).
+
+        A call carrying ``tools`` takes no structured-output offer (see :func:`take_offer`).
+        """
+        recorded = [{"role": "user", "content": messages}] if isinstance(messages, str) else copy.deepcopy(messages)
+        offer = take_offer(tools)
+        mode = offer.mode if offer is not None else "prompt"
+        task_name = getattr(from_task, "marsrag_task", None) or getattr(from_task, "name", None)
+        model_name = getattr(response_model, "__name__", None)
+        output = step.output if step.output is not None else ""
+        call = RecordedCall(
+            recorded,
+            task_name,
+            model_name,
+            output,
+            structured_output=mode,
+            started=started,
+            ended=time.monotonic(),
+            awaited=awaited,
+        )
+        with self._lock:
+            self._calls.append(call)
         if step.error is not None:
             raise ScriptedHTTPError(int(step.error.get("status", 500)), str(step.error.get("body", "")))
         report(

@@ -1,9 +1,10 @@
 """Where stored runs and operator actions execute: the seam between asking for work and doing it.
 
 A web request starts a run (a ``pending`` row) and returns at once; an executor runs it. An operator action
-(repair, regenerate) is executed by the same executor, and its caller waits for the task's new state. This
-process's thread pool is the embedded default; with a broker set, Celery workers execute both
-(:mod:`marsrag.queue`). :func:`marsrag.compose.open_executor` chooses between them.
+(repair, regenerate) is executed by the same executor, and its caller waits for the task's new state. In this
+process, runs execute as tasks on one event loop (:mod:`marsrag.runtime.async_executor`, for LLMs that answer
+``acall``) or on a thread pool (here); with a broker set, Celery workers execute both (:mod:`marsrag.queue`).
+:func:`marsrag.compose.open_executor` chooses between them.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from marsrag.errors import ActionConflictError, QueueUnavailableError
 
@@ -24,6 +25,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ActFunction = Callable[["Action", str, str], "TaskState"]
+#: How a server executes runs in its own process (see :func:`marsrag.compose.open_executor`).
+ExecutorKind = Literal["auto", "async", "thread"]
+EXECUTOR_KINDS: tuple[ExecutorKind, ...] = ("auto", "async", "thread")
 
 
 class RunExecutor(Protocol):

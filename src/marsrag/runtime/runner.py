@@ -8,6 +8,7 @@ survives its repair retry), its retrieval results and, for ``agent: auto``, its 
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 import uuid
@@ -26,6 +27,7 @@ from marsrag.integrations.crewai import TaskOutput
 from marsrag.integrations.crewai_builders import BuiltCrew, BuiltTask, CrewBuilder, build_crew
 from marsrag.integrations.passages import PASSAGES
 from marsrag.liveness import is_stale, owner_id
+from marsrag.llm.boundary import supports_async
 from marsrag.llm.select import resolve_llm
 from marsrag.runtime.commit import Outcome, TaskCommitter, settle
 from marsrag.runtime.retrieval import NoRetriever, Retriever, retrieval_query
@@ -135,9 +137,18 @@ class WorkflowRunner:
         Raises:
             ActionConflictError: the run is running in a live process, or another process took it first.
         """
+        run, stored = self._resumable(run_id)
+        return run if stored is None else self._execute(run, stored)
+
+    def _resumable(self, run_id: str) -> tuple[RunRecord, list[TaskState] | None]:
+        """The run and the committed prefix of its tasks to resume after (None: it is completed, nothing to do).
+
+        Raises:
+            ActionConflictError: the run is running in a live process.
+        """
         run = self.store.get_run(run_id)
         if run.status == "completed":
-            return run
+            return run, None
         if run.status == "running" and not is_stale(run):
             raise ActionConflictError(f"run {run_id!r} is still running in {run.owner}: resume it once that stops")
         names = self.project.workflow(run.workflow).tasks
@@ -145,7 +156,34 @@ class WorkflowRunner:
         for state in self.store.get_tasks(run_id):
             if len(stored) < len(names) and state.task_id == names[len(stored)]:
                 stored.append(state)
-        return self._execute(run, stored)
+        return run, stored
+
+    async def arun(self, goal: str, *, workflow: str | None = None, session_id: str | None = None) -> RunRecord:
+        """The async :meth:`run`, on CrewAI's native ``Crew.akickoff`` (the LLM's ``acall`` is awaited)."""
+        return await self.aexecute(self.start(goal, workflow=workflow, session_id=session_id).run_id)
+
+    async def aexecute(self, run_id: str) -> RunRecord:
+        """The async :meth:`execute`: the run waits on the LLM without holding a thread.
+
+        An LLM without an ``acall`` of its own (:func:`~marsrag.llm.boundary.supports_async`) is run on the
+        sync path, in a thread of the event loop's default pool.
+
+        Store reads and writes stay synchronous (a commit takes milliseconds): they run on the event loop,
+        one at a time, between the LLM calls of the runs it executes.
+
+        Raises:
+            ActionConflictError: another process took the run first.
+        """
+        return await self._aexecute(self.store.get_run(run_id), [])
+
+    async def aresume(self, run_id: str) -> RunRecord:
+        """The async :meth:`resume` (same rules: committed tasks are kept, the rest run after them).
+
+        Raises:
+            ActionConflictError: the run is running in a live process, or another process took it first.
+        """
+        run, stored = self._resumable(run_id)
+        return run if stored is None else await self._aexecute(run, stored)
 
     def follow(self, run_id: str, *, workflow: str | None = None) -> RunRecord:
         """Start and execute the next run of a run's session (see :meth:`start_follow`); its final record."""
@@ -188,6 +226,34 @@ class WorkflowRunner:
         )
 
     def _execute(self, run: RunRecord, stored: list[TaskState]) -> RunRecord:
+        held = self._claim(run)
+        execution: _Execution | None = None
+        try:
+            execution = _Execution(self, held, stored)
+            execution.kickoff()
+        except Exception as error:  # noqa: BLE001 - any failure is recorded on the run, with its reason
+            return self._finish(held, *_ending(execution, error))
+        return self._finish(held, *_ending(execution, None))
+
+    async def _aexecute(self, run: RunRecord, stored: list[TaskState]) -> RunRecord:
+        if not supports_async(self.llm):
+            # An LLM with call only (a user's BaseLLM): the sync path on a thread of the loop, never a failed run.
+            return await asyncio.to_thread(self._execute, run, stored)
+        held = self._claim(run)
+        execution: _Execution | None = None
+        try:
+            execution = _Execution(self, held, stored)
+            await execution.akickoff()
+        except Exception as error:  # noqa: BLE001 - any failure is recorded on the run, with its reason
+            return await self._afinish(held, *_ending(execution, error))
+        return await self._afinish(held, *_ending(execution, None))
+
+    def _claim(self, run: RunRecord) -> RunRecord:
+        """The run as this process holds it once claimed.
+
+        Raises:
+            ActionConflictError: another process took it, or an operator action holds one of its tasks.
+        """
         # Compare-and-set on the run as read: of processes racing for it (a redelivered job), one executes it;
         # none while an operator action holds one of its tasks.
         owner = owner_id()
@@ -199,16 +265,7 @@ class WorkflowRunner:
                     f"({claim.holder}): resume the run once it has finished"
                 )
             raise ActionConflictError(f"run {run.run_id!r} was taken by another process")
-        held = run.model_copy(update={"status": "running", "owner": owner})
-        try:
-            execution = _Execution(self, held, stored)
-            execution.kickoff()
-        except RunInterrupted as stop:
-            # Handed back, not failed: the next sweep (this server's successor) resumes it after its last commit.
-            return self._finish(held, "pending", reason=str(stop), summary=summarize(execution.states, execution.asked))
-        except Exception as error:  # noqa: BLE001 - any failure is recorded on the run, with its reason
-            return self._finish(held, "failed", reason=f"{type(error).__name__}: {error}")
-        return self._finish(held, "completed", summary=summarize(execution.states, execution.asked))
+        return run.model_copy(update={"status": "running", "owner": owner})
 
     def manager_llm(self, workflow: str) -> Any:
         """The LLM of a hierarchical workflow's ``manager_llm`` (fresh, under this runner's call policy); else None.
@@ -222,7 +279,7 @@ class WorkflowRunner:
         """What ``run``'s session asked up to it: its runs' goals, oldest first (see :func:`asked_before`)."""
         return asked_before(self.store.list_runs(session_id=run.session_id), run)
 
-    def _finish(self, held: RunRecord, status: RunStatus, **details: str) -> RunRecord:
+    def _finish(self, held: RunRecord, status: RunStatus, details: dict[str, str]) -> RunRecord:
         """Record the run's end while this process still holds it, riding out a brief store outage; the final record.
 
         A compare-and-set on the run as this process holds it: when another process took the run over (it
@@ -234,13 +291,37 @@ class WorkflowRunner:
         """
         for delay in (*RETRY_DELAYS, None):
             try:
-                self.store.set_run_status(held.run_id, status, seen=held, **details)
-                return self.store.get_run(held.run_id)
+                return self._set_final(held, status, details)
             except StoreError:
                 if delay is None:
                     raise
                 time.sleep(delay)
         raise AssertionError("unreachable")  # the loop returns or raises
+
+    async def _afinish(self, held: RunRecord, status: RunStatus, details: dict[str, str]) -> RunRecord:
+        """The async :meth:`_finish`: the store's outage is waited out without stopping the event loop's other runs."""
+        for delay in (*RETRY_DELAYS, None):
+            try:
+                return self._set_final(held, status, details)
+            except StoreError:
+                if delay is None:
+                    raise
+                await asyncio.sleep(delay)
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _set_final(self, held: RunRecord, status: RunStatus, details: dict[str, str]) -> RunRecord:
+        self.store.set_run_status(held.run_id, status, seen=held, **details)
+        return self.store.get_run(held.run_id)
+
+
+def _ending(execution: _Execution | None, error: Exception | None) -> tuple[RunStatus, dict[str, str]]:
+    """How an execution ended: its run's final status and details (reason, summary)."""
+    if execution is not None and error is None:
+        return "completed", {"summary": summarize(execution.states, execution.asked)}
+    if execution is not None and isinstance(error, RunInterrupted):
+        # Handed back, not failed: the next sweep (this server's successor) resumes it after its last commit.
+        return "pending", {"reason": str(error), "summary": summarize(execution.states, execution.asked)}
+    return "failed", {"reason": f"{type(error).__name__}: {error}"}
 
 
 class RunInterrupted(Exception):  # noqa: N818 - not an error: the run is handed back
@@ -300,6 +381,10 @@ class _Execution:
     def kickoff(self) -> None:
         if self.built.crew.tasks:
             self.built.kickoff({"goal": self.run.goal})
+
+    async def akickoff(self) -> None:
+        if self.built.crew.tasks:
+            await self.built.akickoff({"goal": self.run.goal})
 
     # -- before a task -------------------------------------------------------------------------------------
 

@@ -40,7 +40,13 @@ class Backend:
         self._stack = ExitStack()
         try:
             self.runner: WorkflowRunner = self._stack.enter_context(open_runner(settings.settings))
-            self.executor: RunExecutor = open_executor(self.runner, settings.settings, threads=settings.run_threads)
+            self.executor: RunExecutor = open_executor(
+                self.runner,
+                settings.settings,
+                threads=settings.run_threads,
+                executor=settings.executor,
+                concurrency=settings.concurrent_runs,
+            )
             self.sweeper = Sweeper(self.store, self.executor, interval=settings.sweep_seconds or 0.0)
             # The runs a dead process left unfinished are handed over now; the sweep then keeps at it.
             self.recovered = self.sweeper.sweep()
@@ -148,7 +154,7 @@ class Backend:
         """Stop sweeping, give executing runs the grace period to reach a commit point, close the store and sinks.
 
         Queued runs stay ``pending`` and executing ones stop after their current task (see
-        :meth:`ThreadRunExecutor.shutdown`): the next server's sweep resumes them.
+        :meth:`ThreadRunExecutor.shutdown`, :meth:`AsyncRunExecutor.shutdown`): the next server's sweep resumes them.
         """
         self.sweeper.stop()
         self.executor.shutdown(grace=self.settings.shutdown_grace)

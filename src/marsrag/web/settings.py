@@ -5,6 +5,8 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass, field
 
+from marsrag.runtime.async_executor import DEFAULT_CONCURRENCY
+from marsrag.runtime.executor import ExecutorKind
 from marsrag.settings import Settings, resolve_settings
 
 #: Off loopback, MARSRAG_TOKEN must be at least this long (``secrets.token_urlsafe(32)`` gives 43 characters).
@@ -42,7 +44,10 @@ class WebSettings:
             ``/static/`` needs ``token``.
         token: the bearer token (None: the settings' ``MARSRAG_TOKEN``).
         max_body_bytes: larger request bodies get 413.
-        run_threads: runs executing at once in this process (without a broker).
+        run_threads: runs executing at once in this process on the thread executor (without a broker).
+        executor: how this process executes runs (without a broker): ``async`` as tasks on one event loop,
+            ``thread`` on ``run_threads`` threads, ``auto`` (default) async when the LLM answers ``acall``.
+        concurrent_runs: runs executing at once on the async executor (each waits on its LLM without a thread).
         allowed_hosts: on loopback, the Host names served (None: loopback names and the settings' allowed hosts).
         sweep_seconds: how often the server hands runs no live process holds to its executor (None: the
             settings' ``MARSRAG_SWEEP_SECONDS``, default 30; 0: only at start).
@@ -54,6 +59,8 @@ class WebSettings:
     token: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     run_threads: int = 2
+    executor: ExecutorKind = "auto"
+    concurrent_runs: int = DEFAULT_CONCURRENCY
     allowed_hosts: tuple[str, ...] | None = None
     sweep_seconds: float | None = None
     shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE
