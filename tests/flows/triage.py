@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from marsrag.flows import LoopFlow, StepRecord, listen, router, start
+from marsrag.flows import LoopFlow, StepRecord, listen, persist, router, start
 from tests.contract.samples import CONTENT
 
 #: What each route is for: the router matches recommend's loop against these words.
@@ -22,25 +22,37 @@ def answer(**changes: Any) -> str:
     return json.dumps({k: v for k, v in {**CONTENT, **changes}.items() if v is not None})
 
 
-class TriageFlow(LoopFlow):
-    """Three contract steps and a router: diagnose -> recommend -> (plan | escalate)."""
+def triage_flow(name: str) -> type[LoopFlow]:
+    """A fresh TriageFlow class named ``name`` (CrewAI 1.15 reads a flow's methods from its own class only, so a
+    subclass of a flow would have none: a variant, such as one under ``@persist``, is built anew)."""
 
-    @start()
-    def diagnose(self) -> StepRecord:
-        return self.contract_step("diagnose", agent="analyst", description="Diagnose the problem behind: {goal}.")
+    class TriageFlow(LoopFlow):
+        """Three contract steps and a router: diagnose -> recommend -> (plan | page)."""
 
-    @listen(diagnose)
-    def recommend(self) -> StepRecord:
-        return self.contract_step("recommend", agent="advisor", description="Recommend the fix for: {goal}.")
+        @start()
+        def diagnose(self) -> StepRecord:
+            return self.contract_step("diagnose", agent="analyst", description="Diagnose the problem behind: {goal}.")
 
-    @router(recommend)
-    def choose(self) -> str:
-        return self.route_on_loop(ROUTES, default="escalate")
+        @listen(diagnose)
+        def recommend(self) -> StepRecord:
+            return self.contract_step("recommend", agent="advisor", description="Recommend the fix for: {goal}.")
 
-    @listen("rollout")
-    def plan(self) -> StepRecord:
-        return self.contract_step("plan", agent="planner", description="Plan the rollout of the fix for: {goal}.")
+        @router(recommend)
+        def choose(self) -> str:
+            return self.route_on_loop(ROUTES, default="escalate")
 
-    @listen("escalate")
-    def page(self) -> StepRecord:
-        return self.contract_step("escalate", agent="advisor", description="Write the escalation for: {goal}.")
+        @listen("rollout")
+        def plan(self) -> StepRecord:
+            return self.contract_step("plan", agent="planner", description="Plan the rollout of the fix for: {goal}.")
+
+        @listen("escalate")
+        def page(self) -> StepRecord:
+            return self.contract_step("escalate", agent="advisor", description="Write the escalation for: {goal}.")
+
+    TriageFlow.__name__ = TriageFlow.__qualname__ = name
+    return TriageFlow
+
+
+TriageFlow = triage_flow("TriageFlow")
+#: TriageFlow under CrewAI's ``@persist``: a snapshot of its state after every method.
+PersistedTriageFlow = persist()(triage_flow("PersistedTriageFlow"))
