@@ -24,6 +24,7 @@ NAMES = (
     "contract",
     "crewai",
     "runtime",
+    "flows",
     "store",
     "rag",
     "main_job",
