@@ -25,6 +25,7 @@ NAMES = (
     "crewai",
     "runtime",
     "async",
+    "flows",
     "store",
     "rag",
     "main_job",

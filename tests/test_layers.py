@@ -30,7 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("marsrag.render_text",),
     ("marsrag.web",),
     ("marsrag.compose", "marsrag.regression"),
-    ("marsrag.queue",),
+    ("marsrag.queue", "marsrag.flows"),
     ("marsrag.runtime",),
     ("marsrag.views",),
     ("marsrag.metrics", "marsrag.rag", "marsrag.llm"),

@@ -22,7 +22,8 @@ from marsrag.integrations.passages import PASSAGES
 from marsrag.liveness import is_stale, owner_id
 from marsrag.runtime.commit import Outcome, failed_attempt, settle
 from marsrag.runtime.runner import WorkflowRunner
-from marsrag.state import AttemptKind, AttemptRecord, Retrieval, RunRecord, TaskState
+from marsrag.runtime.states import with_found
+from marsrag.state import AttemptKind, AttemptRecord, RunRecord, TaskState
 from marsrag.store.queries import Claim, Holder
 from marsrag.views.summary import summarize
 
@@ -223,12 +224,7 @@ def _describe(task: Any, run: RunRecord, state: TaskState, request: str) -> None
 
 def _with_found(state: TaskState, task: Any) -> TaskState:
     """``state`` with the passages the agent's tools found in the action after its retrieval results (as numbered)."""
-    found = PASSAGES.drain(str(task.id))
-    if not found:
-        return state
-    retrieval = state.retrieval or Retrieval(query="")
-    merged = retrieval.model_copy(update={"results": [*retrieval.results, *found]})
-    return state.model_copy(update={"retrieval": merged})
+    return state.model_copy(update={"retrieval": with_found(state.retrieval, task)})
 
 
 def _kickoff(crew: Any, run: RunRecord) -> str | None:

@@ -18,31 +18,27 @@ from typing import Any
 
 from marsrag.chain.briefing import briefing, without_placeholders
 from marsrag.chain.planner import asked_before, plan_next_action
-from marsrag.contract import LOOP_CONTRACT_VERSION
 from marsrag.errors import ActionConflictError, StoreError
 from marsrag.events.sinks import EventSink
 from marsrag.goals import check_session_id, clean_goal
-from marsrag.integrations.calls import JOURNAL, AttemptCalls
 from marsrag.integrations.crewai import TaskOutput
 from marsrag.integrations.crewai_builders import BuiltCrew, BuiltTask, CrewBuilder, build_crew
 from marsrag.integrations.passages import PASSAGES
 from marsrag.liveness import is_stale, owner_id
 from marsrag.llm.boundary import supports_async
 from marsrag.llm.select import resolve_llm
-from marsrag.runtime.commit import Outcome, TaskCommitter, settle
+from marsrag.runtime.commit import TaskCommitter
 from marsrag.runtime.retrieval import NoRetriever, Retriever, retrieval_query
 from marsrag.runtime.routing import LexicalRouter, Router, project_candidates
+from marsrag.runtime.states import task_state
 from marsrag.state import (
-    AttemptRecord,
     HookSource,
     LoopEvent,
-    LoopFields,
     Retrieval,
     RunRecord,
     RunStatus,
     TaskState,
     TransitionRecord,
-    Validation,
 )
 from marsrag.store.base import RETRY_DELAYS, RunStore
 from marsrag.store.queries import Holder
@@ -434,42 +430,20 @@ class _Execution:
         if target.config.agent == AUTO_AGENT and prior.routing.next_agent in self.built.agents:
             target.agent = target.task.agent = self.built.agents[prior.routing.next_agent]
 
-    def _retrieval(self, index: int, item: BuiltTask) -> Retrieval | None:
-        """The task's retrieval: the runner's results, then the passages its agent's tools found, as numbered."""
-        prepared = self.retrievals.get(index)
-        found = PASSAGES.drain(str(item.task.id))
-        if not found:
-            return prepared
-        if prepared is None:
-            return Retrieval(query="", results=found)
-        return prepared.model_copy(update={"results": [*prepared.results, *found]})
-
     def _state(self, index: int, item: BuiltTask, output: Any) -> TaskState:
         hook, source = self.hooks[index]
         # The assigned agent, not task.agent: a hierarchical crew's manager takes that over while the task runs.
         agent = next((name for name, agent in self.built.agents.items() if agent is item.agent), None)
-        raw = output.raw if isinstance(getattr(output, "raw", None), str) else str(output)
-        base = TaskState(
-            run_id=self.run.run_id,
-            task_id=item.config.name,
-            position=index,
+        return task_state(
+            self.run.run_id,
+            index,
+            item,
+            output,
             agent=agent,
-            loop_mode=self.built.loop_mode if item.config.narrative else "none",
-            hook_source=source,
-            retrieval=self._retrieval(index, item),
-            loop_contract_version=LOOP_CONTRACT_VERSION,
-            validation=Validation(status="skipped"),
-            # The stored hook of a chained task is the derived one (spec section 3): settle keeps it.
-            loop_output=LoopFields(hook=hook),
+            loop_mode=self.built.loop_mode,
+            hook=hook,
+            source=source,
+            retrieval=self.retrievals.get(index),
+            router=self.runner.router,
+            candidates=self.runner.candidates,
         )
-        if item.guardrail is None or not item.guardrail.attempts:
-            calls = AttemptCalls.of(JOURNAL.drain(item.task))
-            attempts = [AttemptRecord(number=1, raw=raw, status="skipped", **calls.fields())]
-            return base.model_copy(update={"loop_output": LoopFields(), "attempts": attempts, "rendered": raw})
-        attempts = [
-            attempt.record(attempt.number, "repair" if attempt.is_repair else "answer")
-            for attempt in item.guardrail.attempts
-        ]
-        outcomes = [Outcome.of(attempt.result) for attempt in item.guardrail.attempts]
-        base.loop_contract_version = item.task.loop_contract_version or LOOP_CONTRACT_VERSION
-        return settle(base, attempts, outcomes, router=self.runner.router, candidates=self.runner.candidates)

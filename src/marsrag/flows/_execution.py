@@ -1,0 +1,194 @@
+"""One kickoff of a LoopFlow against the run store: the run it opens or resumes, and each step's commit.
+
+A step commits exactly what a YAML workflow's task does (:func:`~marsrag.runtime.states.task_state`, then
+:meth:`~marsrag.runtime.commit.TaskCommitter.commit`). The step that runs next is known only once it starts (a
+router may choose it), so the transition into a step is committed when the step starts, planned from the
+stored state of the one before (the planner is pure: the hook is the one planned when that step finished); it
+is the runner's own path for a run stopped between a state and its transition.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from marsrag.chain.briefing import briefing, without_placeholders
+from marsrag.chain.planner import asked_before
+from marsrag.contract import Mode
+from marsrag.errors import ActionConflictError, InputError
+from marsrag.events.sinks import EventSink
+from marsrag.goals import check_session_id, clean_goal
+from marsrag.integrations.crewai_builders import BuiltTask
+from marsrag.liveness import is_stale, owner_id
+from marsrag.runtime.commit import TaskCommitter
+from marsrag.runtime.retrieval import NoRetriever, Retriever, retrieval_query
+from marsrag.runtime.routing import Candidate, Router
+from marsrag.runtime.states import task_state
+from marsrag.state import HookSource, Retrieval, RunRecord, RunStatus, TaskState, TransitionRecord
+from marsrag.store.base import RunStore
+from marsrag.store.queries import Holder
+from marsrag.views.summary import summarize
+
+
+@dataclass
+class FlowBinding:
+    """What a LoopFlow's steps run with: the store and its sinks, the LLM, retrieval and the router."""
+
+    store: RunStore
+    llm: Any
+    router: Router
+    sinks: Sequence[EventSink] = ()
+    retriever: Retriever = field(default_factory=NoRetriever)
+    retrieval_limit: int = 5
+    candidates: Sequence[Candidate] = ()
+    project: Any = None
+
+    def __post_init__(self) -> None:
+        self.commits = TaskCommitter(self.store, self.sinks)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a step's crew ended with: the task that is the step's answer, its output and its agent's name."""
+
+    item: BuiltTask
+    output: Any
+    agent: str | None
+
+
+#: Runs a step's crew: given the task id, the briefing to append to its description and the passages the
+#: briefing numbers (its agent's knowledge tool numbers what it finds after them), its answer.
+Executor = Callable[[str, str, Sequence[Mapping[str, Any]]], Answer]
+
+
+class FlowExecution:
+    """The run of one kickoff: opened (or resumed) at the first step, each step committed as it ends."""
+
+    def __init__(self, binding: FlowBinding, run: RunRecord, stored: list[TaskState], *, finished: bool) -> None:
+        self.binding = binding
+        self.run = run
+        #: Every write applies only while this process still holds the run.
+        self.holder = Holder(run_owner=run.owner)
+        #: The committed steps of a resumed run, by position: they are not run again.
+        self.stored = {state.position: state for state in stored}
+        #: A completed run walked again: nothing is stored, its steps are all reused.
+        self.finished = finished
+        self.states: list[TaskState] = []
+        self.runs_of: dict[str, int] = {}
+        #: The session's questions so far, read once: each step's LOOP is asked to offer something new.
+        self.asked = asked_before(binding.store.list_runs(session_id=run.session_id), run)
+        self.lock = threading.Lock()
+
+    @classmethod
+    def open(
+        cls, binding: FlowBinding, *, run_id: str | None, goal: str, session_id: str | None, workflow: str, mode: Mode
+    ) -> FlowExecution:
+        """Resume run ``run_id`` (its committed steps kept), or record a new run of ``workflow``; claim it.
+
+        Raises:
+            RunNotFoundError: no run ``run_id`` in the store.
+            InputError: the run is of another flow, or the goal or session id breaks the rules.
+            ActionConflictError: the run is running in a live process, or another process took it first.
+        """
+        store = binding.store
+        if run_id:
+            run = store.get_run(run_id)
+            if run.workflow != workflow:
+                raise InputError(f"run {run_id!r} is a run of {run.workflow!r}, not of flow {workflow!r}")
+            stored = store.get_tasks(run_id)
+            if run.status == "completed":
+                return cls(binding, run, stored, finished=True)
+            if run.status == "running" and not is_stale(run):
+                raise ActionConflictError(f"run {run_id!r} is still running in {run.owner}: resume it once that stops")
+        else:
+            run = RunRecord(
+                run_id=uuid.uuid4().hex,
+                session_id=check_session_id(session_id) or uuid.uuid4().hex,
+                goal=clean_goal(goal),
+                workflow=workflow,
+                loop_mode=mode,
+                owner=owner_id(),
+            )
+            binding.commits.create_run(run)
+            stored = []
+        owner = owner_id()
+        if not store.claim_run(run.run_id, owner, seen=run):
+            raise ActionConflictError(f"run {run.run_id!r} was taken by another process")
+        return cls(binding, run.model_copy(update={"status": "running", "owner": owner}), stored, finished=False)
+
+    def step(self, name: str, execute: Executor, *, chained: bool) -> tuple[TaskState, bool]:
+        """Run step ``name`` (or reuse its committed state) after the steps so far; its state, and whether reused.
+
+        ``chained``: the step's task has the contract, so it is told the hook handed to it.
+        """
+        with self.lock:  # steps chain in the order they run: one at a time
+            count = self.runs_of[name] = self.runs_of.get(name, 0) + 1
+            task_id = name if count == 1 else f"{name}-{count}"
+            position = len(self.states)
+            prior = self.states[-1] if self.states else None
+            stored = self.stored.get(position)
+            reused = stored if stored is not None and stored.task_id == task_id else None
+            hook: str | None = None
+            source: HookSource = "goal"
+            if prior is not None:
+                transition = self._transition_into(prior, task_id)
+                hook, source = transition.hook, transition.transition_mode
+            if reused is not None:
+                self.states.append(reused)
+                return reused, True
+            if self.finished:
+                raise ActionConflictError(f"run {self.run.run_id!r} is completed: it has no step {task_id!r} to run")
+            return self._execute(task_id, position, hook, source, execute, chained=chained), False
+
+    def _execute(
+        self, task_id: str, position: int, hook: str | None, source: HookSource, execute: Executor, *, chained: bool
+    ) -> TaskState:
+        query = retrieval_query(hook, self.run.goal)
+        retrieval = Retrieval(query=query, results=self.binding.retriever.search(query, self.binding.retrieval_limit))
+        # The hooks handed within this run were asked too: a later step's LOOP should not circle back to them.
+        handed = [state.loop_output.hook for state in self.states if state.hook_source != "goal"]
+        asked = list(dict.fromkeys([*self.asked, *(item for item in [*handed, hook] if item)]))
+        text = briefing(self.run.goal, hook if chained else None, retrieval.results, asked=asked)
+        # Added before the step's kickoff, which interpolates its inputs: stray braces would be read as inputs.
+        answer = execute(task_id, without_placeholders(text), retrieval.results)
+        state = task_state(
+            self.run.run_id,
+            position,
+            answer.item,
+            answer.output,
+            agent=answer.agent,
+            loop_mode=self.run.loop_mode,
+            hook=hook,
+            source=source,
+            retrieval=retrieval,
+            router=self.binding.router,
+            candidates=self.binding.candidates,
+        )
+        self.binding.commits.commit(self.run, state, state.attempts, holder=self.holder)
+        self.states.append(state)
+        return state
+
+    def _transition_into(self, prior: TaskState, target: str) -> TransitionRecord:
+        """The stored transition from ``prior`` to ``target`` (a resumed run), else one planned and committed now."""
+        stored = [
+            t
+            for t in self.binding.store.get_transitions(self.run.run_id)
+            if t.transition_source_task_id == prior.task_id
+            and t.transition_target_task_id == target
+            and not t.superseded
+        ]
+        if stored:
+            return stored[-1]
+        if self.finished:
+            raise ActionConflictError(f"run {self.run.run_id!r} is completed: it has no step {target!r} to run")
+        return self.binding.commits.commit_transition(self.run, prior, target, holder=self.holder)
+
+    def finish(self, status: RunStatus, *, reason: str | None = None) -> RunRecord:
+        """Record the run's end (``completed`` with its summary, or ``failed`` with the reason); the final record."""
+        if not self.finished:
+            summary = summarize(self.states, self.asked) if status == "completed" else None
+            self.binding.store.set_run_status(self.run.run_id, status, seen=self.run, reason=reason, summary=summary)
+        return self.binding.store.get_run(self.run.run_id)

@@ -1,0 +1,80 @@
+"""A finished CrewAI task's state, as the runner and a Flow step store it: its attempts settled under the contract.
+
+One function for both, so a task of a YAML workflow and a step of a :mod:`marsrag.flows` flow read the same on
+the run page, in the metrics and in the UI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from marsrag.contract import LOOP_CONTRACT_VERSION
+from marsrag.integrations.calls import JOURNAL, AttemptCalls
+from marsrag.integrations.crewai_builders import BuiltTask
+from marsrag.integrations.passages import PASSAGES
+from marsrag.runtime.commit import Outcome, settle
+from marsrag.runtime.routing import Candidate, Router
+from marsrag.state import AttemptRecord, HookSource, LoopFields, Retrieval, TaskState, Validation
+
+
+def with_found(retrieval: Retrieval | None, task: Any) -> Retrieval | None:
+    """``retrieval`` (what the task was briefed with) then the passages its agent's tools found, as they numbered them.
+
+    The runner, a Flow step and an operator action all store a task's retrieval this way, so citations of a
+    tool's passages resolve on the run page like the briefing's.
+    """
+    found = PASSAGES.drain(str(task.id))
+    if not found:
+        return retrieval
+    if retrieval is None:
+        return Retrieval(query="", results=found)
+    return retrieval.model_copy(update={"results": [*retrieval.results, *found]})
+
+
+def task_state(
+    run_id: str,
+    position: int,
+    item: BuiltTask,
+    output: Any,
+    *,
+    agent: str | None,
+    loop_mode: str,
+    hook: str | None,
+    source: HookSource,
+    retrieval: Retrieval | None,
+    router: Router,
+    candidates: Sequence[Candidate],
+) -> TaskState:
+    """The state of task ``item`` after CrewAI finished it with ``output``: its attempts, verdict, loop and routing.
+
+    A task with the contract is settled from its guardrail's attempts (:func:`settle`); one without it stores
+    its raw output, ``skipped``. ``hook`` and ``source`` are what the task was handed (``goal`` for the first);
+    ``loop_mode`` is the run's (a task without the contract is stored under ``none``); ``retrieval`` is what the
+    task was briefed with, to which the passages its agent's tools found are added (:func:`with_found`).
+    """
+    raw = output.raw if isinstance(getattr(output, "raw", None), str) else str(output)
+    base = TaskState(
+        run_id=run_id,
+        task_id=item.config.name,
+        position=position,
+        agent=agent,
+        loop_mode=loop_mode if item.config.narrative else "none",
+        hook_source=source,
+        retrieval=with_found(retrieval, item.task),
+        loop_contract_version=LOOP_CONTRACT_VERSION,
+        validation=Validation(status="skipped"),
+        # The stored hook of a chained task is the derived one (spec section 3): settle keeps it.
+        loop_output=LoopFields(hook=hook),
+    )
+    if item.guardrail is None or not item.guardrail.attempts:
+        calls = AttemptCalls.of(JOURNAL.drain(item.task))
+        attempts = [AttemptRecord(number=1, raw=raw, status="skipped", **calls.fields())]
+        return base.model_copy(update={"loop_output": LoopFields(), "attempts": attempts, "rendered": raw})
+    attempts = [
+        attempt.record(attempt.number, "repair" if attempt.is_repair else "answer")
+        for attempt in item.guardrail.attempts
+    ]
+    outcomes = [Outcome.of(attempt.result) for attempt in item.guardrail.attempts]
+    base.loop_contract_version = item.task.loop_contract_version or LOOP_CONTRACT_VERSION
+    return settle(base, attempts, outcomes, router=router, candidates=candidates)
