@@ -32,7 +32,8 @@ T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
 
 def record(run_id: str, **fields: object) -> RunRecord:
-    return RunRecord(run_id=run_id, session_id="s", goal="g", workflow="support_answer", loop_mode="hard", **fields)
+    defaults: dict[str, object] = {"session_id": "s", "goal": "g", "workflow": "support_answer", "loop_mode": "hard"}
+    return RunRecord(run_id=run_id, **{**defaults, **fields})  # type: ignore[arg-type]
 
 
 def test_the_sweep_hands_over_exactly_the_runs_no_live_process_holds(tmp_path: Path) -> None:
@@ -76,6 +77,27 @@ def test_the_sweep_hands_over_exactly_the_runs_no_live_process_holds(tmp_path: P
         release.set()
         executor.shutdown(grace=30)
     assert sorted(executed) == ["pending-dead", "pending-here", "pending-nobody", "running-dead"]
+
+
+def test_the_sweep_leaves_a_run_this_process_cannot_execute_as_it_is(tmp_path: Path) -> None:
+    """A stale run of a workflow this server's config does not define (a Flow's) is neither adopted nor handed on.
+
+    Handed on, its resume would fail on the unknown workflow at every sweep; its flow resumes it instead.
+    """
+    with subprocess.Popen([sys.executable, "-c", "pass"]) as gone:
+        gone.wait()
+    dead = f"{socket.gethostname()}:{gone.pid}"
+    handed: list[str] = []
+    executor = ThreadRunExecutor(handed.append, lambda *_: None, threads=1)  # type: ignore[arg-type,return-value]
+    try:
+        with open_store(f"sqlite:///{tmp_path / 'runs.db'}") as store:
+            store.create_run(record("flow-run", status="pending", owner=dead, workflow="support_flow"))
+            store.create_run(record("yaml-run", status="pending", owner=dead, created_at=T0 + timedelta(minutes=1)))
+            sweeper = Sweeper(store, executor, interval=0, runnable=lambda run: run.workflow != "support_flow")
+            assert sweeper.sweep() == ["yaml-run"]
+            assert store.get_run("flow-run").owner == dead  # not adopted either
+    finally:
+        executor.shutdown(grace=30)
 
 
 def serve(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 from marsrag.errors import MarsRAGError, QueueUnavailableError
 from marsrag.liveness import holds_here, is_stale, owner_id
@@ -40,10 +41,20 @@ def unheld(run: RunRecord, executor: RunExecutor) -> bool:
 class Sweeper:
     """Hands the runs no live executor holds to ``executor``: once (:meth:`sweep`) or every ``interval`` seconds."""
 
-    def __init__(self, store: RunStore, executor: RunExecutor, *, interval: float = SWEEP_SECONDS) -> None:
+    def __init__(
+        self,
+        store: RunStore,
+        executor: RunExecutor,
+        *,
+        interval: float = SWEEP_SECONDS,
+        runnable: Callable[[RunRecord], bool] = lambda run: True,
+    ) -> None:
         self.store = store
         self.executor = executor
         self.interval = interval
+        #: Whether this process can execute a run: a run it cannot (a Flow's, resumed by its flow's
+        #: ``LoopFlow.resume_run``; one of a workflow this config no longer defines) is left as it is stored.
+        self.runnable = runnable
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -54,7 +65,7 @@ class Sweeper:
         """
         handed: list[str] = []
         for run in reversed(self.store.list_runs(statuses=("pending", "running"))):
-            if not unheld(run, self.executor) or not self._adopt(run):
+            if not self.runnable(run) or not unheld(run, self.executor) or not self._adopt(run):
                 continue
             try:
                 self.executor.submit(run.run_id)

@@ -47,7 +47,13 @@ class Backend:
                 executor=settings.executor,
                 concurrency=settings.concurrent_runs,
             )
-            self.sweeper = Sweeper(self.store, self.executor, interval=settings.sweep_seconds or 0.0)
+            workflows = self.runner.project.workflows
+            self.sweeper = Sweeper(
+                self.store,
+                self.executor,
+                interval=settings.sweep_seconds or 0.0,
+                runnable=lambda run: run.workflow in workflows,
+            )
             # The runs a dead process left unfinished are handed over now; the sweep then keeps at it.
             self.recovered = self.sweeper.sweep()
             self.sweeper.start()
