@@ -173,9 +173,11 @@ class FlowExecution:
 
     def _transition_into(self, prior: TaskState, target: str) -> TransitionRecord:
         """The stored transition from ``prior`` to ``target`` (a resumed run), else one planned and committed now."""
+        # Only a resumed run has transitions stored before this kickoff: a new one is not read back at every step.
+        resumed = bool(self.stored) or self.finished
         stored = [
             t
-            for t in self.binding.store.get_transitions(self.run.run_id)
+            for t in (self.binding.store.get_transitions(self.run.run_id) if resumed else ())
             if t.transition_source_task_id == prior.task_id
             and t.transition_target_task_id == target
             and not t.superseded
