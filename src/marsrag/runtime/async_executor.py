@@ -15,21 +15,17 @@ is left ``running`` (found stale once this process is gone).
 from __future__ import annotations
 
 import asyncio
-import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
-from marsrag.errors import ActionConflictError, QueueUnavailableError
-from marsrag.runtime.executor import ActFunction
+from marsrag.runtime.executor import ActFunction, HeldRuns, logged_failures
 
 if TYPE_CHECKING:
     from marsrag.runtime.actions import Action
     from marsrag.state import TaskState
-
-log = logging.getLogger(__name__)
 
 #: Runs executing at once on the loop by default (``marsrag serve --concurrent-runs``).
 DEFAULT_CONCURRENCY = 64
@@ -52,9 +48,7 @@ class AsyncRunExecutor:
         self._act = act
         #: Set on shutdown: the runner checks it after each task commit (see WorkflowRunner.stopping).
         self.stopping = stopping if stopping is not None else threading.Event()
-        self._held: set[str] = set()
-        self._lock = threading.Lock()
-        self._idle = threading.Condition(self._lock)
+        self._held = HeldRuns(self.stopping)
         self._loop = asyncio.new_event_loop()
         # Made on the loop (its thread): the runs over ``concurrency`` wait for a slot, queued.
         self._slots: asyncio.Semaphore | None = None
@@ -83,18 +77,12 @@ class AsyncRunExecutor:
         Raises:
             QueueUnavailableError: the executor is shutting down (the run stays ``pending``).
         """
-        with self._lock:
-            if self.stopping.is_set():
-                raise QueueUnavailableError("this server is shutting down: the run stays pending for the next one")
-            if run_id in self._held:
-                return  # queued or executing already (the sweep and a request may both hand it over)
-            self._held.add(run_id)
-        self._loop.call_soon_threadsafe(self._start, run_id)
+        if self._held.admit(run_id):
+            self._loop.call_soon_threadsafe(self._start, run_id)
 
     def holds(self, run_id: str) -> bool:
         """Whether the run is queued or executing here."""
-        with self._lock:
-            return run_id in self._held
+        return self._held.holds(run_id)
 
     def _start(self, run_id: str) -> None:
         # On the loop: the task is kept referenced until it ends (the loop itself keeps only weak references).
@@ -109,21 +97,10 @@ class AsyncRunExecutor:
                 return  # left pending, for the next server's sweep
             async with self._slots:
                 if not self.stopping.is_set():  # else: left pending, for the next server's sweep
-                    await self._run(run_id)
+                    with logged_failures(run_id):
+                        await self._execute(run_id)
         finally:
-            with self._lock:
-                self._held.discard(run_id)
-                self._idle.notify_all()
-
-    async def _run(self, run_id: str) -> None:
-        try:
-            await self._execute(run_id)
-        except ActionConflictError as conflict:
-            # Another process executes it (a recovered run both picked up): not a failure of this one.
-            log.info("run %s not executed here: %s", run_id, conflict)
-        except Exception:  # noqa: BLE001 - logged: the runner records failures on the run, this is what escapes it
-            # What escapes the runner (the store is gone) is logged; the run, still stored, is swept again.
-            log.exception("run %s could not be executed", run_id)
+            self._held.release(run_id)
 
     def act(self, action: Action, run_id: str, task_id: str) -> TaskState:
         """Execute the action here and now; the task's new state."""
@@ -131,8 +108,7 @@ class AsyncRunExecutor:
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until no run is queued or executing (or ``timeout`` passed); whether none is."""
-        with self._idle:
-            return self._idle.wait_for(lambda: not self._held, timeout)
+        return self._held.wait(timeout)
 
     def shutdown(self, grace: float = 0.0) -> None:
         """Stop taking runs, leave queued ones pending, and give executing ones ``grace`` seconds to stop.
@@ -141,8 +117,7 @@ class AsyncRunExecutor:
         next start). When every run has stopped within the grace the loop and its thread end; else they are
         left to the process's exit, and a run still inside an LLM call stays ``running``, found stale later.
         """
-        with self._lock:
-            self.stopping.set()
+        self._held.stop()
         deadline = time.monotonic() + grace
         if self.wait(max(0.0, deadline - time.monotonic())) and self._thread.is_alive():
             with suppress(RuntimeError):  # closed already: a second shutdown

@@ -13,7 +13,8 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from marsrag.errors import ActionConflictError, QueueUnavailableError
@@ -58,6 +59,71 @@ class RunExecutor(Protocol):
         ...
 
 
+class HeldRuns:
+    """The runs an in-process executor holds (queued or executing): each admitted once, until released.
+
+    Shared by :class:`ThreadRunExecutor` and :class:`~marsrag.runtime.async_executor.AsyncRunExecutor`, with the
+    executor's ``stopping`` event: once it is set (under this lock) no run is admitted.
+    """
+
+    def __init__(self, stopping: threading.Event) -> None:
+        self.stopping = stopping
+        self._held: set[str] = set()
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+
+    def admit(self, run_id: str) -> bool:
+        """Hold ``run_id``; False when it is held already (the sweep and a request may both hand it over).
+
+        Raises:
+            QueueUnavailableError: the executor is shutting down (the run stays ``pending``).
+        """
+        with self._lock:
+            if self.stopping.is_set():
+                raise QueueUnavailableError("this server is shutting down: the run stays pending for the next one")
+            if run_id in self._held:
+                return False
+            self._held.add(run_id)
+            return True
+
+    def holds(self, run_id: str) -> bool:
+        """Whether the run is queued or executing here."""
+        with self._lock:
+            return run_id in self._held
+
+    def release(self, run_id: str) -> None:
+        """The run is no longer queued or executing here."""
+        with self._lock:
+            self._held.discard(run_id)
+            self._idle.notify_all()
+
+    def stop(self) -> None:
+        """Admit no more runs (sets ``stopping``)."""
+        with self._lock:
+            self.stopping.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until no run is held (or ``timeout`` passed); whether none is."""
+        with self._idle:
+            return self._idle.wait_for(lambda: not self._held, timeout)
+
+
+@contextmanager
+def logged_failures(run_id: str) -> Iterator[None]:
+    """Around a run's execution: what escapes the runner is logged, never raised into the executor's worker.
+
+    The runner records a run's failures on the run; what escapes it (the store is gone) is logged here, and
+    the run, still stored, is picked up again by the sweep.
+    """
+    try:
+        yield
+    except ActionConflictError as conflict:
+        # Another process executes it (a recovered run both picked up): not a failure of this one.
+        log.info("run %s not executed here: %s", run_id, conflict)
+    except Exception:  # noqa: BLE001 - logged: the runner records failures on the run, this is what escapes it
+        log.exception("run %s could not be executed", run_id)
+
+
 class ThreadRunExecutor:
     """Executes runs on daemon threads of this process, and actions in the caller's thread.
 
@@ -80,9 +146,7 @@ class ThreadRunExecutor:
         #: Set on shutdown: the runner checks it after each task commit (see WorkflowRunner.stopping).
         self.stopping = stopping if stopping is not None else threading.Event()
         self._queue: queue.SimpleQueue[str | None] = queue.SimpleQueue()
-        self._held: set[str] = set()
-        self._lock = threading.Lock()
-        self._idle = threading.Condition(self._lock)
+        self._held = HeldRuns(self.stopping)
         # Daemon threads: an interpreter exiting after the grace period does not wait for an LLM call.
         self._threads = [
             threading.Thread(target=self._work, name=f"marsrag-run-{index}", daemon=True) for index in range(threads)
@@ -96,41 +160,21 @@ class ThreadRunExecutor:
         Raises:
             QueueUnavailableError: the executor is shutting down (the run stays ``pending``).
         """
-        with self._lock:
-            if self.stopping.is_set():
-                raise QueueUnavailableError("this server is shutting down: the run stays pending for the next one")
-            if run_id in self._held:
-                return  # queued or executing already (the sweep and a request may both hand it over)
-            self._held.add(run_id)
-        self._queue.put(run_id)
+        if self._held.admit(run_id):
+            self._queue.put(run_id)
 
     def holds(self, run_id: str) -> bool:
         """Whether the run is queued or executing here."""
-        with self._lock:
-            return run_id in self._held
+        return self._held.holds(run_id)
 
     def _work(self) -> None:
         while (run_id := self._queue.get()) is not None:
             try:
                 if not self.stopping.is_set():  # else: left pending, for the next server's sweep
-                    self._run(run_id)
+                    with logged_failures(run_id):
+                        self._execute(run_id)
             finally:
-                with self._lock:
-                    self._held.discard(run_id)
-                    self._idle.notify_all()
-
-    def _run(self, run_id: str) -> Any:
-        try:
-            return self._execute(run_id)
-        except ActionConflictError as conflict:
-            # Another process executes it (a recovered run both picked up): not a failure of this one.
-            log.info("run %s not executed here: %s", run_id, conflict)
-            return None
-        except Exception:  # noqa: BLE001 - logged: the runner records failures on the run, this is what escapes it
-            # The runner records a run's failures on the run; what escapes it (the store is gone) is logged
-            # here, and the run, still stored, is picked up again by the sweep.
-            log.exception("run %s could not be executed", run_id)
-            return None
+                self._held.release(run_id)
 
     def act(self, action: Action, run_id: str, task_id: str) -> TaskState:
         """Execute the action here and now; the task's new state."""
@@ -138,8 +182,7 @@ class ThreadRunExecutor:
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until no run is queued or executing (or ``timeout`` passed); whether none is."""
-        with self._idle:
-            return self._idle.wait_for(lambda: not self._held, timeout)
+        return self._held.wait(timeout)
 
     def shutdown(self, grace: float = 0.0) -> None:
         """Stop taking runs, leave queued ones pending, and give executing ones ``grace`` seconds to stop.
@@ -148,8 +191,7 @@ class ThreadRunExecutor:
         on the next start); one still inside an LLM call when the grace ends is left ``running`` and found
         stale once this process is gone.
         """
-        with self._lock:
-            self.stopping.set()
+        self._held.stop()
         for _ in self._threads:
             self._queue.put(None)
         deadline = time.monotonic() + grace
