@@ -183,9 +183,13 @@ class RunRecord(Record):
     owner: str | None = None
     #: The run whose next action this run follows (a run's next action is followed at most once).
     followed_from: str | None = None
+    #: The experiment the run's session takes part in and the arm it was assigned (None outside an experiment).
+    experiment: str | None = None
+    arm: str | None = None
 
 
-#: The loop events of spec section 8.
+#: The loop events of spec section 8, then MarsRAG's own: a reader's rating of an answer or next action, and a
+#: session's assignment to an experiment's arm (both carry ``detail``).
 EventName = Literal[
     "loop.contract.validated",
     "loop.contract.failed",
@@ -193,6 +197,8 @@ EventName = Literal[
     "loop.transition.fallback_used",
     "loop.ui.rendered",
     "loop.action.followed",
+    "loop.feedback.recorded",
+    "loop.experiment.assigned",
 ]
 EVENT_NAMES: tuple[str, ...] = EventName.__args__  # type: ignore[attr-defined]
 
@@ -210,7 +216,10 @@ class LoopEvent(Record):
     validation_status: str | None = None
     transition_mode: str | None = None
     timestamp: datetime = Field(default_factory=utcnow)
+    #: What an event name carries beyond the spec's fields (a feedback's rating, a follow's kind, an experiment
+    #: assignment's arm): flat, JSON-ready; None for the spec's own events.
+    detail: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The event as a flat JSON-ready record."""
-        return self.model_dump(mode="json")
+        """The event as a flat JSON-ready record (``detail`` only when the event has one)."""
+        return self.model_dump(mode="json", exclude={"detail"} if self.detail is None else None)

@@ -76,6 +76,12 @@ EVENTS = [
     event("loop.transition.fallback_used", task_id="plan", loop_mode="soft", transition_mode="fallback"),
     event("loop.ui.rendered"),
     event("loop.action.followed", task_id="plan"),
+    event("loop.feedback.recorded", task_id="plan").model_copy(
+        update={"detail": {"on": "answer", "rating": "down", "comment": "missed the root cause"}}
+    ),
+    event("loop.experiment.assigned").model_copy(
+        update={"detail": {"experiment": "hard_vs_soft", "arm": "soft", "session_id": "s-1"}}
+    ),
 ]
 
 

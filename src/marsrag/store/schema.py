@@ -64,6 +64,9 @@ runs = Table(
     # its fact bits (offers a next action 1, followed 2, acted on otherwise 4), so a write that changes a fact
     # moves the run's counts from its old bits to its new ones (see marsrag.store._rollups).
     Column("metrics_code", Integer, nullable=True),
+    # The experiment of the run's session and its arm (migration 0012): NULL outside an experiment.
+    Column("experiment", String, nullable=True),
+    Column("arm", String, nullable=True),
     PrimaryKeyConstraint("run_id", name="pk_runs"),
     Index("uq_runs_followed_from", "followed_from", unique=True),
     Index("ix_runs_created_at", "created_at"),
@@ -183,6 +186,8 @@ events = Table(
     Column("validation_status", String, nullable=True),
     Column("transition_mode", String, nullable=True),
     Column("timestamp", DateTime(timezone=True), nullable=False),
+    # What an event name carries beyond the spec's fields (migration 0012): NULL for the spec's own events.
+    Column("detail", JSON(none_as_null=True), nullable=True),
     PrimaryKeyConstraint("id", name="pk_events"),
     Index("ix_events_run_id_id", "run_id", "id"),
     Index("ix_events_name_timestamp", "name", "timestamp"),

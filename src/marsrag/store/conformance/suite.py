@@ -87,7 +87,7 @@ class RunStoreConformance:
 
     def test_create_and_get_run_round_trips_every_field(self, store: RunStore) -> None:
         """A created run reads back equal, field for field."""
-        created = run(status_reason="queued behind run-0", summary="nothing yet")
+        created = run(status_reason="queued behind run-0", summary="nothing yet", experiment="e", arm="soft")
         store.create_run(created)
         assert store.get_run("run-1") == created
 
@@ -488,12 +488,15 @@ class RunStoreConformance:
         second = event("loop.transition.planned", task_id=None, validation_status=None)
         third = event("loop.ui.rendered", loop_contract_version=None, loop_mode=None, transition_mode=None)
         later = event("loop.action.followed", timestamp=T0 - timedelta(days=1))
+        rated = event("loop.feedback.recorded").model_copy(
+            update={"detail": {"on": "answer", "rating": "up", "comment": "clear — ünïcödé"}}
+        )
         store.save_task(task(), [first])
         store.add_events([event(run_id="other")])
         store.save_transition(transition(), [second])
-        store.add_events([third, later])
+        store.add_events([third, later, rated])
         store.add_events([])
-        assert store.get_events("run-1") == [first, second, third, later]
+        assert store.get_events("run-1") == [first, second, third, later, rated]
         assert [e.run_id for e in store.get_events("other")] == ["other"]
 
     # Atomicity
