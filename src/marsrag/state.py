@@ -202,6 +202,13 @@ EventName = Literal[
 ]
 EVENT_NAMES: tuple[str, ...] = EventName.__args__  # type: ignore[attr-defined]
 
+#: What a reader rates (``loop.feedback.recorded``'s ``detail["on"]``) and how (``detail["rating"]``).
+FeedbackTarget = Literal["answer", "next_action"]
+FeedbackRating = Literal["up", "down"]
+#: How a follow took the next action (``loop.action.followed``'s ``detail["follow_kind"]``): as offered, or with
+#: the user's own edited goal.
+FollowKind = Literal["suggested", "edited"]
+
 
 class LoopEvent(Record):
     """One event of spec section 8: flat, with the same fields for every name (null where not applicable)."""

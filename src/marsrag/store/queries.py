@@ -28,8 +28,9 @@ __all__ = [
     "TaskFailure",
 ]
 
-#: What the loop counts can be grouped by: the run's workflow, or the UTC day the run was created.
-GroupKey = Literal["workflow", "day"]
+#: What the loop counts can be grouped by: the run's workflow, the UTC day the run was created, or the
+#: experiment arm its session was assigned (None outside an experiment).
+GroupKey = Literal["workflow", "day", "arm"]
 
 
 @dataclass
@@ -37,6 +38,10 @@ class LoopCounts:
     """The numerators and denominators of the six loop metrics for one group of runs.
 
     ``depths`` is the session depth histogram: runs per session -> sessions with that many.
+    ``followed_edited`` counts the followed runs whose follow took the user's own edited goal (the rest of
+    ``followed`` took the next action as suggested). The feedback counts are per completed-or-not run and
+    rated part (``answer``, ``next_action``): a run's latest rating of a part counts once, ``*_votes`` all
+    ratings, ``*_up`` the thumbs up.
     """
 
     executions: int = 0
@@ -49,6 +54,11 @@ class LoopCounts:
     followed: int = 0
     downstream: int = 0
     depths: dict[int, int] = field(default_factory=dict)
+    followed_edited: int = 0
+    answer_up: int = 0
+    answer_votes: int = 0
+    next_action_up: int = 0
+    next_action_votes: int = 0
 
 
 #: Group key (a tuple in the order of ``by``; days as :class:`datetime.date`) -> its counts.

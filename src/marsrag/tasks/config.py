@@ -7,6 +7,7 @@ Defined in Python, or in CrewAI's YAML layout (``agents.yaml``, ``tasks.yaml``) 
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -128,6 +129,35 @@ class TaskConfig(BaseModel):
         return dict(self.model_extra or {})
 
 
+class ArmConfig(BaseModel):
+    """One arm of an experiment: the loop mode its sessions run under, its share of sessions, optional variants.
+
+    ``agent`` and ``llm`` swap what the arm's runs use (an agent of ``agents.yaml`` for every task's agent, an
+    LLM spec as ``--llm`` takes); the task template and the contract stay the same (spec section 2).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    loop_mode: Mode
+    weight: float = Field(default=1.0, gt=0)
+    agent: str | None = None
+    llm: str | None = None
+
+
+class ExperimentConfig(BaseModel):
+    """An experiment on a workflow: named arms, each new session assigned one by a hash of its id.
+
+    Weights are relative (50/50, 1/1 and 2/2 are the same split). ``start``, when given, is the moment from
+    which new sessions are assigned (sessions that began earlier run under the workflow's own ``loop_mode``).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    arms: dict[str, ArmConfig] = Field(min_length=2)
+    start: datetime | None = None
+
+
 class WorkflowConfig(BaseModel):
     """An ordered chain of tasks with its audience (``kind``) and contract strictness (``loop_mode``).
 
@@ -146,6 +176,7 @@ class WorkflowConfig(BaseModel):
     process: WorkflowProcess = "sequential"
     manager_agent: str | None = None
     manager_llm: str | None = None
+    experiment: ExperimentConfig | None = None
 
     @model_validator(mode="after")
     def _manager_needs_hierarchy(self) -> WorkflowConfig:
