@@ -49,6 +49,21 @@ EXPECTED: dict[str, list[tuple[str, int, str | None]]] = {
         ("LC109", 45, None),
     ],
     "lc110_unknown_tool.yaml": [("LC110", 9, None), ("LC110", 13, None)],
+    "lc111_experiment.yaml": [
+        ("LC111", 26, None),
+        ("LC111", 30, None),
+        ("LC111", 39, None),
+        ("LC111", 46, None),
+        ("LC111", 47, None),
+        ("LC111", 49, None),
+        ("LC111", 50, None),
+        ("LC111", 51, None),
+        ("LC111", 52, None),
+        ("LC111", 53, None),
+        ("LC111", 54, None),
+        ("LC111", 64, None),
+    ],
+    "lc112_none_arm.yaml": [("LC112", 17, None)],
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +14,11 @@ from marsrag.errors import ConfigError
 from marsrag.files import MAX_CONFIG_BYTES, UnreadableFileError, read_regular_file
 
 KeyPath = tuple[str, ...]
+
+#: Values quoted in messages are shown bounded: YAML aliases can make a value with billions of elements.
+SHOWN = reprlib.Repr()
+SHOWN.maxstring = SHOWN.maxother = 80
+SHOWN.maxlevel = 2
 
 # Safe loading only (no arbitrary objects); the C implementation when PyYAML was built with libyaml.
 _LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

@@ -8,12 +8,12 @@ editors and pre-commit hooks.
 from __future__ import annotations
 
 import re
-import reprlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from marsrag.contract import EXPECTED_OUTPUT_TEMPLATE, FIELDS, compatibility_problem, section_labels
+from marsrag.tasks._yaml import SHOWN as _SHOWN
 from marsrag.tasks._yaml import KeyPath, Position
 from marsrag.tasks.config import (
     AGENT_TOOLS,
@@ -23,6 +23,7 @@ from marsrag.tasks.config import (
     LOOP_OUTPUT_NAMES,
     unknown_tools_message,
 )
+from marsrag.tasks.experiment_rules import Problem, experiment_problems, none_arm_problems
 from marsrag.tasks.sources import ConfigSet, Entry
 
 Severity = Literal["error", "warning"]
@@ -84,11 +85,6 @@ class Rule:
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_\-]*)\}")
 _TEMPLATE_FOLDED = " ".join(EXPECTED_OUTPUT_TEMPLATE.split())
 _LABELS = tuple(name.upper() for name in FIELDS)
-
-# Values quoted in messages are shown bounded: YAML aliases can make a value with billions of elements.
-_SHOWN = reprlib.Repr()
-_SHOWN.maxstring = _SHOWN.maxother = 80
-_SHOWN.maxlevel = 2
 
 
 def _mapping(entry: Entry) -> Mapping[str, Any]:
@@ -352,7 +348,9 @@ def _check_shape(config: ConfigSet) -> Iterator[Hit]:
             yield from _workflow_shape(entry)
 
 
-_WORKFLOW_KEYS = frozenset({"description", "kind", "loop_mode", "tasks", "process", "manager_agent", "manager_llm"})
+_WORKFLOW_KEYS = frozenset(
+    {"description", "kind", "loop_mode", "tasks", "process", "manager_agent", "manager_llm", "experiment"}
+)
 
 
 def _workflow_shape(entry: Entry) -> Iterator[Hit]:
@@ -442,6 +440,24 @@ def _check_manager(config: ConfigSet) -> Iterator[Hit]:
             )
 
 
+def _placed(entry: Entry, problems: Iterable[Problem]) -> Iterator[Hit]:
+    """Experiment problems as findings at their key (an arm's setting sits deeper than an entry's own keys)."""
+    for keys, message in problems:
+        yield Spot(entry.path, entry.at_keys(keys), None), None, message, None
+
+
+def _check_experiment(config: ConfigSet) -> Iterator[Hit]:
+    names = config.names("agent")
+    agents = names if names or config.complete else None  # no agents in view: an arm's agent is not checked
+    for entry in config.of("workflow"):
+        yield from _placed(entry, experiment_problems(entry.name, _mapping(entry), agents))
+
+
+def _check_none_arm(config: ConfigSet) -> Iterator[Hit]:
+    for entry in config.of("workflow"):
+        yield from _placed(entry, none_arm_problems(entry.name, _mapping(entry)))
+
+
 RULES: tuple[Rule, ...] = (
     Rule("LC001", "error", "expected_output sections are not in the canonical order", _check_order),
     Rule("LC002", "error", "a section label (HOOK, GRIP, PAYOFF, REINFORCE, LOOP) is missing", _check_labels),
@@ -458,6 +474,8 @@ RULES: tuple[Rule, ...] = (
     Rule("LC108", "error", "a {placeholder} no kickoff input fills (only {goal} is)", _check_unfilled),
     Rule("LC109", "error", "a hierarchical workflow's manager is misconfigured", _check_manager),
     Rule("LC110", "error", "an agent names an unknown tool (the agent tools: knowledge_base)", _check_agent_tools),
+    Rule("LC111", "error", "a workflow's experiment block is malformed", _check_experiment),
+    Rule("LC112", "warning", "an experiment arm of a user-facing workflow has loop_mode none", _check_none_arm),
 )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -40,6 +40,12 @@ class Entry:
         if self.doc is None:
             return self.fixed
         return self.doc.position(*self.key_path, *((key,) if key else ()))
+
+    def at_keys(self, keys: Sequence[str]) -> Position:
+        """Where a key nested in this entry is written (``("experiment", "arms", "soft", "weight")``)."""
+        if self.doc is None:
+            return self.fixed
+        return self.doc.position(*self.key_path, *keys)
 
     def at_offset(self, key: str, offset: int) -> Position:
         """Where character ``offset`` of this entry's string value ``key`` is written."""
