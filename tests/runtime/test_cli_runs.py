@@ -59,7 +59,9 @@ def test_run_json_is_one_document_and_runs_show_matches(tmp_path: Path, replay: 
     shown = marsrag("runs", "show", document["run_id"], "--db", db, "--format", "json")
     assert json.loads(shown.stdout) == document
     listed = json.loads(marsrag("runs", "list", "--db", db, "--format", "json").stdout)
-    expected = {key: document[key] for key in ("run_id", "session_id", "goal", "workflow", "status", "created_at")}
+    assert (document["experiment"], document["arm"]) == (None, None)  # outside an experiment: null, not absent
+    keys = ("run_id", "session_id", "goal", "workflow", "status", "created_at", "experiment", "arm")
+    expected = {key: document[key] for key in keys}
     assert document["outcome"] == {"valid": 3, "partial": 0, "failed": 0, "skipped": 0}
     short = document["run_id"][:8]
     assert listed == [{**expected, "stale": False, "outcome": document["outcome"], "short_id": short}]

@@ -182,7 +182,8 @@ def _crew(runner: WorkflowRunner, run: RunRecord, state: TaskState, *, machine_f
     # lazy: CrewAI, loads only when an LLM or a crew is built
     from marsrag.integrations.crewai_builders import build_single
 
-    project = runner.project
+    # A run under an experiment arm is re-run as it ran: the arm's loop mode, agent and LLM.
+    project, llm = runner.run_setup(run)
     if run.workflow not in project.workflows or state.task_id not in project.tasks:
         raise ActionConflictError(
             f"task {state.task_id!r} of workflow {run.workflow!r} is not in the current config: cannot re-run it"
@@ -196,7 +197,7 @@ def _crew(runner: WorkflowRunner, run: RunRecord, state: TaskState, *, machine_f
         run.workflow,
         state.task_id,
         agent,
-        runner.llm,
+        llm,
         retriever=runner.retriever,
         retrieval_limit=runner.retrieval_limit,
     )

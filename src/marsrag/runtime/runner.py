@@ -20,6 +20,8 @@ from marsrag.chain.briefing import briefing, without_placeholders
 from marsrag.chain.planner import asked_before, plan_next_action
 from marsrag.errors import ActionConflictError, StoreError
 from marsrag.events.sinks import EventSink
+from marsrag.experiments.arms import project_for_run, run_arm
+from marsrag.experiments.assignment import Assignment, session_assignment
 from marsrag.goals import check_session_id, clean_goal
 from marsrag.integrations.crewai import TaskOutput
 from marsrag.integrations.crewai_builders import BuiltCrew, BuiltTask, CrewBuilder, build_crew
@@ -39,10 +41,11 @@ from marsrag.state import (
     RunStatus,
     TaskState,
     TransitionRecord,
+    utcnow,
 )
 from marsrag.store.base import RETRY_DELAYS, RunStore
 from marsrag.store.queries import Holder
-from marsrag.tasks.config import AUTO_AGENT, ProjectConfig
+from marsrag.tasks.config import AUTO_AGENT, ProjectConfig, WorkflowConfig
 from marsrag.views.summary import summarize
 
 
@@ -75,6 +78,9 @@ class WorkflowRunner:
         #: Set when the process shuts down: an executing run stops after its current task's commit and is left
         #: ``pending``, to resume from there (its executor sets it; see ThreadRunExecutor.shutdown).
         self.stopping = threading.Event()
+        #: The LLMs of experiment arms that name one (``llm:`` spec -> LLM), built at their first run.
+        self._arm_llms: dict[str, Any] = {}
+        self._arm_llms_lock = threading.Lock()
 
     def start(
         self,
@@ -87,7 +93,10 @@ class WorkflowRunner:
     ) -> RunRecord:
         """Record a new pending run held by this process (the workflow is checked now: a bad name writes nothing).
 
-        ``followed_from`` names the run whose next action it follows; ``events`` are stored with it.
+        ``followed_from`` names the run whose next action it follows; ``events`` are stored with it. When the
+        workflow has an experiment the run gets the session's arm (decided at the session's first run in it, see
+        :func:`~marsrag.experiments.assignment.session_assignment`) and that arm's loop mode; the session's first
+        run in the experiment also stores ``loop.experiment.assigned``.
 
         Raises:
             ConfigError: no such workflow.
@@ -97,19 +106,50 @@ class WorkflowRunner:
         """
         goal, session_id = clean_goal(goal), check_session_id(session_id)
         chosen = self.project.workflow(workflow)
+        run_id, session = uuid.uuid4().hex, session_id or uuid.uuid4().hex
+        assignment = self._assignment(chosen, session, known=session_id is not None)
         run = RunRecord(
-            run_id=uuid.uuid4().hex,
-            session_id=session_id or uuid.uuid4().hex,
+            run_id=run_id,
+            session_id=session,
             goal=goal,
             workflow=chosen.name,
-            loop_mode=chosen.effective_loop_mode,
+            loop_mode=assignment.config.loop_mode if assignment else chosen.effective_loop_mode,
             # The accepting process holds a pending run until an executor claims it: if it dies first, the
             # run is found stale at once (same host) and picked up by the sweep.
             owner=owner_id(),
             followed_from=followed_from,
+            experiment=assignment.experiment if assignment else None,
+            arm=assignment.arm if assignment else None,
         )
+        if assignment is not None and assignment.first:
+            # In the same transaction as the session's first run in the experiment: never one without the other.
+            events = [*events, assignment.event(run_id, session)]
         self.commits.create_run(run, events)
         return run
+
+    def _assignment(self, workflow: WorkflowConfig, session_id: str, *, known: bool) -> Assignment | None:
+        """The experiment arm a new run of ``workflow`` in the session runs under (None: no experiment applies)."""
+        if workflow.experiment is None:
+            return None  # no read of the session: a run outside any experiment is started as it always was
+        # A session id made up for this run has no runs yet; a given one may have (a follow, a returning user).
+        earlier = self.store.list_runs(session_id=session_id) if known else []
+        return session_assignment(workflow, session_id, earlier, utcnow())
+
+    def run_setup(self, run: RunRecord) -> tuple[ProjectConfig, Any]:
+        """The project and the LLM ``run`` executes with: this runner's, or under an experiment arm the arm's.
+
+        See :func:`~marsrag.experiments.arms.project_for_run`; an arm's ``llm`` spec is resolved once per runner.
+        """
+        project = project_for_run(self.project, run)
+        arm = run_arm(self.project, run)
+        if arm is None or arm.llm is None:
+            return project, self.llm
+        with self._arm_llms_lock:
+            llm = self._arm_llms.get(arm.llm)
+            if llm is None:
+                # Under this runner's call policy, as a workflow's manager_llm; kept, as the run's LLM is.
+                llm = self._arm_llms[arm.llm] = resolve_llm(arm.llm, policy=getattr(self.llm, "call_policy", None))
+        return project, llm
 
     def run(self, goal: str, *, workflow: str | None = None, session_id: str | None = None) -> RunRecord:
         """Start and execute a run; return its final record (``completed`` or ``failed`` with the reason)."""
@@ -232,7 +272,7 @@ class WorkflowRunner:
         return self._finish(held, *_ending(execution, None))
 
     async def _aexecute(self, run: RunRecord, stored: list[TaskState]) -> RunRecord:
-        if not supports_async(self.llm):
+        if not supports_async(self.run_setup(run)[1]):
             # An LLM with call only (a user's BaseLLM): the sync path on a thread of the loop, never a failed run.
             return await asyncio.to_thread(self._execute, run, stored)
         held = self._claim(run)
@@ -333,10 +373,11 @@ class _Execution:
         #: Every write of the execution applies only while this process still holds the run.
         self.holder = Holder(run_owner=run.owner)
         start = len(stored)
+        project, llm = runner.run_setup(run)
         self.built: BuiltCrew = runner.crews(
-            runner.project,
+            project,
             run.workflow,
-            runner.llm,
+            llm,
             start=start,
             manager_llm=runner.manager_llm(run.workflow),
             retriever=runner.retriever,

@@ -1,9 +1,10 @@
 """The run document: one JSON-ready view of a run, shared by ``runs show``, ``run --format json`` and the API.
 
 Both the document and the ``runs list`` rows carry the run's ``outcome`` (how many of its tasks ended valid,
-partial, failed or skipped) beside its ``status`` (whether it finished). :func:`list_runs` and :func:`show_run`
-read them from a store URL, for ``marsrag runs list`` and ``runs show``: they need the store and nothing of the
-runtime, so those commands start without it.
+partial, failed or skipped) beside its ``status`` (whether it finished), and the ``experiment`` and ``arm`` its
+session was assigned (null outside an experiment). :func:`list_runs` and :func:`show_run` read them from a store
+URL, for ``marsrag runs list`` and ``runs show``: they need the store and nothing of the runtime, so those commands
+start without it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ def run_summary_row(run: RunRecord, outcome: Mapping[str, int]) -> dict[str, Any
         "workflow": run.workflow,
         "status": run.status,
         "created_at": run.created_at.isoformat(),
+        "experiment": run.experiment,
+        "arm": run.arm,
         "stale": is_stale(run),
         "outcome": dict(outcome),
     }
@@ -59,6 +62,8 @@ def run_document(store: RunStore, run_id: str) -> dict[str, Any]:
         "goal": run.goal,
         "workflow": run.workflow,
         "loop_mode": run.loop_mode,
+        "experiment": run.experiment,
+        "arm": run.arm,
         "status": run.status,
         "status_reason": run.status_reason,
         "summary": run.summary,
