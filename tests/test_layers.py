@@ -34,6 +34,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("marsrag.runtime",),
     ("marsrag.views",),
     ("marsrag.metrics", "marsrag.rag", "marsrag.llm"),
+    ("marsrag.experiments",),
     ("marsrag.integrations",),
     ("marsrag.store",),
     ("marsrag.chain", "marsrag.events"),
