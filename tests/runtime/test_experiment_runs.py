@@ -194,3 +194,35 @@ def test_runs_show_and_runs_list_json_carry_the_experiment_and_arm(tmp_path: Pat
     assert (shown["experiment"], shown["arm"]) == ("hard_vs_soft", "soft")
     (row,) = json.loads(marsrag("runs", "list", "--db", db, "--format", "json").stdout)
     assert (row["experiment"], row["arm"]) == ("hard_vs_soft", "soft")
+
+
+def test_an_operator_repair_reruns_the_task_as_its_arm_ran_it(
+    store: RunStore, sample: ProjectConfig, tmp_path: Path
+) -> None:
+    """runs repair on a run under an arm: the arm's LLM answers it (the runner's own LLM is never called)."""
+    from marsrag.runtime.actions import repair_task
+
+    script = tmp_path / "arm.jsonl"
+    lines = ["No idea.", "Still no idea.", answer(loop="Repaired by the arm?")]
+    script.write_text("".join(json.dumps({"output": line}) + "\n" for line in lines))
+    variant = ExperimentConfig(
+        name="arm_llm",
+        arms={"control": ArmConfig(loop_mode="hard"), "other": ArmConfig(loop_mode="hard", llm=f"replay:{script}")},
+    )
+    runner, own_llm = runner_for(store, with_experiment(sample, variant, ["diagnose"]), [])
+    run = runner.run("latency", workflow="flow", session_id=session_in(variant, "other"))
+    assert store.get_tasks(run.run_id)[0].validation.status == "failed"
+    fixed = repair_task(runner, run.run_id, "diagnose")
+    assert fixed.validation.status == "valid" and fixed.loop_output.loop == "Repaired by the arm?"
+    assert own_llm.calls == []
+
+
+def test_the_async_path_runs_under_the_arm_too(store: RunStore, sample: ProjectConfig) -> None:
+    """arun: the soft arm's partial answer is handed on without a repair, as on the sync path."""
+    import asyncio
+
+    project = with_experiment(sample, HARD_VS_SOFT, ["diagnose", "recommend"])
+    runner, llm = runner_for(store, project, [answer(grip=None, loop="Which tier first?"), answer()])
+    run = asyncio.run(runner.arun("latency", workflow="flow", session_id=session_in(HARD_VS_SOFT, "soft")))
+    assert (run.status, run.arm, run.loop_mode, len(llm.calls)) == ("completed", "soft", "soft", 2)
+    assert [t.validation.status for t in store.get_tasks(run.run_id)] == ["partial", "valid"]
