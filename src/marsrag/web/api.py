@@ -73,6 +73,8 @@ class RunRow(BaseModel):
     workflow: str
     status: RunStatus = Field(description="Whether the run finished; how its tasks ended is in `outcome`.")
     created_at: str
+    experiment: str | None = Field(description="The experiment the run's session takes part in; null outside one.")
+    arm: str | None = Field(description="The experiment arm the run's session was assigned; null outside one.")
     stale: bool = Field(description="Left pending or running by a process that is gone.")
     outcome: Outcome
     short_id: str = Field(description="The run id's shortest unique prefix (8+ characters), accepted for the id.")
@@ -86,6 +88,8 @@ class RunDocument(BaseModel):
     goal: str
     workflow: str
     loop_mode: str
+    experiment: str | None = Field(description="The experiment the run's session takes part in; null outside one.")
+    arm: str | None = Field(description="The experiment arm the run's session was assigned; null outside one.")
     status: RunStatus = Field(description="Whether the run finished; how its tasks ended is in `outcome`.")
     status_reason: str | None
     summary: str
