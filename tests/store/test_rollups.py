@@ -342,11 +342,17 @@ def test_the_scripted_history_matches_and_counts_what_it_should(store: RunStore)
 
 @pytest.mark.parametrize("shards", [1, 8])
 def test_concurrent_writers_lose_no_increment(db_url: str, shards: int) -> None:
-    """8 writers (threads, one store each) on shared sessions and days: the rollups equal the recount after."""
+    """8 writers (threads, one store each) on shared sessions, days and arms, voting on shared runs: the rollups
+    equal the recount after."""
     writers, per_writer = 8, 6
     stores = [SqlRunStore.from_url(db_url, rollup_shards=shards) for _ in range(writers)]
     barrier = threading.Barrier(writers)
     errors: list[BaseException] = []
+    voted = [f"v{n}" for n in range(3)]
+    for run_id in voted:
+        stores[0].create_run(
+            RunRecord(run_id=run_id, session_id=run_id, goal="g", workflow="support", loop_mode="hard")
+        )
 
     def write(number: int, store: RunStore) -> None:
         try:
@@ -355,9 +361,11 @@ def test_concurrent_writers_lose_no_increment(db_url: str, shards: int) -> None:
                 run_id = f"w{number}-{index}"
                 at = T0 + timedelta(hours=index * 7)
                 # Two writers share each session: their runs race for the session's depth.
+                experiment, arm = ARMS[number // 2 % 2]
                 run = RunRecord(
                     run_id=run_id, session_id=f"s{number // 2}-{index // 2}", goal="g", loop_mode="hard",
                     workflow=WORKFLOWS[index % 2], status="running", created_at=at, updated_at=at,
+                    experiment=experiment, arm=arm,
                 )  # fmt: skip
                 store.create_run(run)
                 for position, status in enumerate(("valid", "partial")):
@@ -365,7 +373,11 @@ def test_concurrent_writers_lose_no_increment(db_url: str, shards: int) -> None:
                     store.save_task(_task(store, run, step), transition=_handoff(run, position, step.handoff))
                 store.set_run_status(run_id, "completed")
                 if index:
-                    store.add_events([LoopEvent(name="loop.action.followed", run_id=f"w{number}-{index - 1}")])
+                    store.add_events([follow(f"w{number}-{index - 1}", edited=index % 2 == 0)])
+                # Every writer votes on the same runs, down then up: each run's latest rating is up (the
+                # last vote of whichever writer votes last), whatever the order the votes land in.
+                for up in (False, True):
+                    store.add_events([rating(f"v{index % len(voted)}", TARGETS[index % 2], up)])
         except BaseException as error:  # reported below: a thread's exception would be lost
             errors.append(error)
 
@@ -379,8 +391,14 @@ def test_concurrent_writers_lose_no_increment(db_url: str, shards: int) -> None:
         counts = stores[0].loop_counts()[()]
         assert counts.executions == writers * per_writer * 2
         assert counts.completed == writers * per_writer
-        # Two writers x two of their runs per session, every run counted: 12 sessions of 4 runs.
-        assert counts.depths == {4: writers // 2 * per_writer // 2}
+        # Two writers x two of their runs per session, every run counted: 12 sessions of 4 runs (and the voted).
+        assert counts.depths == {4: writers // 2 * per_writer // 2, 1: len(voted)}
+        # Each of v0, v1, v2 rated on its answer and on its next action by every writer: counted once, up.
+        assert counts.answer_up == counts.answer_votes == len(voted)
+        assert counts.next_action_up == counts.next_action_votes == len(voted)
+        assert counts.followed_edited == writers * 2  # the follows of runs 1 and 3 of each writer
+        arms = stores[0].loop_counts(experiment="hard_vs_soft", by=("arm",))
+        assert {key: c.completed for key, c in arms.items()} == {("hard",): 24, ("soft",): 24}
         assert_rollups_match(stores[0])
     finally:
         for store in stores:
@@ -427,6 +445,32 @@ def test_experiment_arms_feedback_and_edited_follows_count_what_they_should(stor
     assert (total.answer_up, total.answer_votes, total.followed_edited, total.completed) == (2, 3, 1, 5)
     assert store.session_depths(experiment="hard_vs_soft") == {2: 2}
     assert store.loop_counts(experiment="agents") == {(): LoopCounts()}
+
+
+def test_ratings_stored_before_their_run_count_once_it_is(store: RunStore) -> None:
+    """A rating of a run not stored yet counts from the run's creation on, as the raw rows do; a re-vote moves it."""
+    store.add_events([rating("later", "answer", False), rating("later", "answer", True)])
+    assert store.loop_counts()[()].answer_votes == 0
+    at = T0 + timedelta(hours=3)
+    store.create_run(
+        RunRecord(
+            run_id="later",
+            session_id="s",
+            goal="g",
+            workflow="support",
+            loop_mode="hard",
+            created_at=at,
+            updated_at=at,
+            experiment="hard_vs_soft",
+            arm="soft",
+        )  # fmt: skip
+    )
+    counts = store.loop_counts(experiment="hard_vs_soft", by=("arm",))[("soft",)]
+    assert (counts.answer_up, counts.answer_votes) == (1, 1)
+    store.add_events([rating("later", "answer", False)])
+    counts = store.loop_counts(experiment="hard_vs_soft", by=("arm",))[("soft",)]
+    assert (counts.answer_up, counts.answer_votes) == (0, 1)
+    assert_rollups_match(store)
 
 
 @pytest.mark.parametrize("revision", ["0009", "0010", "0012"])

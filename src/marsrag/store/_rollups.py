@@ -292,7 +292,7 @@ def feedback_changed(connection: Connection, event_rows: Sequence[dict[str, Any]
 
     Call it before the events are inserted, with the rated runs' rows locked (:func:`lock_runs`): the ratings
     stored so far are then every earlier vote, and a concurrent vote on the run waits for this one. A rating of
-    a run that is not stored is not counted (the reference SQL joins the runs).
+    a run not stored yet is counted when the run is (:func:`ratings_found`; the reference SQL joins the runs).
     """
     ids = sorted(rated_runs(event_rows))
     if not ids:
@@ -313,6 +313,19 @@ def feedback_changed(connection: Connection, event_rows: Sequence[dict[str, Any]
             continue
         workflow, arm, on = run["workflow"], arm_of(run["experiment"], run["arm"]), day(run["created_at"])
         tally.rating(workflow, arm, on, target, before, -1)
+        tally.rating(workflow, arm, on, target, rating, 1)
+
+
+def ratings_found(connection: Connection, run_id: str, workflow: str, arm: Arm, on: date, tally: Tally) -> None:
+    """Count the ratings stored for a run before the run itself (just inserted): its latest per part.
+
+    (A rating stored while its run's creation is still uncommitted is seen by neither write: not counted.)
+    """
+    latest: dict[str, str] = {}
+    for _run_id, detail in connection.execute(_RATINGS, {"run_ids": [run_id]}):
+        if (found := _rating(detail)) is not None:
+            latest[found[0]] = found[1]
+    for target, rating in latest.items():
         tally.rating(workflow, arm, on, target, rating, 1)
 
 

@@ -263,6 +263,8 @@ class SqlRunStore(RunStore):
             tied = _rollups.session_joined(connection, run.session_id, run.workflow, run.created_at, arm, tally)
             connection.execute(_INSERT_RUN, [_rows.run_row(run)])
             _rollups.session_tied(connection, run.session_id, tied, tally)
+            # Ratings stored before their run (one index probe: none, nearly always) count from now on.
+            _rollups.ratings_found(connection, run.run_id, run.workflow, arm, _rollups.day(run.created_at), tally)
             changed = self._insert_events(connection, events, tally)
             # Older completed runs of the session that route to this run's workflow are now acted on.
             changed.update(_rollups.routed_earlier(connection, run.session_id, run.workflow, run.created_at))
