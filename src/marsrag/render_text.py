@@ -81,7 +81,8 @@ class ProgressSink:
 
 
 def print_metrics(document: dict[str, Any], scope: str) -> None:
-    """The six loop metrics as a table: value, numerator/denominator (n/a for an empty denominator)."""
+    """The six loop metrics and helpful_rate as a table: value, numerator/denominator (n/a for an empty
+    denominator), a split rate's parts under it."""
     table = Table(title=shown(f"Loop metrics: {scope}"), title_justify="left")
     table.add_column("metric")
     table.add_column("value", justify="right")
@@ -94,9 +95,18 @@ def print_metrics(document: dict[str, Any], scope: str) -> None:
                 value = "n/a"
             table.add_row(shown(name), shown(value), shown(f"{record['sessions']} sessions"))
             continue
-        rate = "n/a" if record["value"] is None else f"{record['value']:.1%}"
-        table.add_row(shown(name), shown(rate), shown(f"{record['numerator']}/{record['denominator']}"))
+        table.add_row(shown(name), *_rate_cells(record))
+        # A split rate's parts, indented under it (loop_follow_rate by kind, helpful_rate by target).
+        for split in ("by_kind", "by_target"):
+            for part, figures in record.get(split, {}).items():
+                table.add_row(shown(f"  {part}"), *_rate_cells(figures))
     console().print(table)
+
+
+def _rate_cells(record: dict[str, Any]) -> tuple[Text, Text]:
+    """A rate's value (n/a for an empty denominator) and numerator/denominator cells."""
+    rate = "n/a" if record["value"] is None else f"{record['value']:.1%}"
+    return shown(rate), shown(f"{record['numerator']}/{record['denominator']}")
 
 
 def print_tune(result: dict[str, Any]) -> None:

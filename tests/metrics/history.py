@@ -82,11 +82,33 @@ EMPTY: dict[str, dict[str, Any]] = {
 }
 
 
-def approx(expected: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Expected metrics with float values compared approximately (pytest.approx does not nest)."""
+def approx(expected: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Expected metrics with float values compared approximately (pytest.approx does not nest).
+
+    The history has no edited follow and no rating: every follow is ``suggested`` and helpful_rate is empty,
+    unless ``expected`` says otherwise.
+    """
+    full = dict(expected)
+    follows = full["loop_follow_rate"]
+    if "by_kind" not in follows:
+        suggested, edited = _rate(follows["numerator"], follows["denominator"]), _rate(0, follows["denominator"])
+        full["loop_follow_rate"] = {**follows, "by_kind": {"suggested": suggested, "edited": edited}}
+    full.setdefault("helpful_rate", {**_rate(0, 0), "by_target": {"answer": _rate(0, 0), "next_action": _rate(0, 0)}})
+    return {name: _approx(record) for name, record in full.items()}
+
+
+def _rate(numerator: int, denominator: int) -> dict[str, Any]:
     return {
-        name: {key: pytest.approx(value) if isinstance(value, float) else value for key, value in record.items()}
-        for name, record in expected.items()
+        "value": numerator / denominator if denominator else None,
+        "numerator": numerator,
+        "denominator": denominator,
+    }
+
+
+def _approx(record: dict[str, Any]) -> dict[str, Any]:
+    return {
+        key: pytest.approx(value) if isinstance(value, float) else _approx(value) if isinstance(value, dict) else value
+        for key, value in record.items()
     }
 
 

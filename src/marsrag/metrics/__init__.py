@@ -5,16 +5,31 @@ The heavy parts (SQLAlchemy) load with :mod:`marsrag.metrics.compute`; this pack
 
 from __future__ import annotations
 
-from marsrag.metrics.definitions import DEFINITIONS, METRIC_NAMES, RATE_NAMES, Depth, LoopMetrics, Rate
+from marsrag.metrics.definitions import (
+    DEFINITIONS,
+    HELPFUL_RATE,
+    METRIC_NAMES,
+    RATE_NAMES,
+    REPORTED_NAMES,
+    REPORTED_RATE_NAMES,
+    Depth,
+    LoopMetrics,
+    Rate,
+    SplitRate,
+)
 from marsrag.metrics.window import Window, parse_moment, window
 
 __all__ = [
     "DEFINITIONS",
+    "HELPFUL_RATE",
     "METRIC_NAMES",
     "RATE_NAMES",
+    "REPORTED_NAMES",
+    "REPORTED_RATE_NAMES",
     "Depth",
     "LoopMetrics",
     "Rate",
+    "SplitRate",
     "Window",
     "parse_moment",
     "window",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from marsrag.metrics.definitions import Depth, LoopMetrics, Rate
+from marsrag.metrics.definitions import SPLITS, Depth, LoopMetrics, Rate, SplitRate
 from marsrag.metrics.window import Window
 from marsrag.store import GroupKey, LoopCounts, RunStore
 
@@ -19,7 +19,7 @@ __all__ = ["GroupKey", "compute_metrics", "loop_metrics", "metrics_by", "session
 
 
 def compute_metrics(store: RunStore, window: Window | None = None, workflow: str | None = None) -> LoopMetrics:
-    """The six metrics over ``window`` (default: all history), for one workflow or all."""
+    """The six metrics and helpful_rate over ``window`` (default: all history), for one workflow or all."""
     return metrics_by(store, window, workflow, by=()).get((), loop_metrics(LoopCounts()))
 
 
@@ -43,12 +43,27 @@ def session_depth(store: RunStore, window: Window | None = None, workflow: str |
 
 
 def loop_metrics(count: LoopCounts) -> LoopMetrics:
-    """The six metrics of one group's counts."""
+    """The six metrics and helpful_rate of one group's counts, the follow rate by kind and helpful_rate by target.
+
+    A follow's kind splits the follows (numerators), over the same denominator: the offering runs.
+    """
+    kind, _ = SPLITS["loop_follow_rate"]
+    target, _ = SPLITS["helpful_rate"]
+    follows = {
+        "suggested": Rate(count.followed - count.followed_edited, count.offering),
+        "edited": Rate(count.followed_edited, count.offering),
+    }
+    ratings = {
+        "answer": Rate(count.answer_up, count.answer_votes),
+        "next_action": Rate(count.next_action_up, count.next_action_votes),
+    }
+    up, votes = count.answer_up + count.next_action_up, count.answer_votes + count.next_action_votes
     return LoopMetrics(
         loop_schema_pass_rate=Rate(count.first_valid, count.executions),
-        loop_follow_rate=Rate(count.followed, count.offering),
+        loop_follow_rate=SplitRate(count.followed, count.offering, kind, follows),
         downstream_action_rate=Rate(count.downstream, count.completed),
         session_depth=Depth.from_histogram(count.depths),
         repair_rate=Rate(count.repaired, count.executions),
         fallback_rate=Rate(count.fallbacks, count.transitions),
+        helpful_rate=SplitRate(up, votes, target, ratings),
     )

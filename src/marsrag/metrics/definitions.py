@@ -1,4 +1,8 @@
-"""The six loop metrics of spec section 6: names, definitions, and the records they are reported in.
+"""The six loop metrics of spec section 6 and the readers' ``helpful_rate``: names, definitions, records.
+
+``loop_follow_rate`` is also reported per follow kind (``by_kind``: the next action taken as suggested, or with
+the user's own edited goal) and ``helpful_rate`` per rated part (``by_target``), each part a rate of its own
+beside the metric's ``{value, numerator, denominator}``.
 
 Every number comes from the store's counts (``marsrag.metrics.compute``: rollups the writes keep, equal to an
 aggregation over the stored states, transitions and events), so the CLI, Prometheus, the dashboard and the
@@ -7,7 +11,7 @@ weekly review agree.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 #: The metric names, in the spec's order.
@@ -21,6 +25,16 @@ METRIC_NAMES: tuple[str, ...] = (
 )
 #: The rates (every metric but session_depth).
 RATE_NAMES: tuple[str, ...] = tuple(name for name in METRIC_NAMES if name != "session_depth")
+#: The readers' feedback: thumbs up among the latest ratings of answers and next actions.
+HELPFUL_RATE = "helpful_rate"
+#: Every reported metric (the six, then helpful_rate) and every reported rate.
+REPORTED_NAMES: tuple[str, ...] = (*METRIC_NAMES, HELPFUL_RATE)
+REPORTED_RATE_NAMES: tuple[str, ...] = (*RATE_NAMES, HELPFUL_RATE)
+#: The parts a split rate is reported by, per metric: the key beside its figures, and the parts' names.
+SPLITS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "loop_follow_rate": ("by_kind", ("suggested", "edited")),
+    HELPFUL_RATE: ("by_target", ("answer", "next_action")),
+}
 
 #: One line per metric, for help texts, the dashboard and the README.
 DEFINITIONS: dict[str, str] = {
@@ -33,6 +47,10 @@ DEFINITIONS: dict[str, str] = {
     "session_depth": "runs per session: mean, p50 and max",
     "repair_rate": "narrative task executions that ran a repair attempt / all narrative task executions",
     "fallback_rate": "transitions in fallback mode / all transitions (current rows; superseded ones excluded)",
+    HELPFUL_RATE: (
+        "runs' answers and next actions whose latest rating is a thumbs up / runs' answers and next actions rated "
+        "(a re-vote replaces the earlier one)"
+    ),
 }
 
 
@@ -51,6 +69,18 @@ class Rate:
     def to_dict(self) -> dict[str, Any]:
         """``{"value", "numerator", "denominator"}``."""
         return {"value": self.value, "numerator": self.numerator, "denominator": self.denominator}
+
+
+@dataclass(frozen=True)
+class SplitRate(Rate):
+    """A rate with the same rate per part beside it (``loop_follow_rate`` by kind, ``helpful_rate`` by target)."""
+
+    split: str = ""
+    parts: dict[str, Rate] = field(default_factory=dict, hash=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"value", "numerator", "denominator", SPLIT: {PART: {"value", "numerator", "denominator"}}}``."""
+        return {**super().to_dict(), self.split: {name: rate.to_dict() for name, rate in self.parts.items()}}
 
 
 @dataclass(frozen=True)
@@ -90,7 +120,7 @@ class Depth:
 
 @dataclass(frozen=True)
 class LoopMetrics:
-    """The six metrics over one slice of history (a window, a workflow, a day)."""
+    """The six metrics and helpful_rate over one slice of history (a window, a workflow, a day, an arm)."""
 
     loop_schema_pass_rate: Rate
     loop_follow_rate: Rate
@@ -98,6 +128,7 @@ class LoopMetrics:
     session_depth: Depth
     repair_rate: Rate
     fallback_rate: Rate
+    helpful_rate: Rate
 
     def rate(self, name: str) -> Rate:
         """One of the rates by name."""
@@ -106,5 +137,5 @@ class LoopMetrics:
         return value
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON shape of ``marsrag metrics --format json``: metric name -> its record."""
-        return {name: getattr(self, name).to_dict() for name in METRIC_NAMES}
+        """The JSON shape of ``marsrag metrics --format json``: metric name -> its record (helpful_rate last)."""
+        return {name: getattr(self, name).to_dict() for name in REPORTED_NAMES}

@@ -9,7 +9,8 @@ Exported families (every gauge but the ``overall`` ones is labelled by ``workflo
 
 - ``marsrag_loop_events_total{name}``: stored events per event name (every name of spec section 8, 0 when
   none).
-- ``marsrag_<rate>`` for the five rates, with ``marsrag_<rate>_numerator`` and ``_denominator``. A rate whose
+- ``marsrag_<rate>`` for the five rates and ``helpful_rate``, with ``marsrag_<rate>_numerator`` and
+  ``_denominator`` (the follow kinds and rated parts are not exported: ``marsrag metrics`` has them). A rate whose
   denominator is 0 has no sample for that workflow (no data is not 0%, and a NaN would poison ``sum()``);
   its numerator and denominator (0) are always there, so ``sum(num) / sum(den)`` is the cross-workflow rate.
 - ``marsrag_session_depth_mean``, ``_p50``, ``_max`` and ``marsrag_sessions``: runs per session within one
@@ -27,7 +28,7 @@ from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamil
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from marsrag.metrics.compute import loop_metrics
-from marsrag.metrics.definitions import DEFINITIONS, RATE_NAMES, Depth, LoopMetrics
+from marsrag.metrics.definitions import DEFINITIONS, REPORTED_RATE_NAMES, Depth, LoopMetrics
 from marsrag.state import EVENT_NAMES
 from marsrag.store import RunStore
 
@@ -46,7 +47,7 @@ OVERALL_PREFIX = "marsrag_overall_"
 
 
 def rate_family(name: str) -> str:
-    """The gauge family of a rate in :data:`RATE_NAMES` (``repair_rate`` -> ``marsrag_repair_rate``)."""
+    """The gauge family of a rate in :data:`REPORTED_RATE_NAMES` (``repair_rate`` -> ``marsrag_repair_rate``)."""
     return PREFIX + name
 
 
@@ -57,7 +58,9 @@ def overall_family(depth_family: str) -> str:
 
 def family_names() -> list[str]:
     """Every family the collector exports, counters without their ``_total`` suffix."""
-    rates = [rate_family(name) + suffix for name in RATE_NAMES for suffix in ("", "_numerator", "_denominator")]
+    rates = [
+        rate_family(name) + suffix for name in REPORTED_RATE_NAMES for suffix in ("", "_numerator", "_denominator")
+    ]
     return [EVENTS_FAMILY, *rates, *DEPTH_FAMILIES, *(overall_family(name) for name in DEPTH_FAMILIES)]
 
 
@@ -122,7 +125,7 @@ def _families(
     yield loop_events
 
     workflows = sorted((str(key[0]), metrics) for key, metrics in (per_workflow or {}).items())
-    for name in RATE_NAMES:
+    for name in REPORTED_RATE_NAMES:
         numerator_text, _, denominator_text = DEFINITIONS[name].partition(" / ")
         rate = GaugeMetricFamily(
             rate_family(name),

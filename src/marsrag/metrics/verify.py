@@ -1,8 +1,9 @@
 """Checking the metrics' rollups against the raw rows, and rebuilding them: ``marsrag metrics --verify/--rebuild``.
 
 Every read model the metrics use is read twice, from the rollups (what every command shows) and from the raw
-rows with the reference SQL (``from_rows=True``), over all history: the loop counts per workflow and UTC day,
-per day, per workflow and overall; the events per name; the repair and fallback rankings; the partial counts.
+rows with the reference SQL (``from_rows=True``), over all history: the loop counts (the feedback and the edited
+follows among them) per workflow, UTC day and experiment arm, per workflow and day, per day, per workflow and arm,
+per workflow, per arm and overall; the events per name; the repair and fallback rankings; the partial counts.
 Days add up (each count belongs to one day), so equal days mean equal figures for every window of whole days,
 and a window's partial days are always counted from the raw rows.
 """
@@ -15,7 +16,15 @@ from typing import Any
 from marsrag.store import GroupKey, LoopCounts, RunStore
 
 #: The groupings checked, finest first.
-GROUPINGS: tuple[tuple[GroupKey, ...], ...] = (("workflow", "day"), ("day",), ("workflow",), ())
+GROUPINGS: tuple[tuple[GroupKey, ...], ...] = (
+    ("workflow", "day", "arm"),
+    ("workflow", "day"),
+    ("day",),
+    ("workflow", "arm"),
+    ("workflow",),
+    ("arm",),
+    (),
+)
 _COUNTS = tuple(item.name for item in fields(LoopCounts))
 
 

@@ -13,12 +13,12 @@ grows with what it counts (about 0.6 s for all of 1,000,000 events on two cores)
   text, retrieval results and raw answers that make up most of the store).
 - ``runs`` is joined only when a window, a workflow or a grouping needs its columns: every task state and
   transition belongs to a run (foreign keys), so all history is counted without that join.
-- Per completed run the runs query needs four yes/no facts (it offers a next action; it was followed; an
-  operator acted on it; a later run of its session ran a workflow it routed to). They are folded into one small
-  code per run and counted per code (at most four rows per group). How the facts are found depends on the
-  backend: SQLite only has nested loops, so each fact is an index probe (correlated EXISTS) made in ``run_id``
-  order over the runs' covering index, cheap and cache-friendly; PostgreSQL would run each correlated EXISTS as
-  a subplan per row, so there each fact is a set of run ids (one index pass each) that it hash-joins once.
+- Per completed run the runs query needs five yes/no facts (it offers a next action; it was followed; the follow
+  took an edited goal; an operator acted on it; a later run of its session ran a workflow it routed to). They are
+  folded into one small code per run and counted per code (a handful of rows per group). How the facts are found
+  depends on the backend: SQLite only has nested loops, so each fact is an index probe (correlated EXISTS) made in
+  ``run_id`` order over the runs' covering index, cheap and cache-friendly; PostgreSQL would run each correlated
+  EXISTS as a subplan per row, so there each fact is a set of run ids (one index pass each) that it hash-joins once.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import Connection, Date, Exists, and_, case, cast, func, literal_column, or_, select
 from sqlalchemy.sql import ColumnElement, FromClause, Select
@@ -39,12 +39,18 @@ from marsrag.store.schema import attempts, events, runs, task_states, transition
 #: Attempt kinds that are an operator action after the run.
 OPERATOR_KINDS = ("operator_repair", "regenerate")
 FOLLOWED_EVENT = "loop.action.followed"
+FEEDBACK_EVENT = "loop.feedback.recorded"
+#: What a rating rates (``detail["on"]`` of a feedback event): the answer, the next action.
+FEEDBACK_TARGETS = ("answer", "next_action")
 #: The validation statuses that count as a failure.
 FAILED_STATUSES = ("failed", "partial")
 
 # The bits of a completed run's code in the runs query: offers a next action; was followed; acted on otherwise
-# (an operator repair or regenerate, or a later run in a routed workflow; only looked at when not followed).
-_OFFERS, _FOLLOWED, _ACTED = 1, 2, 4
+# (an operator repair or regenerate, or a later run in a routed workflow; only looked at when not followed);
+# the follow took the user's own edited goal (only looked at when followed).
+_OFFERS, _FOLLOWED, _ACTED, _EDITED = 1, 2, 4, 8
+#: What the queries here group by: a :data:`GroupKey`, or the experiment (the rollups' own key, with the arm).
+Grouping = GroupKey | Literal["experiment"]
 # The counts the task and transition queries return, by column label.
 _COUNTED = ("executions", "first_valid", "repaired", "transitions", "fallbacks")
 
@@ -58,12 +64,19 @@ class Span:
 
 
 def loop_counts(
-    connection: Connection, window: Span, workflow: str | None, by: Sequence[GroupKey], *, probed: bool = False
+    connection: Connection,
+    window: Span,
+    workflow: str | None,
+    by: Sequence[GroupKey],
+    *,
+    probed: bool = False,
+    experiment: str | None = None,
 ) -> GroupedCounts:
-    """The six metrics' counts per group (``workflow``, ``day`` of the run's creation in UTC, or both).
+    """The metrics' counts per group (``workflow``, ``day`` of the run's creation in UTC, ``arm``, or several).
 
-    Keys are tuples in the order of ``by`` (days as :class:`datetime.date`); a group with no runs is absent.
-    ``probed``: find each completed run's facts by index probes on PostgreSQL too (see :func:`_run_query`).
+    Keys are tuples in the order of ``by`` (days as :class:`datetime.date`, an arm None outside an experiment);
+    a group with no runs is absent. ``experiment``: only the runs of that experiment. ``probed``: find each
+    completed run's facts by index probes on PostgreSQL too (see :func:`_run_query`).
     """
     dialect = connection.dialect.name
     counts: dict[tuple[Any, ...], LoopCounts] = defaultdict(LoopCounts)
@@ -72,33 +85,45 @@ def loop_counts(
         # looks expensive) costs tens of milliseconds each and gains nothing. For this transaction only.
         connection.exec_driver_sql("SET LOCAL jit = off")
     for query in (_task_query, _transition_query):
-        statement = query(by, dialect, window, workflow)
+        statement = query(by, dialect, window, workflow, experiment)
         for row in connection.execute(statement).mappings():
             count = counts[_key(row, by)]
             for name in _COUNTED:
                 if name in row:
                     setattr(count, name, getattr(count, name) + int(row[name] or 0))
-    for row in connection.execute(_run_query(by, dialect, window, workflow, probed=probed)).mappings():
+    runs_query = _run_query(by, dialect, window, workflow, probed=probed, experiment=experiment)
+    for row in connection.execute(runs_query).mappings():
         _add_runs(counts[_key(row, by)], int(row["code"]), int(row["runs"]))
-    for row in connection.execute(_depth_query(by, dialect, window, workflow)).mappings():
+    for row in connection.execute(_feedback_query(by, dialect, window, workflow, experiment)).mappings():
+        count = counts[_key(row, by)]
+        setattr(count, f"{row['target']}_votes", int(row["votes"]))
+        setattr(count, f"{row['target']}_up", int(row["up"]))
+    for row in connection.execute(_depth_query(by, dialect, window, workflow, experiment)).mappings():
         counts[_key(row, by)].depths[int(row["depth"])] = int(row["sessions"])
     return dict(counts)
 
 
 def _add_runs(count: LoopCounts, code: int, number: int) -> None:
-    """Add ``number`` completed runs that share ``code`` (bits ``_OFFERS``, ``_FOLLOWED``, ``_ACTED``)."""
+    """Add ``number`` completed runs that share ``code`` (bits ``_OFFERS``, ``_FOLLOWED``, ``_ACTED``, ``_EDITED``)."""
     count.completed += number
     if code & _OFFERS:
         count.offering += number
         if code & _FOLLOWED:
             count.followed += number
+            if code & _EDITED:
+                count.followed_edited += number
     if code & (_FOLLOWED | _ACTED):
         count.downstream += number
 
 
-def session_depths(connection: Connection, window: Span, workflow: str | None) -> dict[int, int]:
-    """Runs per session over the window (all workflows pooled: a session spanning two counts once)."""
-    statement = _depth_query((), connection.dialect.name, window, workflow)
+def session_depths(
+    connection: Connection, window: Span, workflow: str | None, experiment: str | None = None
+) -> dict[int, int]:
+    """Runs per session over the window (all workflows pooled: a session spanning two counts once).
+
+    ``experiment``: the sessions whose first run (in ``workflow``, if given) is in that experiment.
+    """
+    statement = _depth_query((), connection.dialect.name, window, workflow, experiment)
     return {int(row["depth"]): int(row["sessions"]) for row in connection.execute(statement).mappings()}
 
 
@@ -112,16 +137,17 @@ def day_of(column: Any, dialect: str) -> ColumnElement[Any]:
     return func.date(column)
 
 
-def _groups(by: Sequence[GroupKey], dialect: str) -> list[ColumnElement[Any]]:
+def _groups(by: Sequence[Grouping], dialect: str) -> list[ColumnElement[Any]]:
     columns: list[ColumnElement[Any]] = []
     for key in by:
-        column = runs.c.workflow if key == "workflow" else day_of(runs.c.created_at, dialect)
+        column = day_of(runs.c.created_at, dialect) if key == "day" else runs.c[key]
         columns.append(column.label(key))
     return columns
 
 
-def run_filters(window: Span, workflow: str | None) -> list[ColumnElement[bool]]:
-    """Conditions on ``runs``: created in ``window`` (since inclusive, until exclusive), of ``workflow`` if given."""
+def run_filters(window: Span, workflow: str | None, experiment: str | None = None) -> list[ColumnElement[bool]]:
+    """Conditions on ``runs``: created in ``window`` (since inclusive, until exclusive), of ``workflow`` and
+    ``experiment`` if given."""
     conditions: list[ColumnElement[bool]] = []
     if window.since is not None:
         conditions.append(runs.c.created_at >= as_utc(window.since))
@@ -129,19 +155,22 @@ def run_filters(window: Span, workflow: str | None) -> list[ColumnElement[bool]]
         conditions.append(runs.c.created_at < as_utc(window.until))
     if workflow is not None:
         conditions.append(runs.c.workflow == workflow)
+    if experiment is not None:
+        conditions.append(runs.c.experiment == experiment)
     return conditions
 
 
-def _needs_runs(by: Sequence[GroupKey], window: Span, workflow: str | None) -> bool:
+def _needs_runs(by: Sequence[Grouping], window: Span, workflow: str | None, experiment: str | None) -> bool:
     """Whether a query over task states or transitions must join ``runs`` (for a filter or a group)."""
-    return bool(by) or window.since is not None or window.until is not None or workflow is not None
+    filtered = workflow is not None or experiment is not None
+    return bool(by) or window.since is not None or window.until is not None or filtered
 
 
 def _grouped(statement: Select[Any], groups: list[ColumnElement[Any]]) -> Select[Any]:
     return statement.group_by(*groups) if groups else statement
 
 
-def _key(row: Any, by: Sequence[GroupKey]) -> tuple[Any, ...]:
+def _key(row: Any, by: Sequence[Grouping]) -> tuple[Any, ...]:
     return tuple(as_date(row[key]) if key == "day" else row[key] for key in by)
 
 
@@ -161,7 +190,9 @@ def count_if(condition: ColumnElement[bool]) -> ColumnElement[Any]:
 # -- the queries -------------------------------------------------------------------------------------------------
 
 
-def _task_query(by: Sequence[GroupKey], dialect: str, window: Span, workflow: str | None) -> Select[Any]:
+def _task_query(
+    by: Sequence[Grouping], dialect: str, window: Span, workflow: str | None, experiment: str | None = None
+) -> Select[Any]:
     """Narrative task executions, those whose first attempt was valid, and those that ran a repair.
 
     Attempts 1 and 2 are looked up as one-value ranges (``number BETWEEN 1 AND 1``), not with ``=``: an equality
@@ -173,7 +204,7 @@ def _task_query(by: Sequence[GroupKey], dialect: str, window: Span, workflow: st
     first = attempts.alias("first_attempt")
     repair = attempts.alias("repair_attempt")
     source: FromClause = task_states
-    if _needs_runs(by, window, workflow):
+    if _needs_runs(by, window, workflow, experiment):
         source = source.join(runs, runs.c.run_id == task_states.c.run_id)
     statement = (
         select(
@@ -199,16 +230,18 @@ def _task_query(by: Sequence[GroupKey], dialect: str, window: Span, workflow: st
                 ),
             )
         )
-        .where(task_states.c.validation_status != "skipped", *run_filters(window, workflow))
+        .where(task_states.c.validation_status != "skipped", *run_filters(window, workflow, experiment))
     )
     return _grouped(statement, groups)
 
 
-def _transition_query(by: Sequence[GroupKey], dialect: str, window: Span, workflow: str | None) -> Select[Any]:
+def _transition_query(
+    by: Sequence[Grouping], dialect: str, window: Span, workflow: str | None, experiment: str | None = None
+) -> Select[Any]:
     """Current transitions and the fallback ones among them."""
     groups = _groups(by, dialect)
     source: FromClause = transitions
-    if _needs_runs(by, window, workflow):
+    if _needs_runs(by, window, workflow, experiment):
         source = source.join(runs, runs.c.run_id == transitions.c.run_id)
     statement = (
         select(
@@ -217,15 +250,21 @@ def _transition_query(by: Sequence[GroupKey], dialect: str, window: Span, workfl
             count_if(transitions.c.mode == "fallback").label("fallbacks"),
         )
         .select_from(source)
-        .where(transitions.c.superseded.is_(False), *run_filters(window, workflow))
+        .where(transitions.c.superseded.is_(False), *run_filters(window, workflow, experiment))
     )
     return _grouped(statement, groups)
 
 
 def _run_query(
-    by: Sequence[GroupKey], dialect: str, window: Span, workflow: str | None, *, probed: bool = False
+    by: Sequence[Grouping],
+    dialect: str,
+    window: Span,
+    workflow: str | None,
+    *,
+    probed: bool = False,
+    experiment: str | None = None,
 ) -> Select[Any]:
-    """Completed runs per group and code (``_OFFERS | _FOLLOWED | _ACTED``): (group, code, runs).
+    """Completed runs per group and code (``_OFFERS | _FOLLOWED | _ACTED | _EDITED``): (group, code, runs).
 
     On PostgreSQL the facts are sets of run ids made over all history and joined once, the right plan for
     many runs; ``probed`` (a few runs: a partial day) asks for correlated EXISTS probes into the covering
@@ -234,25 +273,33 @@ def _run_query(
     """
     groups = _groups(by, dialect)
     joined = dialect == "postgresql" and not probed
-    source, offers, followed, acted = _joined_facts() if joined else _probed_facts()
-    code = case((offers, _OFFERS), else_=0) + case((followed, _FOLLOWED), (acted, _ACTED), else_=0)
+    source, offers, followed, edited, acted = _joined_facts() if joined else _probed_facts()
+    following = case((edited, _FOLLOWED | _EDITED), else_=_FOLLOWED)
+    code = case((offers, _OFFERS), else_=0) + case((followed, following), (acted, _ACTED), else_=0)
     per_run = (
         select(*groups, code.label("code"))
         .select_from(source)
-        .where(runs.c.status == "completed", *run_filters(window, workflow))
+        .where(runs.c.status == "completed", *run_filters(window, workflow, experiment))
         .subquery("per_run")
     )
     keys = [per_run.c[key] for key in by]
     return select(*keys, per_run.c.code, func.count().label("runs")).group_by(*keys, per_run.c.code)
 
 
-Facts = tuple[FromClause, ColumnElement[bool], ColumnElement[bool], ColumnElement[bool]]
+#: (the runs joined to what the facts need; offers, followed, edited, acted on).
+Facts = tuple[FromClause, ColumnElement[bool], ColumnElement[bool], ColumnElement[bool], ColumnElement[bool]]
+
+
+def _edited(detail: Any) -> ColumnElement[bool]:
+    """A follow's detail says it took the user's own edited goal."""
+    return detail["follow_kind"].as_string() == "edited"  # type: ignore[no-any-return]
 
 
 def _probed_facts() -> Facts:
     """The facts about a run as correlated EXISTS probes into covering indexes (SQLite)."""
     offers = _exists(task_states.c.run_id == runs.c.run_id, task_states.c.validation_status != "skipped")
     followed = _exists(events.c.name == FOLLOWED_EVENT, events.c.run_id == runs.c.run_id)
+    edited = _exists(events.c.name == FOLLOWED_EVENT, events.c.run_id == runs.c.run_id, _edited(events.c.detail))
     operator = _exists(attempts.c.run_id == runs.c.run_id, attempts.c.kind.in_(OPERATOR_KINDS))
     # The run's own routed workflows first (rare), then a later run of the session in one of them.
     routing, later = task_states.alias("routing"), runs.alias("later")
@@ -262,7 +309,7 @@ def _probed_facts() -> Facts:
         later.c.created_at > runs.c.created_at,
     ).correlate(runs, routing)
     routed = _exists(routing.c.run_id == runs.c.run_id, routing.c.routing_next_workflow.is_not(None), later_run)
-    return runs, offers, followed, or_(operator, routed)
+    return runs, offers, followed, edited, or_(operator, routed)
 
 
 def _exists(*conditions: ColumnElement[bool]) -> Exists:
@@ -283,6 +330,12 @@ def _joined_facts() -> Facts:
         .where(events.c.name == FOLLOWED_EVENT)
         .group_by(events.c.run_id)
         .subquery("followed_runs")
+    )
+    edited = (
+        select(events.c.run_id)
+        .where(events.c.name == FOLLOWED_EVENT, _edited(events.c.detail))
+        .group_by(events.c.run_id)
+        .subquery("edited_runs")
     )
     operator = (
         select(attempts.c.run_id)
@@ -308,19 +361,45 @@ def _joined_facts() -> Facts:
         .subquery("routed_runs")
     )
     source: FromClause = runs
-    for found in (offering, followed, operator, routed):
+    for found in (offering, followed, edited, operator, routed):
         source = source.outerjoin(found, found.c.run_id == runs.c.run_id)
     acted = or_(operator.c.run_id.is_not(None), routed.c.run_id.is_not(None))
-    return source, offering.c.run_id.is_not(None), followed.c.run_id.is_not(None), acted
+    return source, offering.c.run_id.is_not(None), followed.c.run_id.is_not(None), edited.c.run_id.is_not(None), acted
 
 
-def _depth_query(by: Sequence[GroupKey], dialect: str, window: Span, workflow: str | None) -> Select[Any]:
+def _feedback_query(
+    by: Sequence[Grouping], dialect: str, window: Span, workflow: str | None, experiment: str | None = None
+) -> Select[Any]:
+    """Rated runs per group and part, each run's latest rating of a part (the last stored): (group, target,
+    votes, up). A rating is counted under its run's group (its day among them), whatever the run's status."""
+    groups = _groups(by, dialect)
+    target = events.c.detail["on"].as_string()
+    latest = (
+        select(events.c.run_id, target.label("target"), func.max(events.c.id).label("id"))
+        .where(events.c.name == FEEDBACK_EVENT, target.in_(FEEDBACK_TARGETS))
+        .group_by(events.c.run_id, target)
+        .subquery("latest_ratings")
+    )
+    rating = events.alias("rating")
+    up = rating.c.detail["rating"].as_string() == "up"
+    return (
+        select(*groups, latest.c.target, func.count().label("votes"), count_if(up).label("up"))
+        .select_from(latest.join(rating, rating.c.id == latest.c.id).join(runs, runs.c.run_id == latest.c.run_id))
+        .where(*run_filters(window, workflow, experiment))
+        .group_by(*groups, latest.c.target)
+    )
+
+
+def _depth_query(
+    by: Sequence[Grouping], dialect: str, window: Span, workflow: str | None, experiment: str | None = None
+) -> Select[Any]:
     """A histogram of session depths: (group, depth, number of sessions with it).
 
     A session belongs to the day of its first run (within the workflow when grouped by or filtered to one) and
     counts all its runs there, later ones included: a window holds the sessions that started in it, with their
     whole depth, so whole days add up (what the rollups keep, per day). With a window, only sessions that have a
     run in it are looked at (any that started in it does), so the cost follows the window, not the history.
+    Its arm (and experiment) are its first run's too: by creation time, then run id (see :func:`_first_runs`).
     """
     per_workflow = "workflow" in by or workflow is not None
     keys: list[ColumnElement[Any]] = [runs.c.workflow] if per_workflow else []
@@ -329,6 +408,8 @@ def _depth_query(by: Sequence[GroupKey], dialect: str, window: Span, workflow: s
     if window.since is not None or window.until is not None:
         within = select(runs.c.session_id).where(*run_filters(window, workflow))
         conditions.append(runs.c.session_id.in_(within))
+    if experiment is not None or "arm" in by or "experiment" in by:
+        return _first_runs(by, dialect, window, keys, conditions, experiment)
     first = func.min(runs.c.created_at)
     per_session = (
         select(*keys, runs.c.session_id, first.label("first"), func.count().label("depth"))
@@ -340,9 +421,49 @@ def _depth_query(by: Sequence[GroupKey], dialect: str, window: Span, workflow: s
     if window.until is not None:
         per_session = per_session.having(first < as_utc(window.until))
     sessions = per_session.subquery("per_session")
+    return _depth_histogram(by, dialect, sessions)
+
+
+def _first_runs(
+    by: Sequence[Grouping],
+    dialect: str,
+    window: Span,
+    keys: list[ColumnElement[Any]],
+    conditions: list[ColumnElement[bool]],
+    experiment: str | None,
+) -> Select[Any]:
+    """:func:`_depth_query` for a grouping by arm or one experiment: each session (per workflow) as its first
+    run's row, ranked by creation time then run id, with the session's run count."""
+    partition = [runs.c.session_id, *keys]
+    order = [runs.c.created_at, runs.c.run_id]
+    ranked = (
+        select(
+            *keys,
+            runs.c.created_at.label("first"),
+            runs.c.experiment,
+            runs.c.arm,
+            func.row_number().over(partition_by=partition, order_by=order).label("rank"),
+            func.count().over(partition_by=partition).label("depth"),
+        )
+        .where(*conditions)
+        .subquery("ranked_runs")
+    )
+    firsts = [ranked.c.rank == 1]
+    if window.since is not None:
+        firsts.append(ranked.c.first >= as_utc(window.since))
+    if window.until is not None:
+        firsts.append(ranked.c.first < as_utc(window.until))
+    if experiment is not None:
+        firsts.append(ranked.c.experiment == experiment)
+    sessions = select(ranked).where(*firsts).subquery("per_session")
+    return _depth_histogram(by, dialect, sessions)
+
+
+def _depth_histogram(by: Sequence[Grouping], dialect: str, sessions: Any) -> Select[Any]:
+    """(group, depth, sessions) from one row per session (its ``first`` run's time, ``depth``, arm)."""
     groups: list[ColumnElement[Any]] = []
     for key in by:
-        column = sessions.c.workflow if key == "workflow" else day_of(sessions.c.first, dialect)
+        column = day_of(sessions.c.first, dialect) if key == "day" else sessions.c[key]
         groups.append(column.label(key))
     statement = select(*groups, sessions.c.depth, func.count().label("sessions"))
     return statement.group_by(*groups, sessions.c.depth)

@@ -18,10 +18,10 @@ from marsrag.store._engine import WRITE_OPTION, one_line
 from marsrag.store.schema import VERSION_TABLE
 
 #: The newest revision in ``migrations/versions`` (a test keeps the two in step).
-HEAD = "0012"
-#: The revision of the metric rollups as this MarsRAG keeps them (0010: per day; 0011: and all time): a
-#: database migrated from before it gets them recounted.
-ROLLUPS = "0011"
+HEAD = "0013"
+#: The revision of the metric rollups as this MarsRAG keeps them (0010: per day; 0011: and all time; 0013: per
+#: experiment arm, with the feedback and the edited follows): a database migrated from before it gets them recounted.
+ROLLUPS = "0013"
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 
@@ -77,7 +77,8 @@ def _upgrade(connection: Connection, url: str) -> None:
             f"up to {HEAD!r} (a newer MarsRAG may have migrated it): {one_line(error)}"
         ) from error
     if before is None or before < ROLLUPS:
-        # The backfill of migrations 0010 and 0011, with this MarsRAG's definitions: recount the rollups from the rows.
+        # The backfill of migrations 0010, 0011 and 0013, with this MarsRAG's definitions: recount the rollups from
+        # the rows.
         from marsrag.store._rollups import rebuild  # lazy: only for a database that was just migrated
 
         rebuild(connection)

@@ -22,7 +22,7 @@ from sqlalchemy.sql import ColumnElement, Select
 
 import marsrag.store._metrics_sql as _metrics_sql
 from marsrag.store._metrics_sql import Ranked, Span
-from marsrag.store._rollups import ALL_TIME, DEPTH_PREFIX, EVENT_PREFIX, EVERY
+from marsrag.store._rollups import ALL_TIME, DEPTH_PREFIX, EVENT_PREFIX, EVERY, FEEDBACK_COUNTERS
 from marsrag.store._rows import as_utc
 from marsrag.store.queries import GroupedCounts, GroupKey, LoopCounts, MetricTotals, OutcomeCount
 from marsrag.store.schema import rollups
@@ -30,7 +30,7 @@ from marsrag.store.schema import rollups
 #: The rollup counters that are fields of :class:`LoopCounts` (the others: depth, events, partial ones).
 LOOP_FIELDS = frozenset(
     ("executions", "first_valid", "repaired", "transitions", "fallbacks", "completed", "offering", "followed")
-    + ("downstream",)
+    + ("downstream", "followed_edited", *FEEDBACK_COUNTERS)
 )
 
 
@@ -106,20 +106,30 @@ def _summed(
     return [row for row in connection.execute(statement, _params(days, None)).mappings() if row["n"]]
 
 
-def loop_counts(connection: Connection, window: Span, workflow: str | None, by: Sequence[GroupKey]) -> GroupedCounts:
-    """The six metrics' counts per group (see :func:`marsrag.store._metrics_sql.loop_counts`), from the rollups."""
+def loop_counts(
+    connection: Connection,
+    window: Span,
+    workflow: str | None,
+    by: Sequence[GroupKey],
+    *,
+    experiment: str | None = None,
+) -> GroupedCounts:
+    """The metrics' counts per group (see :func:`marsrag.store._metrics_sql.loop_counts`), from the rollups.
+
+    Grouped by arm or not, one read of the same rows: a per-arm read costs what a per-workflow one does.
+    """
     counts: dict[tuple[Any, ...], LoopCounts] = defaultdict(LoopCounts)
     days, edges = split(window)
     if days is not None:
         width = len(by)
-        statement = _counts_read(tuple(by), workflow is not None, *_bounded(days))
-        for row in connection.execute(statement, _params(days, workflow)):
+        statement = _counts_read(tuple(by), workflow is not None, experiment is not None, *_bounded(days))
+        for row in connection.execute(statement, _params(days, workflow, experiment)):
             counter, n = row[width], row[width + 1]
             if not n:
                 continue
             _count(counts[_key(row[:width], by)], counter, int(n))
     for edge in edges:
-        for key, part in _edge_counts(connection, edge.span, workflow, by).items():
+        for key, part in _edge_counts(connection, edge.span, workflow, by, experiment).items():
             _merge(counts[key], part, edge.sign)
     result = {key: count for key, count in counts.items() if count != LoopCounts()}
     if not by:
@@ -139,6 +149,7 @@ def _count(into: LoopCounts, counter: str, n: int) -> None:
 # The reads' parameters. Each read's statement is built once per shape (grouping, filters): building and keying
 # it anew would cost about as much as running it over a rollups table of a few thousand rows.
 _WORKFLOW = bindparam("workflow", type_=String())
+_EXPERIMENT = bindparam("experiment", type_=String())
 _FIRST = bindparam("first", type_=Date())
 _LAST = bindparam("last", type_=Date())
 _DEPTH = rollups.c.counter.like(f"{DEPTH_PREFIX}%")
@@ -148,8 +159,10 @@ def _bounded(days: Days) -> tuple[bool, bool]:
     return days.first is not None, days.last is not None
 
 
-def _params(days: Days, workflow: str | None) -> dict[str, Any]:
+def _params(days: Days, workflow: str | None, experiment: str | None = None) -> dict[str, Any]:
     params: dict[str, Any] = {"workflow": workflow} if workflow is not None else {}
+    if experiment is not None:
+        params["experiment"] = experiment
     if days.first is not None:
         params["first"] = days.first
     if days.last is not None:
@@ -172,20 +185,32 @@ def _on(first: bool, last: bool, per_day: bool = False) -> list[ColumnElement[bo
 
 
 def _key(values: Sequence[Any], by: Sequence[GroupKey]) -> tuple[Any, ...]:
-    return tuple(_metrics_sql.as_date(value) if k == "day" else value for k, value in zip(by, values, strict=True))
+    return tuple(_value(k, value) for k, value in zip(by, values, strict=True))
+
+
+def _value(key: GroupKey, value: Any) -> Any:
+    """A group's value as the reference SQL gives it: a day as a date, no arm ('') as None."""
+    if key == "day":
+        return _metrics_sql.as_date(value)
+    if key == "arm":
+        return value or None
+    return value
+
+
+_KEY_COLUMNS = {"workflow": rollups.c.workflow, "day": rollups.c.day, "arm": rollups.c.arm}
 
 
 @cache
-def _counts_read(by: tuple[GroupKey, ...], scoped: bool, first: bool, last: bool) -> Select[Any]:
+def _counts_read(by: tuple[GroupKey, ...], scoped: bool, one_experiment: bool, first: bool, last: bool) -> Select[Any]:
     """``SELECT keys, counter, sum(n)`` of the days' counters of the workflows that :func:`loop_counts` reads.
 
     The counters of every workflow or of ``:workflow`` (``scoped``), session depth among them when grouped by
     a workflow or scoped to one; else session depth over every workflow (workflow ''; a session spanning two
     counts once) and the workflows' other counters. (The few counters not in :data:`LOOP_FIELDS` are skipped
     in Python: cheaper than naming the wanted ones to the database.) Never workflow '' for ``:workflow``: it
-    holds the sessions of every workflow.
+    holds the sessions of every workflow. ``one_experiment``: the rows of ``:experiment`` only.
     """
-    keys = [rollups.c.workflow if k == "workflow" else rollups.c.day for k in by]
+    keys = [_KEY_COLUMNS[k] for k in by]
     each = rollups.c.workflow != EVERY
     if scoped:
         where = and_(rollups.c.workflow == _WORKFLOW, each)
@@ -193,6 +218,8 @@ def _counts_read(by: tuple[GroupKey, ...], scoped: bool, first: bool, last: bool
         where = each
     else:
         where = or_(and_(each, ~_DEPTH), and_(rollups.c.workflow == EVERY, _DEPTH))
+    if one_experiment:
+        where = and_(where, rollups.c.experiment == _EXPERIMENT)
     return (
         select(*keys, rollups.c.counter, func.sum(rollups.c.n))
         .where(where, *_on(first, last, per_day="day" in by))
@@ -201,10 +228,13 @@ def _counts_read(by: tuple[GroupKey, ...], scoped: bool, first: bool, last: bool
 
 
 @cache
-def _depths_read(scoped: bool, first: bool, last: bool) -> Select[Any]:
-    """``SELECT counter, sum(n)`` of the days' depth counters of ``:workflow`` (``scoped``) or every workflow."""
+def _depths_read(scoped: bool, one_experiment: bool, first: bool, last: bool) -> Select[Any]:
+    """``SELECT counter, sum(n)`` of the days' depth counters of ``:workflow`` (``scoped``) or every workflow
+    (of ``:experiment`` only: ``one_experiment``)."""
     pooled = rollups.c.workflow == EVERY
     scope = and_(rollups.c.workflow == _WORKFLOW, rollups.c.workflow != EVERY) if scoped else pooled
+    if one_experiment:
+        scope = and_(scope, rollups.c.experiment == _EXPERIMENT)
     return (
         select(rollups.c.counter, func.sum(rollups.c.n))
         .where(scope, _DEPTH, *_on(first, last))
@@ -212,13 +242,15 @@ def _depths_read(scoped: bool, first: bool, last: bool) -> Select[Any]:
     )
 
 
-def _edge_counts(connection: Connection, edge: Span, workflow: str | None, by: Sequence[GroupKey]) -> GroupedCounts:
+def _edge_counts(
+    connection: Connection, edge: Span, workflow: str | None, by: Sequence[GroupKey], experiment: str | None
+) -> GroupedCounts:
     """A partial day's counts from the raw rows: the reference SQL, each completed run's facts probed.
 
     (At most half a day of runs: probing each costs those runs, where the reference's all-history plan on
     PostgreSQL would cost the history.)
     """
-    return _metrics_sql.loop_counts(connection, edge, workflow, by, probed=True)
+    return _metrics_sql.loop_counts(connection, edge, workflow, by, probed=True, experiment=experiment)
 
 
 def _merge(into: LoopCounts, part: LoopCounts, sign: int) -> None:
@@ -238,21 +270,23 @@ def _add(into: dict[Any, int], key: Any, n: int) -> None:
         into.pop(key, None)
 
 
-def session_depths(connection: Connection, window: Span, workflow: str | None) -> dict[int, int]:
-    """Runs per session -> sessions (all workflows pooled unless ``workflow``), from the rollups.
+def session_depths(
+    connection: Connection, window: Span, workflow: str | None, experiment: str | None = None
+) -> dict[int, int]:
+    """Runs per session -> sessions (all workflows pooled unless ``workflow``; of ``experiment``), from the rollups.
 
     Only the depth counters are read, and of a partial day only the raw rows' depth query runs.
     """
     depths: dict[int, int] = {}
     days, edges = split(window)
     if days is not None:
-        statement = _depths_read(workflow is not None, *_bounded(days))
-        for counter, n in connection.execute(statement, _params(days, workflow)):
+        statement = _depths_read(workflow is not None, experiment is not None, *_bounded(days))
+        for counter, n in connection.execute(statement, _params(days, workflow, experiment)):
             if n:
                 size = int(counter.removeprefix(DEPTH_PREFIX))
                 depths[size] = depths.get(size, 0) + int(n)
     for edge in edges:
-        for size, sessions in _metrics_sql.session_depths(connection, edge.span, workflow).items():
+        for size, sessions in _metrics_sql.session_depths(connection, edge.span, workflow, experiment).items():
             _add(depths, size, edge.sign * sessions)
     return depths
 

@@ -1,40 +1,54 @@
-"""The loop metrics' rollups: counters per workflow and UTC day, kept by the writes that change them.
+"""The loop metrics' rollups: counters per workflow, experiment arm and UTC day, kept by the writes that change them.
 
-Reading a metric costs the number of (workflow, day) groups, never the history: every write of the store adds
+Reading a metric costs the number of (workflow, arm, day) groups, never the history: every write of the store adds
 what it changes to the ``rollups`` table in its own transaction (so a retried commit that is found to have
-landed adds nothing again, and a rolled-back one adds nothing at all). The counters (``counter`` column;
-``task`` names the task of a task-level one, '' for the others):
+landed adds nothing again, and a rolled-back one adds nothing at all). Every counter of a run is kept under the
+run's workflow, its experiment and arm (``experiment``, ``arm`` columns; '' outside an experiment) and the day
+the run was created. The counters (``counter`` column; ``task`` names the task of a task-level one, '' for the
+others):
 
-- per narrative task execution (a task state that is not ``skipped``), under its run's workflow and day and its
-  task: ``executions``, ``first_valid`` (attempt 1 valid), ``repaired`` (attempt 2 is the in-run repair),
+- per narrative task execution (a task state that is not ``skipped``), under its run's workflow, arm and day and
+  its task: ``executions``, ``first_valid`` (attempt 1 valid), ``repaired`` (attempt 2 is the in-run repair),
   ``partial`` (its final status);
 - per current transition, under its source task: ``transitions``, ``fallbacks``, ``fallbacks_after_partial``
   (a fallback whose source task is partial now);
 - per completed run: ``completed``, ``offering`` (it offers a next action), ``followed`` (offers it and was
-  followed), ``downstream`` (followed, or acted on otherwise);
-- per session: ``depth:N``, one session of N runs, under the day of its first run: per workflow (its runs in
-  that workflow) and under workflow '' (all its runs, whatever the workflow);
-- per stored event: ``event:NAME`` under workflow '' and the event's own day.
+  followed), ``followed_edited`` (and a follow of it took the user's own edited goal: its
+  ``loop.action.followed`` event says ``follow_kind`` ``edited``), ``downstream`` (followed, or acted on
+  otherwise);
+- per run and rated part (``answer``, ``next_action``), whatever the run's status: ``PART_votes`` (the run has a
+  rating of the part) and ``PART_up`` (its latest rating is a thumbs up), from ``loop.feedback.recorded``
+  events. A run's latest rating of a part (the last stored) is the one counted: a re-vote moves the count, in
+  the transaction that stores it. Like every run fact it is counted under the run's day, not the vote's, so a
+  window is by run creation here too;
+- per session: ``depth:N``, one session of N runs, under the day and the arm of its first run (by creation
+  time, then run id): per workflow (its runs in that workflow) and under workflow '' (all its runs, whatever the
+  workflow). A session's runs normally share an arm; one with runs in and out of an experiment counts under its
+  first run's;
+- per stored event: ``event:NAME`` under workflow '', no arm, and the event's own day.
 
 Every change is written twice: to its day's row and to the counter's all-time row (day :data:`ALL_TIME`), so
 an all-history read (every Prometheus scrape, the dashboard's totals) sums a few rows per workflow and task
-instead of every day kept; a window's reads skip the all-time rows.
+instead of every day kept; a window's reads skip the all-time rows. A read that does not group by arm sums the
+arms, so its figures are those of a store without experiments.
 
-A run's facts (offers, followed, acted on) depend on rows other writes add (a follow's event, an operator's
-attempt, a later run of the session in a workflow it routed to), so each run keeps the bits it is counted with
-(``runs.metrics_code``) and a write that may change them recomputes them for that run (:func:`refresh_runs`,
-one query of index probes) and moves the run's counts from the old bits to the new. Concurrent writers never
-lose an increment: the upsert adds to the stored value (``n = n + excluded.n``) in the database, rows are
-written in one order (no deadlock between two writers), and a writer adds to its own shard when the store is
-opened with several (a read sums them).
+A run's facts (offers, followed, edited, acted on) depend on rows other writes add (a follow's event, an
+operator's attempt, a later run of the session in a workflow it routed to), so each run keeps the bits it is
+counted with (``runs.metrics_code``) and a write that may change them recomputes them for that run
+(:func:`refresh_runs`, one query of index probes) and moves the run's counts from the old bits to the new. Its
+ratings are recounted by the write that stores a rating (:func:`feedback_changed`), the run's row locked first
+on PostgreSQL so two votes on one run queue. Concurrent writers never lose an increment: the upsert adds to the
+stored value (``n = n + excluded.n``) in the database, rows are written in one order (no deadlock between two
+writers), and a writer adds to its own shard when the store is opened with several (a read sums them).
 
-:func:`rebuild` recounts everything from the raw rows; migration 0010's backfill is that rebuild.
+:func:`rebuild` recounts everything from the raw rows; migrations 0010's, 0011's and 0013's backfill is that
+rebuild.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import date, datetime
 from typing import Any
 
@@ -48,25 +62,37 @@ from marsrag.store.schema import attempts, events, rollups, runs, task_states, t
 #: Counters of a task execution, of a transition and of a completed run (see the module docstring).
 TASK_COUNTERS = ("executions", "first_valid", "repaired", "partial")
 TRANSITION_COUNTERS = ("transitions", "fallbacks", "fallbacks_after_partial")
-RUN_COUNTERS = ("completed", "offering", "followed", "downstream")
+RUN_COUNTERS = ("completed", "offering", "followed", "followed_edited", "downstream")
+#: The rated parts and the counters of each (``answer_votes``, ``answer_up``, ...).
+FEEDBACK_TARGETS = _metrics_sql.FEEDBACK_TARGETS
+FEEDBACK_COUNTERS = tuple(f"{target}_{what}" for target in FEEDBACK_TARGETS for what in ("up", "votes"))
 DEPTH_PREFIX = "depth:"
 EVENT_PREFIX = "event:"
-#: The ``workflow`` (and ``task``) of a counter that is not per workflow (or per task).
+#: The ``workflow`` (and ``task``, ``experiment``, ``arm``) of a counter that is not per workflow (or per task, arm).
 EVERY = ""
 #: The ``day`` of the all-time rows: before any stored moment, so a window's days never include it.
 ALL_TIME = date(1, 1, 1)
-#: The bits of ``runs.metrics_code``: offers a next action; was followed; acted on otherwise.
-OFFERS, FOLLOWED, ACTED = 1, 2, 4
+#: The bits of ``runs.metrics_code``: offers a next action; was followed; acted on otherwise; followed with the
+#: user's own edited goal (only with FOLLOWED).
+OFFERS, FOLLOWED, ACTED, EDITED = 1, 2, 4, 8
 # Distinct from the migration's advisory lock (one bigint key): this is the two-int form, per session.
 _SESSION_LOCK_CLASS = 0x6D72
 
-
-Key = tuple[str, date, str, str]
+#: A run's experiment and arm as the rollups key them; :data:`NO_ARM` outside an experiment.
+Arm = tuple[str, str]
+NO_ARM: Arm = (EVERY, EVERY)
+#: (workflow, day, task, counter, experiment, arm).
+Key = tuple[str, date, str, str, str, str]
 
 
 def day(moment: datetime) -> date:
     """The UTC day of a stored moment (what ``_metrics_sql.day_of`` computes in SQL)."""
     return as_utc(moment).date()
+
+
+def arm_of(experiment: str | None, arm: str | None) -> Arm:
+    """A run's (experiment, arm) as the rollups key them ('' for None)."""
+    return (experiment or EVERY, arm or EVERY)
 
 
 class Tally:
@@ -75,39 +101,50 @@ class Tally:
     def __init__(self) -> None:
         self.deltas: dict[Key, int] = defaultdict(int)
 
-    def add(self, workflow: str, on: date, task: str, counter: str, n: int = 1) -> None:
+    def add(self, workflow: str, arm: Arm, on: date, task: str, counter: str, n: int = 1) -> None:
         """Add ``n`` (negative: remove) to one counter."""
-        self.deltas[(workflow, on, task, counter)] += n
+        self.deltas[(workflow, on, task, counter, *arm)] += n
 
-    def task(self, workflow: str, on: date, task_id: str, facts: TaskFacts | None, sign: int) -> None:
+    def task(self, workflow: str, arm: Arm, on: date, task_id: str, facts: TaskFacts | None, sign: int) -> None:
         """Count (``sign`` 1) or uncount (-1) a task state's execution."""
         if facts is None or facts.status == "skipped":
             return
-        self.add(workflow, on, task_id, "executions", sign)
-        self.add(workflow, on, task_id, "first_valid", sign * (facts.first == "valid"))
-        self.add(workflow, on, task_id, "repaired", sign * (facts.second_kind == "repair"))
-        self.add(workflow, on, task_id, "partial", sign * (facts.status == "partial"))
+        self.add(workflow, arm, on, task_id, "executions", sign)
+        self.add(workflow, arm, on, task_id, "first_valid", sign * (facts.first == "valid"))
+        self.add(workflow, arm, on, task_id, "repaired", sign * (facts.second_kind == "repair"))
+        self.add(workflow, arm, on, task_id, "partial", sign * (facts.status == "partial"))
 
-    def transition(self, workflow: str, on: date, source: str, mode: str, source_partial: bool, sign: int) -> None:
+    def transition(
+        self, workflow: str, arm: Arm, on: date, source: str, mode: str, source_partial: bool, sign: int
+    ) -> None:
         """Count (``sign`` 1) or uncount (-1) a current transition out of ``source``."""
         fallback = mode == "fallback"
-        self.add(workflow, on, source, "transitions", sign)
-        self.add(workflow, on, source, "fallbacks", sign * fallback)
-        self.add(workflow, on, source, "fallbacks_after_partial", sign * (fallback and source_partial))
+        self.add(workflow, arm, on, source, "transitions", sign)
+        self.add(workflow, arm, on, source, "fallbacks", sign * fallback)
+        self.add(workflow, arm, on, source, "fallbacks_after_partial", sign * (fallback and source_partial))
 
-    def run(self, workflow: str, on: date, code: int | None, sign: int) -> None:
+    def run(self, workflow: str, arm: Arm, on: date, code: int | None, sign: int) -> None:
         """Count (``sign`` 1) or uncount (-1) a completed run with fact bits ``code`` (None: not completed)."""
         if code is None:
             return
-        self.add(workflow, on, EVERY, "completed", sign)
-        self.add(workflow, on, EVERY, "offering", sign * bool(code & OFFERS))
-        self.add(workflow, on, EVERY, "followed", sign * bool(code & OFFERS and code & FOLLOWED))
-        self.add(workflow, on, EVERY, "downstream", sign * bool(code & (FOLLOWED | ACTED)))
+        followed = bool(code & OFFERS and code & FOLLOWED)
+        self.add(workflow, arm, on, EVERY, "completed", sign)
+        self.add(workflow, arm, on, EVERY, "offering", sign * bool(code & OFFERS))
+        self.add(workflow, arm, on, EVERY, "followed", sign * followed)
+        self.add(workflow, arm, on, EVERY, "followed_edited", sign * (followed and bool(code & EDITED)))
+        self.add(workflow, arm, on, EVERY, "downstream", sign * bool(code & (FOLLOWED | ACTED)))
+
+    def rating(self, workflow: str, arm: Arm, on: date, target: str, rating: str | None, sign: int) -> None:
+        """Count (``sign`` 1) or uncount (-1) a run's latest rating of ``target`` (None: it has none)."""
+        if rating is None:
+            return
+        self.add(workflow, arm, on, EVERY, f"{target}_votes", sign)
+        self.add(workflow, arm, on, EVERY, f"{target}_up", sign * (rating == "up"))
 
     def events(self, rows: Iterable[dict[str, Any]]) -> None:
         """Count stored events (their rows) per name and day."""
         for row in rows:
-            self.add(EVERY, day(row["timestamp"]), EVERY, EVENT_PREFIX + row["name"])
+            self.add(EVERY, NO_ARM, day(row["timestamp"]), EVERY, EVENT_PREFIX + row["name"])
 
     def rows(self, shard: int) -> list[dict[str, Any]]:
         """The non-zero changes as rollup rows, each also added to its all-time row, in key order.
@@ -115,13 +152,13 @@ class Tally:
         (Every writer locks rows in the same order: no deadlock between two.)
         """
         changes: dict[Key, int] = defaultdict(int)
-        for (w, on, t, c), n in self.deltas.items():
+        for (w, on, t, c, e, a), n in self.deltas.items():
             if n:
-                changes[(w, on, t, c)] += n
-                changes[(w, ALL_TIME, t, c)] += n
+                changes[(w, on, t, c, e, a)] += n
+                changes[(w, ALL_TIME, t, c, e, a)] += n
         return [
-            {"workflow": w, "day": on, "task": t, "counter": c, "shard": shard, "n": n}
-            for (w, on, t, c), n in sorted(changes.items())
+            {"workflow": w, "day": on, "task": t, "counter": c, "experiment": e, "arm": a, "shard": shard, "n": n}
+            for (w, on, t, c, e, a), n in sorted(changes.items())
             if n
         ]
 
@@ -164,26 +201,51 @@ def upsert(dialect: str) -> Any:
     """``INSERT INTO rollups ... ON CONFLICT DO UPDATE SET n = rollups.n + excluded.n`` for this backend."""
     statement = _insert(dialect, rollups)
     return statement.on_conflict_do_update(
-        index_elements=["workflow", "day", "task", "counter", "shard"], set_={"n": rollups.c.n + statement.excluded.n}
+        index_elements=["workflow", "day", "task", "counter", "experiment", "arm", "shard"],
+        set_={"n": rollups.c.n + statement.excluded.n},
     )
 
 
 _OFFERS_EXPR: ColumnElement[bool]
-_source, _OFFERS_EXPR, _FOLLOWED_EXPR, _ACTED_EXPR = _metrics_sql._probed_facts()
+_source, _OFFERS_EXPR, _FOLLOWED_EXPR, _EDITED_EXPR, _ACTED_EXPR = _metrics_sql._probed_facts()
+# (Whether a follow was edited is only probed for a followed run.)
 _CODE = (
     case((_OFFERS_EXPR, OFFERS), else_=0)
-    + case((_FOLLOWED_EXPR, FOLLOWED), else_=0)
+    + case((_FOLLOWED_EXPR, case((_EDITED_EXPR, FOLLOWED + EDITED), else_=FOLLOWED)), else_=0)
     + case((_ACTED_EXPR, ACTED), else_=0)
 )
 # One run's facts as the metrics define them (the same EXISTS probes as the reference SQL), with what it is
 # counted with now.
 _FACTS = select(
-    runs.c.run_id, runs.c.status, runs.c.workflow, runs.c.created_at, runs.c.metrics_code, _CODE.label("code")
+    runs.c.run_id,
+    runs.c.status,
+    runs.c.workflow,
+    runs.c.experiment,
+    runs.c.arm,
+    runs.c.created_at,
+    runs.c.metrics_code,
+    _CODE.label("code"),
 ).where(runs.c.run_id.in_(bindparam("run_ids", expanding=True)))
 _LOCK_RUNS = (
     select(runs.c.run_id).where(runs.c.run_id.in_(bindparam("run_ids", expanding=True))).order_by(runs.c.run_id)
 )
 _SET_CODE = update(runs).where(runs.c.run_id == bindparam("b_run_id")).values(metrics_code=bindparam("b_code"))
+# What a rating is counted under (the run's group), and the ratings stored for runs, in the order they were.
+_RATED_RUNS = select(runs.c.run_id, runs.c.workflow, runs.c.experiment, runs.c.arm, runs.c.created_at).where(
+    runs.c.run_id.in_(bindparam("run_ids", expanding=True))
+)
+_RATINGS = (
+    select(events.c.run_id, events.c.detail)
+    .where(events.c.run_id.in_(bindparam("run_ids", expanding=True)), events.c.name == _metrics_sql.FEEDBACK_EVENT)
+    .order_by(events.c.id)
+)
+
+
+def lock_runs(connection: Connection, run_ids: Iterable[str]) -> None:
+    """Lock runs' rows, in id order, on PostgreSQL (SQLite's write transactions are serial anyway)."""
+    ids = sorted(set(run_ids))
+    if ids and connection.dialect.name == "postgresql":
+        connection.execute(_LOCK_RUNS.with_for_update(), {"run_ids": ids})
 
 
 def refresh_runs(connection: Connection, run_ids: Iterable[str], tally: Tally, *, lock: bool) -> None:
@@ -196,15 +258,15 @@ def refresh_runs(connection: Connection, run_ids: Iterable[str], tally: Tally, *
     ids = sorted(set(run_ids))
     if not ids:
         return
-    if lock and connection.dialect.name == "postgresql":
-        connection.execute(_LOCK_RUNS.with_for_update(), {"run_ids": ids})
+    if lock:
+        lock_runs(connection, ids)
     for row in connection.execute(_FACTS, {"run_ids": ids}).mappings():
         code = int(row["code"]) if row["status"] == "completed" else None
         if code == row["metrics_code"]:
             continue
-        on = day(row["created_at"])
-        tally.run(row["workflow"], on, row["metrics_code"], -1)
-        tally.run(row["workflow"], on, code, 1)
+        on, arm = day(row["created_at"]), arm_of(row["experiment"], row["arm"])
+        tally.run(row["workflow"], arm, on, row["metrics_code"], -1)
+        tally.run(row["workflow"], arm, on, code, 1)
         connection.execute(_SET_CODE, {"b_run_id": row["run_id"], "b_code": code})
 
 
@@ -213,12 +275,78 @@ def followed_runs(event_rows: Iterable[dict[str, Any]]) -> set[str]:
     return {row["run_id"] for row in event_rows if row["name"] == _metrics_sql.FOLLOWED_EVENT}
 
 
-def session_joined(connection: Connection, session_id: str, workflow: str, created_at: datetime, tally: Tally) -> None:
+def rated_runs(event_rows: Iterable[dict[str, Any]]) -> set[str]:
+    """The runs that events about to be stored rate (their feedback counts change)."""
+    return {row["run_id"] for row in event_rows if row["name"] == _metrics_sql.FEEDBACK_EVENT}
+
+
+def _rating(detail: Any) -> tuple[str, str] | None:
+    """(part, rating) of a ``loop.feedback.recorded`` event's detail; None when it rates no known part."""
+    if not isinstance(detail, dict) or detail.get("on") not in FEEDBACK_TARGETS:
+        return None
+    return str(detail["on"]), str(detail.get("rating"))
+
+
+def feedback_changed(connection: Connection, event_rows: Sequence[dict[str, Any]], tally: Tally) -> None:
+    """Count the ratings among events about to be stored: per run and part the latest replaces the one counted.
+
+    Call it before the events are inserted, with the rated runs' rows locked (:func:`lock_runs`): the ratings
+    stored so far are then every earlier vote, and a concurrent vote on the run waits for this one. A rating of
+    a run not stored yet is counted when the run is (:func:`ratings_found`; the reference SQL joins the runs).
+    """
+    ids = sorted(rated_runs(event_rows))
+    if not ids:
+        return
+    groups = {row["run_id"]: row for row in connection.execute(_RATED_RUNS, {"run_ids": ids}).mappings()}
+    latest: dict[tuple[str, str], str] = {}
+    for run_id, detail in connection.execute(_RATINGS, {"run_ids": ids}):
+        if (found := _rating(detail)) is not None:
+            latest[(run_id, found[0])] = found[1]
+    now = dict(latest)
+    for row in event_rows:
+        if row["name"] == _metrics_sql.FEEDBACK_EVENT and (found := _rating(row.get("detail"))) is not None:
+            now[(row["run_id"], found[0])] = found[1]
+    for (run_id, target), rating in now.items():
+        run = groups.get(run_id)
+        before = latest.get((run_id, target))
+        if run is None or before == rating:
+            continue
+        workflow, arm, on = run["workflow"], arm_of(run["experiment"], run["arm"]), day(run["created_at"])
+        tally.rating(workflow, arm, on, target, before, -1)
+        tally.rating(workflow, arm, on, target, rating, 1)
+
+
+def ratings_found(connection: Connection, run_id: str, workflow: str, arm: Arm, on: date, tally: Tally) -> None:
+    """Count the ratings stored for a run before the run itself (just inserted): its latest per part.
+
+    (A rating stored while its run's creation is still uncommitted is seen by neither write: not counted.)
+    """
+    latest: dict[str, str] = {}
+    for _run_id, detail in connection.execute(_RATINGS, {"run_ids": [run_id]}):
+        if (found := _rating(detail)) is not None:
+            latest[found[0]] = found[1]
+    for target, rating in latest.items():
+        tally.rating(workflow, arm, on, target, rating, 1)
+
+
+def _first_run(session_id: str, workflow: str | None) -> Any:
+    """The first run of a session (in ``workflow``): by creation time, then run id, as the reference SQL orders."""
+    query = select(runs.c.created_at, runs.c.experiment, runs.c.arm).where(runs.c.session_id == session_id)
+    if workflow is not None:
+        query = query.where(runs.c.workflow == workflow)
+    return query.order_by(runs.c.created_at, runs.c.run_id).limit(1)
+
+
+def session_joined(
+    connection: Connection, session_id: str, workflow: str, created_at: datetime, arm: Arm, tally: Tally
+) -> list[tuple[str, str]]:
     """Count a new run (not inserted yet) in its session's depth: the session moves from depth N to N + 1.
 
-    Per workflow and over all workflows; the session's day is its first run's, which the new run becomes when
-    it is older than the others. On PostgreSQL the session is locked first (two runs joining one session at
-    once would both read depth N).
+    Per workflow and over all workflows; the session's day and arm are its first run's, which the new run becomes
+    when it is older than the others. On PostgreSQL the session is locked first (two runs joining one session at
+    once would both read depth N). Returns the (scope, depth counter) whose first run ties with the new one on
+    creation time and differs in arm: which of the two is first (by run id, in the database's order) is known
+    once the run is inserted, so the caller counts those with :func:`session_tied` then.
     """
     if connection.dialect.name == "postgresql":
         connection.execute(
@@ -226,18 +354,32 @@ def session_joined(connection: Connection, session_id: str, workflow: str, creat
             {"class": _SESSION_LOCK_CLASS, "session": session_id},
         )
     mine = runs.c.workflow == workflow
-    query = select(
-        func.count(),
-        func.min(runs.c.created_at),
-        func.coalesce(func.sum(case((mine, 1), else_=0)), 0),
-        func.min(case((mine, runs.c.created_at))),
-    ).where(runs.c.session_id == session_id)
-    count, first, in_workflow, first_in_workflow = connection.execute(query).one()
-    for scope, depth, since in ((EVERY, count, first), (workflow, in_workflow, first_in_workflow)):
-        if depth:
-            tally.add(scope, day(since), EVERY, f"{DEPTH_PREFIX}{depth}", -1)
-        start = created_at if not depth else min(as_utc(since), as_utc(created_at))
-        tally.add(scope, day(start), EVERY, f"{DEPTH_PREFIX}{int(depth) + 1}")
+    query = select(func.count(), func.coalesce(func.sum(case((mine, 1), else_=0)), 0))
+    count, in_workflow = connection.execute(query.where(runs.c.session_id == session_id)).one()
+    tied: list[tuple[str, str]] = []
+    new = as_utc(created_at)
+    for scope, depth in ((EVERY, int(count)), (workflow, int(in_workflow))):
+        size = f"{DEPTH_PREFIX}{depth + 1}"
+        if not depth:
+            tally.add(scope, arm, day(new), EVERY, size)
+            continue
+        since, experiment, old_arm = connection.execute(_first_run(session_id, scope or None)).one()
+        since, old = as_utc(since), arm_of(experiment, old_arm)
+        tally.add(scope, old, day(since), EVERY, f"{DEPTH_PREFIX}{depth}", -1)
+        if new < since or (new == since and old == arm):
+            tally.add(scope, arm, day(new), EVERY, size)
+        elif new > since:
+            tally.add(scope, old, day(since), EVERY, size)
+        else:
+            tied.append((scope, size))
+    return tied
+
+
+def session_tied(connection: Connection, session_id: str, tied: Iterable[tuple[str, str]], tally: Tally) -> None:
+    """Count the session depths :func:`session_joined` left to count, the new run now stored, under the first's arm."""
+    for scope, size in tied:
+        since, experiment, arm = connection.execute(_first_run(session_id, scope or None)).one()
+        tally.add(scope, arm_of(experiment, arm), day(since), EVERY, size)
 
 
 def routed_earlier(connection: Connection, session_id: str, workflow: str, created_at: datetime) -> list[str]:
@@ -272,8 +414,8 @@ def rebuild(connection: Connection) -> int:
     connection.execute(update(runs).values(metrics_code=case((completed, _CODE), else_=None)))
     connection.execute(delete(rollups))
     tally = Tally()
-    for key, n in recount(connection).items():
-        tally.add(*key, n=n)  # and to its all-time row
+    for (workflow, when, task, counter, experiment, arm), n in recount(connection).items():
+        tally.add(workflow, (experiment, arm), when, task, counter, n=n)  # and to its all-time row
     rows = tally.rows(0)
     if rows:
         connection.execute(rollups.insert(), rows)
@@ -286,16 +428,17 @@ def recount(connection: Connection) -> dict[Key, int]:
     on = _metrics_sql.day_of(runs.c.created_at, dialect).label("day")
     counts: dict[Key, int] = defaultdict(int)
 
-    def keep(workflow: str, when: Any, task: str, counter: str, n: Any) -> None:
+    def keep(row: Any, workflow: str, task: str, counter: str, n: Any) -> None:
         if n:
-            counts[(workflow, _metrics_sql.as_date(when), task, counter)] += int(n)
+            arm = arm_of(row["experiment"], row["arm"])
+            counts[(workflow, _metrics_sql.as_date(row["day"]), task, counter, *arm)] += int(n)
 
+    group = (runs.c.workflow, on, runs.c.experiment, runs.c.arm)
     first = attempts.alias("first_attempt")
     second = attempts.alias("second_attempt")
     executions = (
         select(
-            runs.c.workflow,
-            on,
+            *group,
             task_states.c.task_id,
             func.count().label("executions"),
             _metrics_sql.count_if(first.c.status == "valid").label("first_valid"),
@@ -308,18 +451,17 @@ def recount(connection: Connection) -> dict[Key, int]:
             .outerjoin(second, _attempt(second, 2))
         )
         .where(task_states.c.validation_status != "skipped")
-        .group_by(runs.c.workflow, on, task_states.c.task_id)
+        .group_by(*group, task_states.c.task_id)
     )
     for row in connection.execute(executions).mappings():
         for counter in TASK_COUNTERS:
-            keep(row["workflow"], row["day"], row["task_id"], counter, row[counter])
+            keep(row, row["workflow"], row["task_id"], counter, row[counter])
 
     source = task_states.alias("source")
     fallback = transitions.c.mode == "fallback"
     handoffs = (
         select(
-            runs.c.workflow,
-            on,
+            *group,
             transitions.c.source_task_id,
             func.count().label("transitions"),
             _metrics_sql.count_if(fallback).label("fallbacks"),
@@ -334,31 +476,38 @@ def recount(connection: Connection) -> dict[Key, int]:
             )
         )
         .where(transitions.c.superseded.is_(False))
-        .group_by(runs.c.workflow, on, transitions.c.source_task_id)
+        .group_by(*group, transitions.c.source_task_id)
     )
     for row in connection.execute(handoffs).mappings():
         for counter in TRANSITION_COUNTERS:
-            keep(row["workflow"], row["day"], row["source_task_id"], counter, row[counter])
+            keep(row, row["workflow"], row["source_task_id"], counter, row[counter])
 
     # Completed runs per fact code, as the reference query finds them (its code sets "acted" only when not
     # followed, which counts the same).
-    finished = _metrics_sql._run_query(("workflow", "day"), dialect, _metrics_sql.Span(), None)
+    per_arm: tuple[_metrics_sql.Grouping, ...] = ("workflow", "day", "experiment", "arm")
+    finished = _metrics_sql._run_query(per_arm, dialect, _metrics_sql.Span(), None)
     for row in connection.execute(finished).mappings():
         tally = Tally()
-        tally.run(row["workflow"], _metrics_sql.as_date(row["day"]), int(row["code"]), 1)
-        for (workflow, when, task, counter), n in tally.deltas.items():
-            keep(workflow, when, task, counter, n * int(row["runs"]))
+        tally.run(row["workflow"], NO_ARM, _metrics_sql.as_date(row["day"]), int(row["code"]), 1)
+        for (workflow, _when, task, counter, _e, _a), n in tally.deltas.items():
+            keep(row, workflow, task, counter, n * int(row["runs"]))
 
-    for grouping in (("workflow", "day"), ("day",)):
+    rated = _metrics_sql._feedback_query(per_arm, dialect, _metrics_sql.Span(), None)
+    for row in connection.execute(rated).mappings():
+        keep(row, row["workflow"], EVERY, f"{row['target']}_votes", row["votes"])
+        keep(row, row["workflow"], EVERY, f"{row['target']}_up", row["up"])
+
+    every_workflow: tuple[_metrics_sql.Grouping, ...] = ("day", "experiment", "arm")
+    for grouping in (per_arm, every_workflow):
         depths = _metrics_sql._depth_query(grouping, dialect, _metrics_sql.Span(), None)
         for row in connection.execute(depths).mappings():
             scope = row["workflow"] if "workflow" in grouping else EVERY
-            keep(scope, row["day"], EVERY, f"{DEPTH_PREFIX}{int(row['depth'])}", row["sessions"])
+            keep(row, scope, EVERY, f"{DEPTH_PREFIX}{int(row['depth'])}", row["sessions"])
 
     stamped = _metrics_sql.day_of(events.c.timestamp, dialect).label("day")
     named = select(events.c.name, stamped, func.count().label("n")).group_by(events.c.name, stamped)
     for row in connection.execute(named).mappings():
-        keep(EVERY, row["day"], EVERY, EVENT_PREFIX + row["name"], row["n"])
+        keep({**row, "experiment": None, "arm": None}, EVERY, EVERY, EVENT_PREFIX + row["name"], row["n"])
     return dict(counts)
 
 

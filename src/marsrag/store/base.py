@@ -216,14 +216,17 @@ class RunStore(ABC):
         workflow: str | None = None,
         by: Sequence[GroupKey] = (),
         from_rows: bool = False,
+        experiment: str | None = None,
     ) -> GroupedCounts:
         """The loop metrics' numerators, denominators and session depth histogram per group of runs.
 
         Groups are keyed by tuples in the order of ``by`` (``workflow``; ``day``, the UTC day a run was created,
-        as a :class:`datetime.date`); a group with no runs is absent. With no ``by`` there is always the one key
-        ``()`` (all zeros when no run matches). Session depth counts each session under the day of its first run
-        (in the workflow, when grouped by or filtered to one), with all its runs: a window holds the sessions
-        that started in it.
+        as a :class:`datetime.date`; ``arm``, the run's experiment arm, None outside an experiment); a group with
+        no runs is absent. With no ``by`` there is always the one key ``()`` (all zeros when no run matches).
+        ``experiment``: only the runs of that experiment. Session depth counts each session under the day and the
+        arm of its first run (in the workflow, when grouped by or filtered to one), with all its runs: a window
+        holds the sessions that started in it. The feedback counts (a run's latest rating per part) and the
+        edited follows are counted under their run's group, its day among them.
         """
 
     @abstractmethod
@@ -234,9 +237,10 @@ class RunStore(ABC):
         until: datetime | None = None,
         workflow: str | None = None,
         from_rows: bool = False,
+        experiment: str | None = None,
     ) -> dict[int, int]:
         """Runs per session -> sessions with that many, for the sessions that started in the window (all workflows
-        pooled unless ``workflow``)."""
+        pooled unless ``workflow``; only those whose first run is in ``experiment``, if given)."""
 
     @abstractmethod
     def event_counts(self, *, from_rows: bool = False) -> dict[str, int]:

@@ -201,7 +201,9 @@ events = Table(
 # the source task) a task-level counter counts, '' otherwise; ``workflow`` '' holds what is not per workflow
 # (session depth over all workflows, events per name). A writer adds to its own ``shard`` so concurrent writers
 # need not queue on one row; a read sums the shards. Each counter also has an all-time row, day 0001-01-01
-# (migration 0011), which all-history reads sum instead of every day. See marsrag.store._rollups for the counters.
+# (migration 0011), which all-history reads sum instead of every day. ``experiment`` and ``arm`` (migration 0013)
+# are the run's (a session's depth: its first run's), '' outside an experiment; a read that does not group by arm
+# sums them. See marsrag.store._rollups for the counters.
 rollups = Table(
     "rollups",
     metadata,
@@ -209,11 +211,13 @@ rollups = Table(
     Column("day", Date, nullable=False),
     Column("task", String, nullable=False),
     Column("counter", String, nullable=False),
+    Column("experiment", String, nullable=False),
+    Column("arm", String, nullable=False),
     Column("shard", Integer, nullable=False),
     Column("n", BigInteger, nullable=False),
     # Day first (migration 0011): an all-history read (the all-time rows) and a window's (a range of days) read
-    # only their rows. No other index: what else is read is a few rows per workflow, day and counter.
-    PrimaryKeyConstraint("day", "workflow", "task", "counter", "shard", name="pk_rollups"),
+    # only their rows. No other index: what else is read is a few rows per workflow, day, counter and arm.
+    PrimaryKeyConstraint("day", "workflow", "task", "counter", "experiment", "arm", "shard", name="pk_rollups"),
 )
 
 # The knowledge base: one row per ingested file, its text cut into chunks (see marsrag.rag).

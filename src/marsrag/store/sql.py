@@ -41,10 +41,10 @@ _HEARTBEAT = (
     update(runs)
     .where(runs.c.run_id == bindparam("b_run_id"))
     .values(updated_at=bindparam("b_now"))
-    .returning(runs.c.workflow, runs.c.created_at, runs.c.status, runs.c.metrics_code)
+    .returning(runs.c.workflow, runs.c.created_at, runs.c.status, runs.c.metrics_code, runs.c.experiment, runs.c.arm)
 )
 _HEARTBEAT_HELD = _HEARTBEAT.where(runs.c.status == "running", runs.c.owner == bindparam("b_owner"))
-_HEARTBEAT_COLUMNS = ("workflow", "created_at", "status", "metrics_code")
+_HEARTBEAT_COLUMNS = ("workflow", "created_at", "status", "metrics_code", "experiment", "arm")
 _RUN_EXISTS = select(runs.c.run_id).where(runs.c.run_id == bindparam("run_id"))
 # Replacing a task deletes its rows and returns what the rollups counted of them.
 _DELETE_ATTEMPTS = (
@@ -259,8 +259,12 @@ class SqlRunStore(RunStore):
         def body(connection: Connection) -> bool:
             tally = Tally()
             # Counted before the insert: the session's depth as it was is what the new run moves it from.
-            _rollups.session_joined(connection, run.session_id, run.workflow, run.created_at, tally)
+            arm = _rollups.arm_of(run.experiment, run.arm)
+            tied = _rollups.session_joined(connection, run.session_id, run.workflow, run.created_at, arm, tally)
             connection.execute(_INSERT_RUN, [_rows.run_row(run)])
+            _rollups.session_tied(connection, run.session_id, tied, tally)
+            # Ratings stored before their run (one index probe: none, nearly always) count from now on.
+            _rollups.ratings_found(connection, run.run_id, run.workflow, arm, _rollups.day(run.created_at), tally)
             changed = self._insert_events(connection, events, tally)
             # Older completed runs of the session that route to this run's workflow are now acted on.
             changed.update(_rollups.routed_earlier(connection, run.session_id, run.workflow, run.created_at))
@@ -411,6 +415,7 @@ class SqlRunStore(RunStore):
                 self._require_claim(connection, state, holder.task_claim)
             tally = Tally()
             workflow, on = run["workflow"], _rollups.day(run["created_at"])
+            arm = _rollups.arm_of(run["experiment"], run["arm"])
             old: TaskFacts | None = None
             # A new task (the common case) is one statement; a replaced one deletes its rows first, reading
             # what the rollups counted of them.
@@ -418,8 +423,8 @@ class SqlRunStore(RunStore):
                 old_attempts = [tuple(a) for a in connection.execute(_DELETE_ATTEMPTS, key)]
                 old = TaskFacts.of(connection.execute(_DELETE_TASK, key).scalar_one(), old_attempts)
                 connection.execute(_INSERT_TASK, [row])
-            tally.task(workflow, on, state.task_id, old, -1)
-            tally.task(workflow, on, state.task_id, new, 1)
+            tally.task(workflow, arm, on, state.task_id, old, -1)
+            tally.task(workflow, arm, on, state.task_id, new, 1)
             if state.attempts:
                 tried = _rows.attempt_rows(state)
                 cursor.many(self._prepared("attempts", _INSERT_ATTEMPTS, tuple(tried[0])), tried)
@@ -427,17 +432,17 @@ class SqlRunStore(RunStore):
             handoff = {"b_run_id": state.run_id, "b_source": state.task_id}
             if transition is not None and not transition.superseded:
                 for mode in connection.execute(_SUPERSEDE, handoff).scalars():
-                    tally.transition(workflow, on, state.task_id, mode, was_partial, -1)
+                    tally.transition(workflow, arm, on, state.task_id, mode, was_partial, -1)
             if was_partial != is_partial:
                 # The transitions out of the task that stay current now follow a partial task, or no longer do.
                 for mode in connection.execute(_CURRENT_OUT, handoff).scalars():
-                    tally.transition(workflow, on, state.task_id, mode, was_partial, -1)
-                    tally.transition(workflow, on, state.task_id, mode, is_partial, 1)
+                    tally.transition(workflow, arm, on, state.task_id, mode, was_partial, -1)
+                    tally.transition(workflow, arm, on, state.task_id, mode, is_partial, 1)
             if transition is not None:
                 handed = _rows.transition_row(transition)
                 cursor.many(self._prepared("transition", _INSERT_TRANSITION, tuple(handed)), [handed])
                 if not transition.superseded:
-                    tally.transition(workflow, on, state.task_id, transition.transition_mode, is_partial, 1)
+                    tally.transition(workflow, arm, on, state.task_id, transition.transition_mode, is_partial, 1)
             # One executemany for the task's and the transition's events, in that order.
             stored = [*events, *(transition_events if transition is not None else ())]
             changed = self._insert_events(connection, stored, tally, cursor)
@@ -508,12 +513,13 @@ class SqlRunStore(RunStore):
                 _rollups.day(run["created_at"]),
                 transition.transition_source_task_id,
             )
+            arm = _rollups.arm_of(run["experiment"], run["arm"])
             handoff = {"b_run_id": transition.run_id, "b_source": source}
             partial = connection.execute(_TASK_STATUS, handoff).scalar() == "partial"
             if not transition.superseded:
                 for mode in connection.execute(_SUPERSEDE, handoff).scalars():
-                    tally.transition(workflow, on, source, mode, partial, -1)
-                tally.transition(workflow, on, source, transition.transition_mode, partial, 1)
+                    tally.transition(workflow, arm, on, source, mode, partial, -1)
+                tally.transition(workflow, arm, on, source, transition.transition_mode, partial, 1)
             connection.execute(_INSERT_TRANSITION, [_rows.transition_row(transition)])
             _rollups.refresh_runs(connection, self._insert_events(connection, events, tally), tally, lock=True)
             self._tallied(connection, tally)
@@ -718,12 +724,13 @@ class SqlRunStore(RunStore):
         workflow: str | None = None,
         by: Sequence[GroupKey] = (),
         from_rows: bool = False,
+        experiment: str | None = None,
     ) -> GroupedCounts:
         """The loop metrics' counts per group of runs (see RunStore)."""
         return self._reading(
             "read the loop metrics",
             lambda connection: (_metrics_sql.loop_counts if from_rows else _rollup_reads.loop_counts)(
-                connection, Span(since, until), workflow, by
+                connection, Span(since, until), workflow, by, experiment=experiment
             ),
         )
 
@@ -734,12 +741,13 @@ class SqlRunStore(RunStore):
         until: datetime | None = None,
         workflow: str | None = None,
         from_rows: bool = False,
+        experiment: str | None = None,
     ) -> dict[int, int]:
         """Runs per session -> sessions with that many, over the window (see RunStore)."""
         return self._reading(
             "read the loop metrics",
             lambda connection: (_metrics_sql.session_depths if from_rows else _rollup_reads.session_depths)(
-                connection, Span(since, until), workflow
+                connection, Span(since, until), workflow, experiment
             ),
         )
 
@@ -853,10 +861,17 @@ class SqlRunStore(RunStore):
     def _insert_events(
         self, connection: Connection, loop_events: Sequence[LoopEvent], tally: Tally, cursor: Cursor | None = None
     ) -> set[str]:
-        """Insert events and count them; the runs they say were followed (whose facts changed)."""
+        """Insert events and count them; the runs they say were followed (whose facts changed).
+
+        Ratings among them are counted first (each run's latest per part), the rated runs' rows locked with the
+        followed ones, in one order, before the insert (see marsrag.store._rollups.feedback_changed).
+        """
         if not loop_events:
             return set()
         rows = _rows.event_rows(loop_events)
+        if any(row["name"] == _metrics_sql.FEEDBACK_EVENT for row in rows):
+            _rollups.lock_runs(connection, _rollups.rated_runs(rows) | _rollups.followed_runs(rows))
+            _rollups.feedback_changed(connection, rows, tally)
         if cursor is None:
             connection.execute(_INSERT_EVENTS, rows)
         else:
