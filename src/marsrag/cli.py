@@ -367,6 +367,10 @@ def follow(
         str, typer.Argument(help="The run whose next recommended question/action to follow: its id or a unique prefix.")
     ],
     workflow: Annotated[str | None, typer.Option(help="Workflow; default: the one the loop routed to.")] = None,
+    goal: Annotated[
+        str | None,
+        typer.Option(help="Your own edit of the next action, asked instead of it (recorded as an edited follow)."),
+    ] = None,
     config: ConfigOption = None,
     llm: LlmOption = None,
     db: DbOption = None,
@@ -377,15 +381,17 @@ def follow(
     """Follow a run's next action: the next run of its session, with that action as the goal.
 
     The next action is the final loop when it is usable, else the fallback question (as the UI shows it).
+    With --goal, the next run asks your edit of it instead (follow_kind edited; suggested when it is the
+    next action word for word).
 
-    Example: marsrag follow 3f2a9c... --format json
+    Example: marsrag follow 3f2a9c... --goal "Which caches should be pre-warmed first?" --format json
     """
     # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.compose import follow_run
 
     settings = _settings(config=config, llm=llm, db=db, base_url=base_url, structured_output=structured_output)
     with _stdout_kept_for(format):
-        document = follow_run(settings, run_id, workflow=workflow, sinks=_progress(format))
+        document = follow_run(settings, run_id, workflow=workflow, goal=goal, sinks=_progress(format))
     _print_run(document, format, settings.db)
     raise typer.Exit(0 if document["status"] == "completed" else 1)
 
@@ -630,7 +636,8 @@ def tune(
 
 
 runs_app = HelpTyper(
-    help="Stored runs: list them, show one, repair a task or regenerate its failing sections.", no_args_is_help=True
+    help="Stored runs: list them, show one, repair a task or regenerate its failing sections, rate one.",
+    no_args_is_help=True,
 )
 app.add_typer(runs_app, name="runs")
 
@@ -758,6 +765,47 @@ def runs_regenerate(
         _settings(config=config, llm=llm, db=db, base_url=base_url, structured_output=structured_output),
         format,
     )
+
+
+class FeedbackTargetChoice(StrEnum):
+    """What ``runs feedback`` rates."""
+
+    answer = "answer"
+    next_action = "next_action"
+
+
+class FeedbackRatingChoice(StrEnum):
+    """How ``runs feedback`` rates it."""
+
+    up = "up"
+    down = "down"
+
+
+@runs_app.command("feedback")
+def runs_feedback(
+    run_id: Annotated[str, typer.Argument(help="The finished run to rate: its id or a unique prefix.")],
+    on: Annotated[FeedbackTargetChoice, typer.Option(help="What to rate: the answer or the next action.")],
+    rating: Annotated[FeedbackRatingChoice, typer.Option(help="up (helpful) or down (not helpful).")],
+    comment: Annotated[str | None, typer.Option(help="Why, in a sentence (at most 2,000 characters).")] = None,
+    db: DbOption = None,
+    format: Annotated[FormatChoice, typer.Option(help="text, or json (the stored event).")] = FormatChoice.text,
+) -> None:
+    """Rate a run's answer or next action, as the run page's thumbs do (a loop.feedback.recorded event).
+
+    Rating a part again replaces its earlier rating in the metrics (helpful_rate).
+
+    Example: marsrag runs feedback 3f2a9c... --on answer --rating up --comment "Found the root cause"
+    """
+    # lazy: only this command's library loads (validate, schema and lint start fast)
+    from marsrag.compose import rate_run
+
+    event = rate_run(_settings(db=db), run_id, on=on.value, rating=rating.value, comment=comment)
+    if format is FormatChoice.json:
+        _out_json(event)
+        return
+    said = "helpful" if rating is FeedbackRatingChoice.up else "not helpful"
+    what = "answer" if on is FeedbackTargetChoice.answer else "next action"
+    _out(f"Recorded: the {what} of run {event['run_id']} rated {said} ({rating.value}).\n")
 
 
 def _print_run(document: dict[str, Any], format: FormatChoice, db: str | None = None) -> None:

@@ -28,6 +28,7 @@ from marsrag.rag.report import IngestReport
 from marsrag.rag.service import ingest_paths, knowledge_base
 from marsrag.runtime.async_executor import DEFAULT_CONCURRENCY, AsyncRunExecutor
 from marsrag.runtime.executor import EXECUTOR_KINDS, ExecutorKind, RunExecutor, ThreadRunExecutor
+from marsrag.runtime.feedback import record_feedback
 from marsrag.settings import Settings
 from marsrag.store import open_store as open_store_at
 from marsrag.store import still_holds
@@ -56,6 +57,7 @@ __all__ = [
     "open_runner",
     "open_sinks",
     "open_store",
+    "rate_run",
     "resume_run",
     "run_goal",
     "run_worker_process",
@@ -231,20 +233,42 @@ def resume_run(settings: Settings, run_id: str, *, sinks: Sequence[EventSink] = 
 
 
 def follow_run(
-    settings: Settings, run_id: str, *, workflow: str | None = None, sinks: Sequence[EventSink] = ()
+    settings: Settings,
+    run_id: str,
+    *,
+    workflow: str | None = None,
+    goal: str | None = None,
+    sinks: Sequence[EventSink] = (),
 ) -> dict[str, Any]:
     """Follow a run's next action (``run_id``: its id or a unique prefix): the next run of its session.
 
     The workflow is ``workflow`` when given, else the one the final loop routed to when it is registered,
-    else the followed run's. Records ``loop.action.followed`` on the followed run.
+    else the followed run's. ``goal``, when given and not the next action itself, is the user's edit of it
+    (an ``edited`` follow; see :meth:`WorkflowRunner.start_follow`). Records ``loop.action.followed`` on the
+    followed run.
 
     Raises:
         RunNotFoundError: no such run (AmbiguousRunIdError: the prefix starts several).
-        InputError: the run has no loop to follow.
+        InputError: the run has no loop to follow, or ``goal`` breaks the goal rules.
     """
     with open_runner(settings, workflow=workflow, sinks=sinks) as runner:
-        record = runner.follow(runner.store.resolve_run_id(run_id), workflow=workflow)
+        record = runner.follow(runner.store.resolve_run_id(run_id), workflow=workflow, goal=goal)
         return kept(settings, run_document(runner.store, record.run_id))
+
+
+def rate_run(settings: Settings, run_id: str, *, on: str, rating: str, comment: str | None = None) -> dict[str, Any]:
+    """Record a rating of a run's answer or next action (``run_id``: its id or a unique prefix); the stored event.
+
+    The event goes to the configured sinks too (``events.jsonl``, OpenTelemetry).
+
+    Raises:
+        RunNotFoundError: no such run (AmbiguousRunIdError: the prefix starts several).
+        InputError: a bad ``on``, ``rating`` or comment; ActionConflictError: the run has not finished, or
+            has no next action to rate (see :func:`marsrag.runtime.feedback.record_feedback`).
+    """
+    with open_sinks(settings) as sinks, open_store(settings) as store:
+        event = record_feedback(store, store.resolve_run_id(run_id), on=on, rating=rating, comment=comment, sinks=sinks)
+        return event.to_dict()
 
 
 def act_on_task(settings: Settings, action: str, run_id: str, task_id: str) -> dict[str, Any]:

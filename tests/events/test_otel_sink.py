@@ -114,9 +114,11 @@ def split(records: Sequence[ReadableLogRecord]) -> tuple[list[ReadableLogRecord]
     return loop, [r for r in records if r.log_record.event_name == EVALUATION_EVENT]
 
 
-def expected_attributes(loop_event: LoopEvent) -> dict[str, str]:
+def expected_attributes(loop_event: LoopEvent) -> dict[str, Any]:
     fields = ("run_id", "task_id", "loop_contract_version", "loop_mode", "validation_status", "transition_mode")
-    return {f"marsrag.{name}": getattr(loop_event, name) for name in fields if getattr(loop_event, name) is not None}
+    found = {f"marsrag.{name}": getattr(loop_event, name) for name in fields if getattr(loop_event, name) is not None}
+    detail = {f"marsrag.detail.{key}": value for key, value in (loop_event.detail or {}).items() if value is not None}
+    return {**found, **detail}
 
 
 # -- records ---------------------------------------------------------------------------------------------------------
@@ -162,8 +164,8 @@ def test_verdicts_also_produce_genai_evaluation_events(sink: OtelSink, exporter:
         "loop.contract.failed",
         EVALUATION_EVENT,
     ]
-    assert EVALUATION_EVENT not in names[6:]
-    evaluations = [dict(r.log_record.attributes or {}) for r in split(records)[1]]
+    assert EVALUATION_EVENT not in names[6:10]
+    evaluations = [dict(r.log_record.attributes or {}) for r in split(records)[1]][:3]
     assert [(a["gen_ai.evaluation.score.label"], a["gen_ai.evaluation.score.value"]) for a in evaluations] == [
         ("valid", 1.0),
         ("partial", 0.0),
@@ -175,6 +177,59 @@ def test_verdicts_also_produce_genai_evaluation_events(sink: OtelSink, exporter:
     # the evaluation carries the event's own attributes, so a backend can join it to its run and task
     assert evaluations[1]["marsrag.run_id"] == "run-1" and evaluations[1]["marsrag.task_id"] == "recommend"
     assert all(r.log_record.timestamp == T0_NS for r in split(records)[1])
+
+
+def test_feedback_and_assignments_also_produce_genai_evaluation_events(
+    sink: OtelSink, exporter: InMemoryLogRecordExporter
+) -> None:
+    """A rating follows its record as loop_feedback.<part> (up 1.0, down 0.0, the comment); an arm as its label."""
+    sink(EVENTS)
+    records = exporter.get_finished_logs()
+    names = [r.log_record.event_name for r in records]
+    assert names[-4:] == ["loop.feedback.recorded", EVALUATION_EVENT, "loop.experiment.assigned", EVALUATION_EVENT]
+    feedback, assignment = (dict(r.log_record.attributes or {}) for r in (records[-3], records[-1]))
+    assert {key: value for key, value in feedback.items() if key.startswith("gen_ai.")} == {
+        "gen_ai.evaluation.name": "loop_feedback.answer",
+        "gen_ai.evaluation.score.label": "down",
+        "gen_ai.evaluation.score.value": 0.0,
+        "gen_ai.evaluation.explanation": "missed the root cause",
+    }
+    assert {key: value for key, value in assignment.items() if key.startswith("gen_ai.")} == {
+        "gen_ai.evaluation.name": "loop_experiment.arm",
+        "gen_ai.evaluation.score.label": "soft",
+        "gen_ai.evaluation.explanation": "hard_vs_soft",
+    }
+    # joined to their run like the verdicts, with the event's detail beside
+    assert feedback["marsrag.run_id"] == assignment["marsrag.run_id"] == "run-1"
+    assert assignment["marsrag.detail.session_id"] == "s-1"
+
+
+def test_an_up_rating_without_a_comment_scores_one_and_explains_nothing(
+    sink: OtelSink, exporter: InMemoryLogRecordExporter
+) -> None:
+    """Up is 1.0 on the next action; a null comment leaves the explanation (and its detail attribute) out."""
+    rated = event("loop.feedback.recorded", task_id="plan").model_copy(
+        update={"detail": {"on": "next_action", "rating": "up", "comment": None}}
+    )
+    sink([rated])
+    record, evaluation = exporter.get_finished_logs()
+    assert "marsrag.detail.comment" not in dict(record.log_record.attributes or {})
+    attributes = dict(evaluation.log_record.attributes or {})
+    assert evaluation.log_record.event_name == EVALUATION_EVENT
+    assert attributes["gen_ai.evaluation.name"] == "loop_feedback.next_action"
+    assert (attributes["gen_ai.evaluation.score.label"], attributes["gen_ai.evaluation.score.value"]) == ("up", 1.0)
+    assert "gen_ai.evaluation.explanation" not in attributes
+
+
+def test_a_feedback_event_without_a_rating_is_exported_without_an_evaluation(
+    sink: OtelSink, exporter: InMemoryLogRecordExporter
+) -> None:
+    """Nothing to evaluate (a detail lacking its rating, an assignment without an arm): only the loop record."""
+    sink([event("loop.feedback.recorded"), event("loop.experiment.assigned").model_copy(update={"detail": {}})])
+    assert [r.log_record.event_name for r in exporter.get_finished_logs()] == [
+        "loop.feedback.recorded",
+        "loop.experiment.assigned",
+    ]
 
 
 def test_attribute_names_are_the_genai_semantic_conventions() -> None:

@@ -145,3 +145,72 @@ def test_a_failing_event_sink_is_one_warning_line_per_run(tmp_path: Path, replay
     assert "Traceback" not in proc.stderr
     (line,) = [line for line in proc.stderr.splitlines() if "event sink" in line]
     assert line.startswith("marsrag: warning: event sink JsonlSink(") and "IsADirectoryError" in line
+
+
+@pytest.fixture
+def finished(tmp_path: Path, replay: Path) -> tuple[str, str]:
+    """The store URL and id of a completed run (three tasks, the replay script's answers)."""
+    db = f"sqlite:///{tmp_path / 'rated.db'}"
+    proc = marsrag("run", "API latency SLO breaches", "--llm", f"replay:{replay}", "--db", db, "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    return db, json.loads(proc.stdout)["run_id"]
+
+
+def test_runs_feedback_stores_the_rating_on_the_run(finished: tuple[str, str]) -> None:
+    """runs feedback SHORT_ID: the event is printed (json) and stored; text says what was rated, in one line."""
+    db, run_id = finished
+    proc = marsrag(
+        "runs", "feedback", run_id[:8], "--on", "answer", "--rating", "up", "--comment", " Clear. ", "--db", db,
+        "--format", "json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    event = json.loads(proc.stdout)
+    assert (event["name"], event["run_id"], event["task_id"]) == ("loop.feedback.recorded", run_id, "plan")
+    assert event["detail"] == {"on": "answer", "rating": "up", "comment": "Clear."}
+    text = marsrag("runs", "feedback", run_id, "--on", "next_action", "--rating", "down", "--db", db)
+    assert text.returncode == 0, text.stderr
+    assert text.stdout == f"Recorded: the next action of run {run_id} rated not helpful (down).\n"
+    shown = json.loads(marsrag("runs", "show", run_id, "--db", db, "--format", "json").stdout)
+    rated = [e["detail"] for e in shown["events"] if e["name"] == "loop.feedback.recorded"]
+    assert rated == [event["detail"], {"on": "next_action", "rating": "down", "comment": None}]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("--on", "summary", "--rating", "up"), "'summary' is not one of 'answer', 'next_action'"),
+        (("--on", "answer", "--rating", "meh"), "'meh' is not one of 'up', 'down'"),
+        (("--on", "answer"), "--rating"),
+        (("--on", "answer", "--rating", "up", "--comment", "x" * 2001), "2,001 characters; the limit is 2,000"),
+    ],
+)
+def test_runs_feedback_bad_input_is_one_line_and_exit_2(
+    finished: tuple[str, str], args: tuple[str, ...], needle: str
+) -> None:
+    """A bad part, rating or comment: one line on stderr naming it, exit 2, nothing stored."""
+    db, run_id = finished
+    proc = marsrag("runs", "feedback", run_id, *args, "--db", db)
+    assert proc.returncode == 2, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and needle in proc.stderr, proc.stderr
+    shown = json.loads(marsrag("runs", "show", run_id, "--db", db, "--format", "json").stdout)
+    assert not [e for e in shown["events"] if e["name"] == "loop.feedback.recorded"]
+
+
+def test_runs_feedback_on_an_unknown_run_is_exit_2(finished: tuple[str, str]) -> None:
+    """An id no run has: one line naming it, exit 2."""
+    db, _ = finished
+    proc = marsrag("runs", "feedback", "no-such-run", "--on", "answer", "--rating", "up", "--db", db)
+    assert proc.returncode == 2 and "no-such-run" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_follow_with_goal_asks_the_edit_and_records_an_edited_follow(tmp_path: Path, finished: tuple[str, str]) -> None:
+    """follow --goal: the next run's goal is the user's, the followed run's loop.action.followed says edited."""
+    db, run_id = finished
+    replay = tmp_path / "more.jsonl"
+    replay.write_text("".join(json.dumps({"output": json.dumps(CONTENT)}) + "\n" for _ in range(3)))
+    mine = "Which caches should be pre-warmed first?"
+    proc = marsrag("follow", run_id, "--goal", mine, "--llm", f"replay:{replay}", "--db", db, "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["goal"] == mine
+    shown = json.loads(marsrag("runs", "show", run_id, "--db", db, "--format", "json").stdout)
+    assert [e["detail"] for e in shown["events"] if e["name"] == "loop.action.followed"] == [{"follow_kind": "edited"}]

@@ -49,3 +49,39 @@ def test_a_run_without_a_loop_cannot_be_followed(store: RunStore, sample: Projec
     first = runner.run("latency", workflow="flow")  # type: ignore[attr-defined]
     with pytest.raises(InputError, match="no next action to follow"):
         runner.follow(first.run_id)  # type: ignore[attr-defined]
+
+
+def followed_events(store: RunStore, run_id: str) -> list[dict[str, object] | None]:
+    return [e.detail for e in store.get_events(run_id) if e.name == "loop.action.followed"]
+
+
+def test_a_follow_as_offered_is_suggested(store: RunStore, sample: ProjectConfig) -> None:
+    """Without a goal, or with the next action itself (spaces around it), the follow is suggested."""
+    runner = runner_for(store, project_with(sample, ["diagnose"]), [json.dumps(CONTENT)] * 2)
+    plain = runner.run("latency", workflow="flow")  # type: ignore[attr-defined]
+    assert runner.start_follow(plain.run_id).goal == CONTENT["loop"]  # type: ignore[attr-defined]
+    assert followed_events(store, plain.run_id) == [{"follow_kind": "suggested"}]
+    same = runner.run("latency", workflow="flow")  # type: ignore[attr-defined]
+    again = runner.start_follow(same.run_id, goal=f"  {CONTENT['loop']}\r\n")  # type: ignore[attr-defined]
+    assert again.goal == CONTENT["loop"]
+    assert followed_events(store, same.run_id) == [{"follow_kind": "suggested"}]
+
+
+def test_a_follow_with_the_users_own_goal_is_edited(store: RunStore, sample: ProjectConfig) -> None:
+    """A goal that differs from the next action: the new run asks it, and the event says edited."""
+    runner = runner_for(store, project_with(sample, ["diagnose"]), [json.dumps(CONTENT)] * 2)
+    first = runner.run("latency", workflow="flow")  # type: ignore[attr-defined]
+    mine = "Which caches should be pre-warmed first?"
+    second = runner.follow(first.run_id, goal=f" {mine} ")  # type: ignore[attr-defined]
+    assert (second.goal, second.followed_from, second.status) == (mine, first.run_id, "completed")
+    assert followed_events(store, first.run_id) == [{"follow_kind": "edited"}]
+
+
+def test_a_blank_edited_goal_is_refused_and_nothing_is_followed(store: RunStore, sample: ProjectConfig) -> None:
+    """The goal rules apply to the edit: blank is an InputError, no event and no run are stored."""
+    runner = runner_for(store, project_with(sample, ["diagnose"]), [json.dumps(CONTENT)])
+    first = runner.run("latency", workflow="flow")  # type: ignore[attr-defined]
+    with pytest.raises(InputError, match="blank"):
+        runner.start_follow(first.run_id, goal=" \n ")  # type: ignore[attr-defined]
+    assert followed_events(store, first.run_id) == []
+    assert len(store.list_runs(session_id=first.session_id)) == 1

@@ -14,6 +14,11 @@ from starlette.routing import Mount, Route
 #: Open to anyone off loopback: the health check, signing in, and the stylesheet the sign-in page needs.
 OPEN_PATHS = frozenset({"/health", "/login", "/static/{path}"})
 _PARAM = re.compile(r"\{(\w+)(?::\w+)?\}")
+#: What a write needs in its body to be valid, by route, beside a goal (the runs and follows take one): a rating.
+_FIELDS = {
+    "/api/runs/{run_id}/feedback": {"on": "answer", "rating": "up"},
+    "/runs/{run_id}/feedback": {"on": "answer", "rating": "up"},
+}
 
 
 @dataclass(frozen=True)
@@ -28,6 +33,16 @@ class Endpoint:
     def is_api(self) -> bool:
         """Whether the JSON API serves it (as opposed to a page or a form)."""
         return self.path.startswith("/api/") or self.path in ("/health", "/metrics", "/openapi.json")
+
+    @property
+    def json_body(self) -> dict[str, str]:
+        """A JSON body the API write accepts: its own fields, else a goal (its models refuse unknown keys)."""
+        return dict(_FIELDS.get(self.template, {"goal": "g"}))
+
+    @property
+    def form_fields(self) -> dict[str, str]:
+        """The fields a form post needs beside a goal and its CSRF token (the pages ignore fields they do not read)."""
+        return dict(_FIELDS.get(self.template, {}))
 
     def __str__(self) -> str:
         return f"{self.method} {self.template}"

@@ -1,4 +1,14 @@
-"""OpenTelemetry sink: every loop event as an OTel log record, contract verdicts also as GenAI evaluation events.
+"""OpenTelemetry sink: every loop event as an OTel log record; verdicts, feedback and experiment assignments also
+as GenAI evaluation events (``gen_ai.evaluation.result``), so they show in Langfuse, Phoenix or any OTel backend.
+
+The evaluations, by ``gen_ai.evaluation.name``:
+
+- ``loop_contract``: a contract verdict; label the validation status, score 1 when valid else 0, the
+  explanation the first error's message (or what a non-valid status means);
+- ``loop_feedback.answer`` / ``loop_feedback.next_action``: a reader's rating; label ``up`` or ``down``, score
+  1 or 0, the explanation the comment (none without one);
+- ``loop_experiment.arm``: a session's assignment to an arm; label the arm, no score (it has no number), the
+  explanation the experiment's name.
 
 OpenTelemetry is imported inside the functions, so ``import marsrag.events`` stays light; the SDK is loaded only
 when a sink is built.
@@ -27,6 +37,11 @@ ATTRIBUTE_PREFIX = "marsrag."
 # The event fields carried as attributes; the name is the record's event name, the timestamp its timestamp.
 ATTRIBUTE_FIELDS = ("run_id", "task_id", "loop_contract_version", "loop_mode", "validation_status", "transition_mode")
 VERDICTS = frozenset({"loop.contract.validated", "loop.contract.failed"})
+#: The events that are also exported as ``gen_ai.evaluation.result``.
+EVALUATED = VERDICTS | {"loop.feedback.recorded", "loop.experiment.assigned"}
+#: ``detail`` keys exported on the loop event's record as ``marsrag.detail.<key>`` (scalars only: OTel has no null
+#: and no nested map in an attribute).
+DETAIL_PREFIX = ATTRIBUTE_PREFIX + "detail."
 
 # GenAI semantic conventions. Spelled out rather than imported: opentelemetry-semantic-conventions keeps them in a
 # private ``_incubating`` module, marked as moved to the separate GenAI conventions repository.
@@ -36,6 +51,8 @@ GEN_AI_EVALUATION_SCORE_LABEL = "gen_ai.evaluation.score.label"
 GEN_AI_EVALUATION_SCORE_VALUE = "gen_ai.evaluation.score.value"
 GEN_AI_EVALUATION_EXPLANATION = "gen_ai.evaluation.explanation"
 EVALUATION_NAME = "loop_contract"
+FEEDBACK_EVALUATION = "loop_feedback"
+EXPERIMENT_EVALUATION = "loop_experiment.arm"
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -67,12 +84,13 @@ class OtelSink:
                 attributes=attributes,
                 event_name=event.name,
             )
-            if event.name in VERDICTS:
+            evaluation = evaluation_attributes(event) if event.name in EVALUATED else None
+            if evaluation is not None:
                 self._logger.emit(
                     timestamp=timestamp,
                     severity_number=SeverityNumber.INFO,
                     severity_text="INFO",
-                    attributes={**attributes, **evaluation_attributes(event)},
+                    attributes={**attributes, **evaluation},
                     event_name=EVALUATION_EVENT,
                 )
 
@@ -93,13 +111,65 @@ class OtelSink:
 
 
 def event_attributes(event: LoopEvent) -> dict[str, AttributeValue]:
-    """The event's fields as ``marsrag.``-prefixed attributes; null fields are left out (OTel has no null)."""
+    """The event's fields as ``marsrag.``-prefixed attributes, its ``detail`` as ``marsrag.detail.<key>``.
+
+    Null fields are left out (OTel has no null), and so are detail values that are not a string, a number or a
+    boolean.
+    """
     values = {name: getattr(event, name) for name in ATTRIBUTE_FIELDS}
-    return {ATTRIBUTE_PREFIX + name: value for name, value in values.items() if value is not None}
+    attributes: dict[str, AttributeValue] = {
+        ATTRIBUTE_PREFIX + name: value for name, value in values.items() if value is not None
+    }
+    for key, value in (event.detail or {}).items():
+        if isinstance(value, str | int | float | bool):
+            attributes[DETAIL_PREFIX + key] = value
+    return attributes
 
 
-def evaluation_attributes(event: LoopEvent) -> dict[str, AttributeValue]:
-    """The GenAI evaluation attributes of a contract verdict: label = validation status, score 1.0 iff valid."""
+def evaluation_attributes(event: LoopEvent) -> dict[str, AttributeValue] | None:
+    """The GenAI evaluation attributes of a verdict, a rating or an arm assignment (see the module); else None.
+
+    None too for a feedback or assignment event whose ``detail`` lacks what it needs (nothing to evaluate).
+    """
+    if event.name == "loop.feedback.recorded":
+        return _feedback_evaluation(event.detail or {})
+    if event.name == "loop.experiment.assigned":
+        return _assignment_evaluation(event.detail or {})
+    if event.name in VERDICTS:
+        return _verdict_evaluation(event)
+    return None
+
+
+def _feedback_evaluation(detail: dict[str, object]) -> dict[str, AttributeValue] | None:
+    on, rating, comment = detail.get("on"), detail.get("rating"), detail.get("comment")
+    if not isinstance(on, str) or rating not in ("up", "down"):
+        return None
+    attributes: dict[str, AttributeValue] = {
+        GEN_AI_EVALUATION_NAME: f"{FEEDBACK_EVALUATION}.{on}",
+        GEN_AI_EVALUATION_SCORE_LABEL: str(rating),
+        GEN_AI_EVALUATION_SCORE_VALUE: 1.0 if rating == "up" else 0.0,
+    }
+    if isinstance(comment, str) and comment:
+        attributes[GEN_AI_EVALUATION_EXPLANATION] = comment
+    return attributes
+
+
+def _assignment_evaluation(detail: dict[str, object]) -> dict[str, AttributeValue] | None:
+    experiment, arm = detail.get("experiment"), detail.get("arm")
+    if not isinstance(arm, str) or not arm:
+        return None
+    # An arm is a category, not a measurement: no score value (the convention asks for one only "if applicable").
+    attributes: dict[str, AttributeValue] = {
+        GEN_AI_EVALUATION_NAME: EXPERIMENT_EVALUATION,
+        GEN_AI_EVALUATION_SCORE_LABEL: arm,
+    }
+    if isinstance(experiment, str) and experiment:
+        attributes[GEN_AI_EVALUATION_EXPLANATION] = experiment
+    return attributes
+
+
+def _verdict_evaluation(event: LoopEvent) -> dict[str, AttributeValue]:
+    """A contract verdict: label = validation status, score 1.0 iff valid."""
     label = event.validation_status or ("valid" if event.name == "loop.contract.validated" else "failed")
     attributes: dict[str, AttributeValue] = {
         GEN_AI_EVALUATION_NAME: EVALUATION_NAME,

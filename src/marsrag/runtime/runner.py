@@ -34,6 +34,7 @@ from marsrag.runtime.retrieval import NoRetriever, Retriever, retrieval_query
 from marsrag.runtime.routing import LexicalRouter, Router, project_candidates
 from marsrag.runtime.states import task_state
 from marsrag.state import (
+    FollowKind,
     HookSource,
     LoopEvent,
     Retrieval,
@@ -221,20 +222,25 @@ class WorkflowRunner:
         run, stored = self._resumable(run_id)
         return run if stored is None else await self._aexecute(run, stored)
 
-    def follow(self, run_id: str, *, workflow: str | None = None) -> RunRecord:
+    def follow(self, run_id: str, *, workflow: str | None = None, goal: str | None = None) -> RunRecord:
         """Start and execute the next run of a run's session (see :meth:`start_follow`); its final record."""
-        return self.execute(self.start_follow(run_id, workflow=workflow).run_id)
+        return self.execute(self.start_follow(run_id, workflow=workflow, goal=goal).run_id)
 
-    def start_follow(self, run_id: str, *, workflow: str | None = None) -> RunRecord:
+    def start_follow(self, run_id: str, *, workflow: str | None = None, goal: str | None = None) -> RunRecord:
         """Record ``loop.action.followed`` and the next run of the run's session, pending, with its next action as goal.
 
         The next action is :func:`plan_next_action`'s: the final loop when usable, else the fallback question.
         The workflow is ``workflow`` when given, else the one the loop routed to when registered, else the run's.
+        ``goal`` is the user's edit of the next action: when it differs from it (once trimmed, as goals are
+        stored) the follow is ``edited`` and the new run asks ``goal``; else it is ``suggested`` (the event's
+        ``detail["follow_kind"]``).
 
         Raises:
             RunNotFoundError: no such run.
             ActionConflictError: the run is still executing, or no task of it ran under the contract.
+            InputError: ``goal`` breaks the goal rules (blank, too long, control characters).
         """
+        edited = clean_goal(goal) if goal is not None else None
         prior = self.store.get_run(run_id)
         if prior.status in ("pending", "running") and not is_stale(prior):
             raise ActionConflictError(f"run {run_id!r} is still {prior.status}: follow it once it has finished")
@@ -242,6 +248,7 @@ class WorkflowRunner:
         if planned is None:
             raise ActionConflictError(f"run {run_id!r} has no next action to follow (no task ran under the contract)")
         last, action = planned
+        kind: FollowKind = "edited" if edited is not None and edited != action.hook.strip() else "suggested"
         routed = last.routing.next_workflow
         chosen: str | None = workflow or (routed if routed in self.project.workflows else prior.workflow)
         if chosen not in self.project.workflows:
@@ -254,12 +261,12 @@ class WorkflowRunner:
             loop_mode=prior.loop_mode,
             validation_status=last.validation.status,
             transition_mode=action.mode,
+            detail={"follow_kind": kind},
         )
         # The follow and its event are one write, unique per followed run: of racing follows (a double
         # click, ten requests), one run is stored; the others raise AlreadyFollowedError naming it.
-        return self.start(
-            action.hook, workflow=chosen, session_id=prior.session_id, followed_from=run_id, events=[event]
-        )
+        asked = edited if kind == "edited" and edited is not None else action.hook
+        return self.start(asked, workflow=chosen, session_id=prior.session_id, followed_from=run_id, events=[event])
 
     def _execute(self, run: RunRecord, stored: list[TaskState]) -> RunRecord:
         held = self._claim(run)

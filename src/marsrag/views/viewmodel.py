@@ -11,15 +11,25 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from marsrag.chain.citations import MARKER
 from marsrag.chain.planner import REPEATED, asked_before, plan_next_action
 from marsrag.contract import FIELDS
 from marsrag.liveness import is_stale
-from marsrag.state import FALLBACK_HOOK, AttemptRecord, Citation, RunRecord, TaskState, TransitionRecord
+from marsrag.state import (
+    FALLBACK_HOOK,
+    AttemptRecord,
+    Citation,
+    FeedbackTarget,
+    LoopEvent,
+    RunRecord,
+    TaskState,
+    TransitionRecord,
+)
 from marsrag.store.base import RunStore
+from marsrag.views.feedback import FeedbackView, feedback_views
 from marsrag.views.outcome import RunHeader, outcome_text, run_header, task_outcome
 
 #: Card titles, in the contract's fixed order.
@@ -221,6 +231,9 @@ class RunView:
     header: RunHeader
     #: The summary, line by line, its markers linked to the sources of the task each line quotes.
     summary_lines: tuple[SummaryLine, ...] = ()
+    #: The reader's current rating of the answer and of the next action, once the run has finished (empty
+    #: while it runs: nothing can be rated yet).
+    feedback: Mapping[FeedbackTarget, FeedbackView] = field(default_factory=dict)
 
     @property
     def outcome_text(self) -> str:
@@ -417,11 +430,14 @@ def run_view(
     *,
     now: Any = None,
     asked: Sequence[str] = (),
+    events: Sequence[LoopEvent] = (),
 ) -> RunView:
     """Map a run, its task states and its transitions to the run page's view model.
 
-    ``asked``: what the run's session asked up to it (for the next-action card; see :func:`read_run_view`).
+    ``asked``: what the run's session asked up to it (for the next-action card; see :func:`read_run_view`);
+    ``events``: the run's events, for its current feedback (:func:`~marsrag.views.feedback.feedback_views`).
     """
+    finished = run.status not in ("pending", "running")
     current = [t for t in transitions if not t.superseded]
     into = {t.transition_target_task_id: t for t in current}
     out = {t.transition_source_task_id: t for t in current}
@@ -454,6 +470,7 @@ def run_view(
         outcome=outcome,
         header=run_header(run.status, outcome),
         summary_lines=summary_lines(run.summary, tasks),
+        feedback=feedback_views(events) if finished else {},
     )
 
 
@@ -467,7 +484,8 @@ def read_run_view(store: RunStore, run_id: str) -> RunView:
     # Only a finished run shows a next action: a running one is not worth the read of its session.
     finished = run.status not in ("pending", "running")
     asked = asked_before(store.list_runs(session_id=run.session_id), run) if finished else []
-    return run_view(run, tasks, transitions, asked=asked)
+    events = store.get_events(run_id) if finished else []
+    return run_view(run, tasks, transitions, asked=asked, events=events)
 
 
 def _problem(field: str | None, message: str) -> str:

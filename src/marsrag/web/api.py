@@ -13,7 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from marsrag.errors import ConfigError
 from marsrag.goals import SESSION_ID_PATTERN, Goal, SessionId
-from marsrag.state import RunStatus
+from marsrag.runtime.feedback import MAX_COMMENT_CHARS
+from marsrag.state import FeedbackRating, FeedbackTarget, RunStatus
 from marsrag.web.backend import Backend
 from marsrag.web.errors_doc import ERROR_RESPONSES
 from marsrag.web.guards import InvalidField, backend_of, require_api_writer
@@ -36,6 +37,46 @@ class RunRequest(BaseModel):
         default=None,
         description="Default: a new session. 1-128 letters, digits and - _ . :, starting with a letter or digit.",
     )
+
+
+class FollowRequest(BaseModel):
+    """An optional body of a follow: ``goal``, the user's edit of the next action (an ``edited`` follow)."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    goal: Goal | None = Field(
+        default=None,
+        description="Asked instead of the next action; the follow is `edited` unless it is the next action "
+        "itself (then `suggested`, as without it). The goal rules apply.",
+    )
+
+
+class FeedbackRequest(BaseModel):
+    """A rating of a finished run's answer or next action, with an optional comment."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    on: FeedbackTarget = Field(description="What is rated: the run's `answer` or its `next_action`.")
+    rating: FeedbackRating = Field(description="`up` (helpful) or `down` (not helpful).")
+    comment: str | None = Field(
+        default=None,
+        description=f"Why, in words: trimmed, at most {MAX_COMMENT_CHARS:,} characters, no control characters but "
+        "newline and tab; blank is none.",
+    )
+
+
+class FeedbackEvent(BaseModel):
+    """The stored ``loop.feedback.recorded`` event (as `runs show` lists it)."""
+
+    name: Literal["loop.feedback.recorded"]
+    run_id: str
+    task_id: str | None = Field(description="The run's last task under the contract (null when none ran under it).")
+    loop_contract_version: str | None
+    loop_mode: str | None
+    validation_status: str | None
+    transition_mode: str | None
+    timestamp: str
+    detail: dict[str, Any] = Field(description='`{"on", "rating", "comment"}` (comment null when none).')
 
 
 class Started(BaseModel):
@@ -155,16 +196,32 @@ def show_run(run_id: str, backend: BackendDep) -> dict[str, Any]:
     responses={200: {"model": Followed, "description": "The run's next action was followed already: that run"}},
     summary="Follow the run's next action: the next run of its session, in the background (at most once)",
 )
-def follow_run(run_id: str, backend: BackendDep, response: Response) -> Followed:
-    """Record ``loop.action.followed`` and start the next run with the next action as its goal.
+def follow_run(run_id: str, backend: BackendDep, response: Response, body: FollowRequest | None = None) -> Followed:
+    """Record ``loop.action.followed`` and start the next run with the next action (or the body's `goal`) as goal.
 
     A run's next action is followed once: a repeated request (a double click) gets that run, with 200.
     """
-    run, started = backend.follow(run_id)
+    run, started = backend.follow(run_id, goal=body.goal if body is not None else None)
     response.headers["Location"] = f"/api/runs/{run.run_id}"
     if not started:
         response.status_code = status.HTTP_200_OK
     return Followed(run_id=run.run_id, session_id=run.session_id, status=run.status, already_followed=not started)
+
+
+@router.post(
+    "/runs/{run_id}/feedback",
+    status_code=status.HTTP_201_CREATED,
+    response_model=FeedbackEvent,
+    dependencies=[Depends(require_api_writer)],
+    summary="Rate a finished run's answer or next action (up or down, optional comment)",
+)
+def rate_run(run_id: str, body: FeedbackRequest, backend: BackendDep) -> dict[str, Any]:
+    """Store a ``loop.feedback.recorded`` event; a later rating of the same part replaces this one in the metrics.
+
+    409 while the run is pending or running, or for `next_action` on a run without one.
+    """
+    event = backend.rate(run_id, on=body.on, rating=body.rating, comment=body.comment)
+    return event.to_dict()
 
 
 @router.post(

@@ -15,6 +15,7 @@ from marsrag.errors import AlreadyFollowedError
 from marsrag.runtime.actions import Action
 from marsrag.runtime.commit import record_events
 from marsrag.runtime.executor import RunExecutor
+from marsrag.runtime.feedback import record_feedback
 from marsrag.runtime.recovery import Sweeper
 from marsrag.runtime.runner import WorkflowRunner
 from marsrag.state import LoopEvent, RunRecord, TaskState
@@ -93,22 +94,34 @@ class Backend:
         self.executor.submit(run.run_id)
         return run
 
-    def follow(self, run_id: str) -> tuple[RunRecord, bool]:
+    def follow(self, run_id: str, *, goal: str | None = None) -> tuple[RunRecord, bool]:
         """Follow the run's next action: record the follow and the next run, pending, and queue it; returns at once.
 
-        A run's next action is followed at most once: a repeated follow (a double click, racing requests)
-        returns the run that follows it already, and False.
+        ``goal`` is the user's edit of the next action (see :meth:`WorkflowRunner.start_follow`). A run's next
+        action is followed at most once: a repeated follow (a double click, racing requests) returns the run
+        that follows it already, and False.
 
         Raises:
             RunNotFoundError: no such run.
             ActionConflictError: the run is executing or has no next action.
+            InputError: ``goal`` breaks the goal rules.
         """
         try:
-            run = self.runner.start_follow(run_id)
+            run = self.runner.start_follow(run_id, goal=goal)
         except AlreadyFollowedError as already:
             return self.store.get_run(already.run_id), False
         self.executor.submit(run.run_id)
         return run, True
+
+    def rate(self, run_id: str, *, on: str, rating: str, comment: str | None = None) -> LoopEvent:
+        """Record a rating of the run's answer or next action (stored, then given to the sinks); its event.
+
+        Raises:
+            RunNotFoundError: no such run.
+            InputError: a bad ``on``, ``rating`` or comment.
+            ActionConflictError: the run has not finished, or has no next action to rate.
+        """
+        return record_feedback(self.store, run_id, on=on, rating=rating, comment=comment, sinks=self.runner.sinks)
 
     def act(self, action: Action, run_id: str, task_id: str) -> TaskState:
         """Run an operator action on a stored task on the executor and return its new state (seconds: the LLM)."""

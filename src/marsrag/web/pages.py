@@ -16,6 +16,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from marsrag.errors import ConfigError, InputError, RunNotFoundError
 from marsrag.goals import MAX_GOAL_CHARS, MAX_SESSION_ID_CHARS, goal_problem, session_id_problem
 from marsrag.runtime.actions import Action
+from marsrag.runtime.feedback import MAX_COMMENT_CHARS
 from marsrag.views.outcome import outcome_text, run_header
 from marsrag.web.backend import Backend
 from marsrag.web.csrf import CSRF_FIELD, csrf_ok
@@ -76,14 +77,28 @@ def run_page(request: Request, run_id: str, backend: BackendDep, tasks: Backgrou
     view = backend.run_view(run_id)
     # Recorded after the response is sent: the page does not wait for the event write.
     tasks.add_task(backend.record_rendered, view)
-    return render(request, "run.html", {"run": view})
+    return render(request, "run.html", {"run": view, "max_goal": MAX_GOAL_CHARS, "max_comment": MAX_COMMENT_CHARS})
 
 
 @router.post("/runs/{run_id}/follow")
-def follow(run_id: str, backend: BackendDep, _form: FormDep) -> Response:
-    """Follow the run's next action and show the new run (the one already following it, on a repeat)."""
-    run, _ = backend.follow(run_id)
+def follow(run_id: str, backend: BackendDep, form: FormDep) -> Response:
+    """Follow the run's next action and show the new run (the one already following it, on a repeat).
+
+    The form's ``goal`` box holds the next action; edited, the new run asks the edit (a blank box: the action).
+    """
+    goal = str(form.get("goal", "")).strip() or None
+    run, _ = backend.follow(run_id, goal=goal)
     return RedirectResponse(f"/runs/{quote(run.run_id, safe='')}", status_code=303)
+
+
+@router.post("/runs/{run_id}/feedback")
+def feedback(run_id: str, backend: BackendDep, form: FormDep) -> Response:
+    """Record a thumbs up or down on the run's answer or next action and show the page again, at that part."""
+    on = str(form.get("on", ""))
+    comment = str(form.get("comment", "")) or None
+    backend.rate(run_id, on=on, rating=str(form.get("rating", "")), comment=comment)
+    anchor = "next-action" if on == "next_action" else "summary"
+    return RedirectResponse(f"/runs/{quote(run_id, safe='')}#{anchor}", status_code=303)
 
 
 @router.post("/runs/{run_id}/tasks/{task_id}/{action}")
