@@ -105,18 +105,23 @@ def print_tune(result: dict[str, Any]) -> None:
     out.print(shown(f"loop_mode recommendations over {result['window']}"))
     for item in result["recommendations"]:
         arrow = f"{item['current']} -> {item['recommended']}" if item["change"] else f"keep {item['current']}"
+        if item.get("ends_experiment"):
+            arrow = f"end experiment {item['experiment']}: {item['current']} -> {item['recommended']}"
         line = shown("\n") + shown(item["workflow"], "bold")
         line.append_text(shown(f" ({item['kind']}): {arrow}  [{item['rule']}]"))
         out.print(line)
         for reason in item["reasons"]:
             out.print(shown(f"  - {reason}"))
-        numbers = ", ".join(
-            f"{key} {value:.2f}" if isinstance(value, float) else f"{key} {value}"
-            for key, value in item["numbers"].items()
-            if value is not None
-        )
+        numbers = ", ".join(f"{key} {_number(value)}" for key, value in item["numbers"].items() if value is not None)
         out.print(shown(f"  numbers: {numbers}"))
     if result["written"]:
         out.print(shown(f"\nWrote loop_mode for: {', '.join(result['written'])}"))
-    elif any(item["change"] for item in result["recommendations"]):
+    elif any(item["change"] or item.get("ends_experiment") for item in result["recommendations"]):
         out.print(shown("\nNothing written: pass --write to apply the changes."))
+
+
+def _number(value: Any) -> str:
+    """A tune number: floats to two places, a mapping (sessions per arm) as ``name value`` pairs."""
+    if isinstance(value, dict):
+        return "(" + ", ".join(f"{key} {_number(inner)}" for key, inner in value.items()) + ")"
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
