@@ -592,7 +592,10 @@ def tune(
     until: Annotated[str | None, typer.Option(help="Only runs before: a date (its end) or an ISO datetime.")] = None,
     min_executions: Annotated[int, typer.Option(min=1, help="Narrative task executions needed to tune.")] = 20,
     write: Annotated[
-        bool, typer.Option("--write", help="Write the recommended modes into the config's workflows.yaml.")
+        bool,
+        typer.Option(
+            "--write", help="Write the recommended modes into the config's workflows.yaml (ending won experiments)."
+        ),
     ] = False,
     workflow: Annotated[
         str | None, typer.Option(help="Only this workflow (one the config or the store knows).")
@@ -601,9 +604,12 @@ def tune(
 ) -> None:
     """Recommend a loop_mode per workflow from the measured outcomes, with the reasons and numbers behind it.
 
-    Nothing changes unless --write is given; then only the loop_mode lines of the config folder's
-    workflows.yaml change (./config/workflows.yaml in a `marsrag init` project, found by itself), and the
-    config must still load (lint included) or nothing is written. The rules are in docs/metrics.md.
+    A workflow with an experiment is decided by it: the winning arm's loop_mode once every arm has the planned
+    sessions and the interval excludes 0, else how many more sessions it needs. Nothing changes unless --write
+    is given; then only the loop_mode lines of the config folder's workflows.yaml change, and an ended
+    experiment's block becomes the winner's loop_mode line (./config/workflows.yaml in a `marsrag init`
+    project, found by itself); the config must still load (lint included) or nothing is written. The rules are
+    in docs/metrics.md and docs/experiments.md.
 
     Example: marsrag tune --since 28d --write
     """
