@@ -52,8 +52,9 @@ def test_json_is_the_report_document(stored: str, config_dir: Path) -> None:
     document = json.loads(proc.stdout)
     assert list(document) == ["experiment", "arms", "differences"]
     assert document["experiment"]["sessions"] == 400 and document["experiment"]["srm"]["mismatch"] is False
-    assert document["arms"]["soft"]["loop_follow_rate"] == {"value": 0.45, "numerator": 90, "denominator": 200}
-    assert document["arms"]["hard"]["loop_follow_rate"] == {"value": 0.3, "numerator": 60, "denominator": 200}
+    soft, hard = document["arms"]["soft"]["loop_follow_rate"], document["arms"]["hard"]["loop_follow_rate"]
+    assert (soft["value"], soft["numerator"], soft["denominator"]) == (0.45, 90, 200)
+    assert (hard["value"], hard["numerator"], hard["denominator"]) == (0.3, 60, 200)
     follow = next(d for d in document["differences"] if d["metric"] == "loop_follow_rate")
     assert follow["arms"] == ["soft", "hard"] and follow["significant"] is True and follow["sessions_needed"] == 162
     same = marsrag(
