@@ -663,7 +663,7 @@ def experiment_report(
     Example: marsrag experiment report support_answer --since 28d --format json
     """
     # lazy: only this command's library loads (validate, schema and lint start fast)
-    from marsrag.experiments.service import experiment_report as read_experiment
+    from marsrag.metrics.experiment_service import experiment_report as read_experiment
     from marsrag.metrics.window import window as parse_window
 
     settings = _settings(config=config, db=db)
@@ -673,9 +673,9 @@ def experiment_report(
         _out_json(document, ensure_ascii=True)
         return
     # lazy: only this command's library loads (validate, schema and lint start fast)
-    from marsrag.experiments.render import print_report
+    from marsrag.render_text import print_experiment
 
-    print_report(document, parse_window(since, until).describe())
+    print_experiment(document, parse_window(since, until).describe())
 
 
 runs_app = HelpTyper(

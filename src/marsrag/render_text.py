@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from marsrag.contract.template import FIELDS
+from marsrag.experiments.text import difference_text, interval_text, value_text
 from marsrag.terminal import visible
 
 BADGE_STYLE = {"valid": "bold green", "partial": "bold yellow", "failed": "bold red"}
@@ -125,3 +126,65 @@ def _number(value: Any) -> str:
     if isinstance(value, dict):
         return "(" + ", ".join(f"{key} {_number(inner)}" for key, inner in value.items()) + ")"
     return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+def print_experiment(document: dict[str, Any], scope: str) -> None:
+    """An experiment report (its JSON document): the arms table, the differences table, the sample ratio check,
+    the planned sample size and the warning."""
+    out = console()
+    experiment, arms = document["experiment"], document["arms"]
+    split = ", ".join(f"{name} {record['sessions']}" for name, record in arms.items())
+    out.print(
+        shown(f"Experiment {experiment['name']} on {experiment['workflow']} ({scope}): ")
+        + shown(f"{experiment['sessions']} sessions ({split})")
+    )
+    srm = experiment["srm"]
+    if srm["p_value"] is not None:
+        verdict = "MISMATCH" if srm["mismatch"] else "ok"
+        out.print(shown(f"Sample ratio check (chi-square vs the weights): p = {srm['p_value']:.3g}, {verdict}"))
+    table = Table(title=shown("Arms"), title_justify="left")
+    table.add_column("metric")
+    for name, config in experiment["arms"].items():
+        table.add_column(shown(f"{name} ({config['loop_mode']}, weight {config['weight']:g})"), justify="right")
+    metrics = [key for key in next(iter(arms.values())) if key not in ("sessions", "loop_mode")]
+    for metric in metrics:
+        table.add_row(shown(metric), *(shown(value_text(metric, record[metric])) for record in arms.values()))
+    out.print(table)
+    differences = Table(
+        title=shown(f"Differences from {experiment['baseline']} (arm minus baseline, 95% intervals)"),
+        title_justify="left",
+    )
+    for column in ("metric", "arm", "difference", "95% CI", "significant", "sessions needed", "flag"):
+        differences.add_column(column, justify="left" if column in ("metric", "arm", "flag") else "right")
+    for item in document["differences"]:
+        metric = item["metric"]
+        needed = "n/a" if item["sessions_needed"] is None else str(item["sessions_needed"])
+        if item["more_sessions_needed"]:
+            needed += f" ({item['more_sessions_needed']} more)"
+        flag = f"guardrail: {item['worse']} worse" if item["guardrail"] and item["worse"] else ""
+        differences.add_row(
+            shown(metric),
+            shown(item["arms"][0]),
+            shown(difference_text(metric, item["difference"])),
+            shown(interval_text(metric, item["ci"])),
+            shown("yes" if item["significant"] else "no"),
+            shown(needed),
+            shown(flag, "bold red" if flag else ""),
+        )
+        if "median" in item:
+            median = item["median"]
+            differences.add_row(
+                shown("  median depth"),
+                shown(item["arms"][0]),
+                shown(difference_text(metric, median["difference"])),
+                shown(interval_text(metric, median["ci"])),
+                shown(""),
+                shown(""),
+                shown(""),
+            )
+    out.print(differences)
+    planned = experiment["planned_sessions"]
+    if planned is not None:
+        out.print(shown(f"Planned sample size ({experiment['primary_metric']}, 80% power): {planned} sessions per arm"))
+    if experiment["warning"]:
+        out.print(shown(f"! {experiment['warning']}", "yellow"))

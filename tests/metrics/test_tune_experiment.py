@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from marsrag.experiments.report import build_report
+from marsrag.metrics.experiment import build_report
 from marsrag.metrics.tune import Recommendation, decide_experiment, write_recommendations
 from marsrag.store import LoopCounts, open_store
 from marsrag.tasks import load_config, sample_config_dir

@@ -17,8 +17,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from marsrag.metrics.definitions import Depth
-
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
@@ -203,18 +201,19 @@ def depth_difference(
 
 
 def _resampled(
-    histogram: Mapping[int, int], rng: np.random.Generator, resamples: int
+    histogram: Mapping[int, int], rng: np.random.Generator | None, resamples: int
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """The mean and median depth of ``resamples`` bootstrap samples of the histogram's sessions (NumPy arrays)."""
+    """The mean and median depth of ``resamples`` bootstrap samples of the histogram's sessions (NumPy arrays);
+    without ``rng``, of the histogram itself (one row)."""
     # lazy: NumPy only for the experiment report and tune
     import numpy as np
 
     depths = np.array(sorted(histogram), dtype=float)
     counts = np.array([histogram[int(depth)] for depth in depths], dtype=np.int64)
     sessions = int(counts.sum())
-    drawn = rng.multinomial(sessions, counts / sessions, size=resamples)
+    drawn = counts[None, :] if rng is None else rng.multinomial(sessions, counts / sessions, size=resamples)
     means = drawn @ depths / sessions
-    # The median of a resample from its counts: the depths at ranks (n-1)//2 and n//2 (0-based), averaged.
+    # The median of a sample from its counts: the depths at ranks (n-1)//2 and n//2 (0-based), averaged.
     cumulative = drawn.cumsum(axis=1)
     lower = depths[(cumulative > (sessions - 1) // 2).argmax(axis=1)]
     upper = depths[(cumulative > sessions // 2).argmax(axis=1)]
@@ -223,9 +222,8 @@ def _resampled(
 
 def _stats(histogram: Mapping[int, int]) -> tuple[float, float]:
     """The mean and median depth of a histogram with sessions."""
-    depth = Depth.from_histogram(dict(histogram))
-    assert depth.value is not None and depth.p50 is not None
-    return depth.value, depth.p50
+    means, medians = _resampled(histogram, None, 1)
+    return float(means[0]), float(medians[0])
 
 
 def _moments(histogram: Mapping[int, int]) -> tuple[int, float, float] | None:

@@ -1,4 +1,8 @@
-"""The experiment report's figures in words, shared by the terminal, the dashboard and tune's reasons."""
+"""An experiment report's figures in words, shared by the terminal, the dashboard and tune's reasons.
+
+Plain string formatting of the report's JSON records (no import beyond the standard library): the text
+printers load it without the store.
+"""
 
 from __future__ import annotations
 

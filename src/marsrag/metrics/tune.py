@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from marsrag.errors import ConfigError, InputError
-from marsrag.experiments.report import PRIMARY_METRIC, Difference, ExperimentReport
-from marsrag.experiments.service import read_report
 from marsrag.experiments.text import difference_text, interval_text
 from marsrag.metrics.compute import metrics_by
+from marsrag.metrics.experiment import PRIMARY_METRIC, Difference, ExperimentReport
+from marsrag.metrics.experiment_service import read_report
 from marsrag.metrics.window import Window
 from marsrag.store import RunStore
 from marsrag.tasks._yaml import parse_yaml

@@ -1,5 +1,6 @@
 """The ops dashboard page: the six loop metrics now and as daily series per workflow, the latest failures, and a
-panel per workflow running an experiment (:mod:`marsrag.experiments`: the arms, their differences, the warnings).
+panel per workflow running an experiment (:mod:`marsrag.metrics.experiment`: the arms, their differences, the
+warnings).
 
 Two routers: ``router`` serves the page (``GET /dashboard``), ``api_router`` its data as JSON
 (``GET /api/metrics``, ``/api/metrics/daily``, ``/api/metrics/failures``). Both call the same library functions
@@ -17,11 +18,11 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from marsrag.errors import InputError
-from marsrag.experiments.report import ExperimentReport
-from marsrag.experiments.service import read_report
 from marsrag.experiments.text import difference_text, interval_text, value_text
 from marsrag.metrics.compute import compute_metrics, metrics_by
 from marsrag.metrics.definitions import DEFINITIONS, METRIC_NAMES, Depth, LoopMetrics
+from marsrag.metrics.experiment import ExperimentReport
+from marsrag.metrics.experiment_service import read_report
 from marsrag.metrics.failures import Failure, latest_failures
 from marsrag.metrics.review import (
     daily_metrics,

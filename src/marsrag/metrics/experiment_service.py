@@ -1,7 +1,7 @@
 """Library functions behind ``marsrag experiment report``: the config's experiment and the store's counts per arm.
 
 :func:`read_report` is what the CLI, ``tune`` and the dashboard share: one read of the store's counts per arm
-(from the rollups), turned into an :class:`~marsrag.experiments.report.ExperimentReport`.
+(from the rollups), turned into an :class:`~marsrag.metrics.experiment.ExperimentReport`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from marsrag.errors import InputError
-from marsrag.experiments.report import ExperimentReport, build_report
+from marsrag.metrics.experiment import ExperimentReport, build_report
 from marsrag.metrics.window import Window, window
 from marsrag.store import RunStore, open_store
 from marsrag.tasks.config import ProjectConfig, WorkflowConfig

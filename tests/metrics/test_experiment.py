@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from marsrag.experiments.report import REPORT_METRICS, build_report
 from marsrag.metrics.definitions import METRIC_NAMES
+from marsrag.metrics.experiment import REPORT_METRICS, build_report
 from marsrag.store import LoopCounts
 from marsrag.tasks.config import ArmConfig, ExperimentConfig
 

@@ -105,7 +105,7 @@ def test_bad_input_is_one_line_and_exit_2(stored: str, config_dir: Path, args: t
 
 def test_the_service_reads_the_same_report(stored: str, config_dir: Path) -> None:
     """The library call behind the command gives the document the command prints."""
-    from marsrag.experiments.service import experiment_report
+    from marsrag.metrics.experiment_service import experiment_report
 
     report = experiment_report("support_answer", db=stored, config=config_dir)
     assert [arm.sessions for arm in report.arms] == [200, 200]

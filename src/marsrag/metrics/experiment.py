@@ -3,7 +3,8 @@
 Built from a workflow's :class:`~marsrag.tasks.config.ExperimentConfig` and the store's counts per arm
 (:meth:`marsrag.store.RunStore.loop_counts` with ``experiment=NAME, by=("arm",)``). Each arm's metrics are
 those of :mod:`marsrag.metrics.definitions` (plus ``helpful_rate``, from the feedback counts); each arm after
-the first (the baseline, in config order) is compared with it on every metric (:mod:`.statistics`).
+the first (the baseline, in config order) is compared with it on every metric
+(:mod:`marsrag.experiments.statistics`). It sits beside the weekly review: a report over the same counts.
 
 The report also says when it must not be acted on yet: a sample ratio mismatch (the sessions per arm do not
 follow the configured split: something assigns or counts wrongly), and a peek (the planned sample size is not
