@@ -154,35 +154,46 @@ def print_experiment(document: dict[str, Any], scope: str) -> None:
         title=shown(f"Differences from {experiment['baseline']} (arm minus baseline, 95% intervals)"),
         title_justify="left",
     )
-    for column in ("metric", "arm", "difference", "95% CI", "significant", "sessions needed", "flag"):
-        differences.add_column(column, justify="left" if column in ("metric", "arm", "flag") else "right")
+    # Whole cells, short enough for 80 columns: an arm column only with several arms compared, a flag column
+    # only when something is flagged, the interval in the difference's unit.
+    flagged = any(item["guardrail"] and item["worse"] for item in document["differences"])
+    several = len(arms) > 2
+    differences.add_column("metric", no_wrap=True)
+    if several:
+        differences.add_column("arm", no_wrap=True)
+    for column in ("difference", "95% CI", "sig.", "needed"):
+        differences.add_column(column, justify="right", no_wrap=True)
+    if flagged:
+        differences.add_column("flag")
     for item in document["differences"]:
         metric = item["metric"]
         needed = "n/a" if item["sessions_needed"] is None else str(item["sessions_needed"])
         if item["more_sessions_needed"]:
-            needed += f" ({item['more_sessions_needed']} more)"
+            needed += f" (+{item['more_sessions_needed']})"
         flag = f"guardrail: {item['worse']} worse" if item["guardrail"] and item["worse"] else ""
+        arm = [shown(item["arms"][0])] if several else []
         differences.add_row(
             shown(metric),
-            shown(item["arms"][0]),
+            *arm,
             shown(difference_text(metric, item["difference"])),
-            shown(interval_text(metric, item["ci"])),
+            shown(interval_text(metric, item["ci"], unit=False)),
             shown("yes" if item["significant"] else "no"),
             shown(needed),
-            shown(flag, "bold red" if flag else ""),
+            *([shown(flag, "bold red")] if flagged else []),
         )
         if "median" in item:
             median = item["median"]
             differences.add_row(
-                shown("  median depth"),
-                shown(item["arms"][0]),
+                shown("  median"),
+                *arm,
                 shown(difference_text(metric, median["difference"])),
-                shown(interval_text(metric, median["ci"])),
+                shown(interval_text(metric, median["ci"], unit=False)),
                 shown(""),
                 shown(""),
-                shown(""),
+                *([shown("")] if flagged else []),
             )
     out.print(differences)
+    out.print(shown("needed: sessions per arm to detect the difference at 80% power (+ those still to come)"))
     planned = experiment["planned_sessions"]
     if planned is not None:
         out.print(shown(f"Planned sample size ({experiment['primary_metric']}, 80% power): {planned} sessions per arm"))

@@ -28,10 +28,10 @@ def difference_text(metric: str, value: float | None) -> str:
     return f"{value:+.2f}" if metric == "session_depth" else f"{value * 100:+.1f} pt"
 
 
-def interval_text(metric: str, ci: list[float] | None) -> str:
-    """A 95% interval in the difference's unit."""
+def interval_text(metric: str, ci: list[float] | None, *, unit: bool = True) -> str:
+    """A 95% interval in the difference's unit (points for rates; ``unit=False`` leaves the `` pt`` off)."""
     if ci is None:
         return "n/a"
     if metric == "session_depth":
         return f"[{ci[0]:+.2f}, {ci[1]:+.2f}]"
-    return f"[{ci[0] * 100:+.1f}, {ci[1] * 100:+.1f}] pt"
+    return f"[{ci[0] * 100:+.1f}, {ci[1] * 100:+.1f}]" + (" pt" if unit else "")
