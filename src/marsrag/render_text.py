@@ -154,17 +154,18 @@ def print_experiment(document: dict[str, Any], scope: str) -> None:
         title=shown(f"Differences from {experiment['baseline']} (arm minus baseline, 95% intervals)"),
         title_justify="left",
     )
-    # Whole cells, short enough for 80 columns: an arm column only with several arms compared, a flag column
-    # only when something is flagged, the interval in the difference's unit.
+    # Short cells, to fit 80 columns with two arms: an arm column only with several arms compared, a flag
+    # column only when something is flagged, the interval in the difference's unit. Narrower, cells wrap
+    # (never cropped: every figure stays readable).
     flagged = any(item["guardrail"] and item["worse"] for item in document["differences"])
     several = len(arms) > 2
-    differences.add_column("metric", no_wrap=True)
+    differences.add_column("metric", overflow="fold")
     if several:
-        differences.add_column("arm", no_wrap=True)
+        differences.add_column("arm", overflow="fold")
     for column in ("difference", "95% CI", "sig.", "needed"):
-        differences.add_column(column, justify="right", no_wrap=True)
+        differences.add_column(column, justify="right", overflow="fold")
     if flagged:
-        differences.add_column("flag")
+        differences.add_column("flag", overflow="fold")
     for item in document["differences"]:
         metric = item["metric"]
         needed = "n/a" if item["sessions_needed"] is None else str(item["sessions_needed"])
