@@ -30,6 +30,49 @@ def add_experiment(workflows_yaml: str) -> str:
     return workflows_yaml.replace(anchor, anchor + EXPERIMENT_BLOCK, 1)
 
 
+def write_session(
+    store: RunStore,
+    session_id: str,
+    *,
+    experiment: str,
+    arm: str,
+    followed: bool,
+    workflow: str = "support_answer",
+    mode: str = "hard",
+    at: datetime = T0,
+) -> None:
+    """One session of one completed run (one valid task, so it offers a next action), followed or not."""
+    run_id = f"run-{session_id}"
+    store.create_run(
+        RunRecord(
+            run_id=run_id,
+            session_id=session_id,
+            goal="g",
+            workflow=workflow,
+            loop_mode=mode,
+            status="completed",
+            created_at=at,
+            updated_at=at,
+            experiment=experiment,
+            arm=arm,
+        )
+    )
+    store.save_task(
+        TaskState(
+            run_id=run_id,
+            task_id="t1",
+            position=0,
+            loop_mode=mode,
+            validation=Validation(status="valid"),
+            loop_output=LoopFields(**CONTENT),
+            attempts=[AttemptRecord(number=1, raw="r", status="valid")],
+            created_at=at,
+        )
+    )
+    if followed:
+        store.add_events([LoopEvent(name="loop.action.followed", run_id=run_id, task_id="t1")])
+
+
 def write_arm(
     store: RunStore,
     arm: str,
@@ -43,33 +86,13 @@ def write_arm(
 ) -> None:
     """``sessions`` sessions of ``arm``, each one completed run with one valid task; the first ``followed`` followed."""
     for n in range(sessions):
-        run_id = f"{arm}-{start + n}"
-        at = T0 + timedelta(seconds=start + n)
-        store.create_run(
-            RunRecord(
-                run_id=run_id,
-                session_id=f"s-{run_id}",
-                goal="g",
-                workflow=workflow,
-                loop_mode=mode,
-                status="completed",
-                created_at=at,
-                updated_at=at,
-                experiment=experiment,
-                arm=arm,
-            )
+        write_session(
+            store,
+            f"s-{arm}-{start + n}",
+            experiment=experiment,
+            arm=arm,
+            followed=n < followed,
+            workflow=workflow,
+            mode=mode,
+            at=T0 + timedelta(seconds=start + n),
         )
-        store.save_task(
-            TaskState(
-                run_id=run_id,
-                task_id="t1",
-                position=0,
-                loop_mode=mode,
-                validation=Validation(status="valid"),
-                loop_output=LoopFields(**CONTENT),
-                attempts=[AttemptRecord(number=1, raw="r", status="valid")],
-                created_at=at,
-            )
-        )
-        if n < followed:
-            store.add_events([LoopEvent(name="loop.action.followed", run_id=run_id, task_id="t1")])
