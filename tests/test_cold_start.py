@@ -2,7 +2,8 @@
 
 ``metrics``, ``runs list``, ``runs show``, ``review``, ``validate``, ``schema`` and ``lint`` never import CrewAI,
 Alembic (the store is at the newest revision, which opening it recognises without Alembic), the web stack, the
-job queue, the LLM clients, the JSON repair library or MarsRAG's runtime. The store commands never load the
+job queue, the LLM clients, the JSON repair library, MarsRAG's runtime or the experiments' statistics (NumPy,
+SciPy, statsmodels). The store commands never load the
 config loader (PyYAML), the contract's model and validator, nor on SQLite the PostgreSQL dialect; Rich loads only
 to print text for people.
 ``bench/coldstart_bench.py`` times these commands.
@@ -42,6 +43,11 @@ NEVER = (
     "json_repair",
     "psycopg",
     "playwright",
+    # The experiment report's statistics: only `experiment report` and `tune` load them.
+    "numpy",
+    "scipy",
+    "statsmodels",
+    "marsrag.experiments.statistics",
     "marsrag.compose",
     "marsrag.runtime",
     "marsrag.integrations",

@@ -66,6 +66,9 @@ LAZY_ON_PURPOSE = (
     "rich",
     "opentelemetry",
     "json_repair",
+    "numpy",
+    "scipy",
+    "statsmodels",
 )
 #: Light enough to import at the top elsewhere (``tasks`` reads YAML configs), but imported inside a function
 #: by the contract, whose ``validate`` must start fast and parses YAML only for an answer written in it (checked

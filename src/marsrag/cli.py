@@ -598,7 +598,10 @@ def tune(
     until: Annotated[str | None, typer.Option(help="Only runs before: a date (its end) or an ISO datetime.")] = None,
     min_executions: Annotated[int, typer.Option(min=1, help="Narrative task executions needed to tune.")] = 20,
     write: Annotated[
-        bool, typer.Option("--write", help="Write the recommended modes into the config's workflows.yaml.")
+        bool,
+        typer.Option(
+            "--write", help="Write the recommended modes into the config's workflows.yaml (ending won experiments)."
+        ),
     ] = False,
     workflow: Annotated[
         str | None, typer.Option(help="Only this workflow (one the config or the store knows).")
@@ -607,9 +610,12 @@ def tune(
 ) -> None:
     """Recommend a loop_mode per workflow from the measured outcomes, with the reasons and numbers behind it.
 
-    Nothing changes unless --write is given; then only the loop_mode lines of the config folder's
-    workflows.yaml change (./config/workflows.yaml in a `marsrag init` project, found by itself), and the
-    config must still load (lint included) or nothing is written. The rules are in docs/metrics.md.
+    A workflow with an experiment is decided by it: the winning arm's loop_mode once every arm has the planned
+    sessions and the interval excludes 0, else how many more sessions it needs. Nothing changes unless --write
+    is given; then only the loop_mode lines of the config folder's workflows.yaml change, and an ended
+    experiment's block becomes the winner's loop_mode line (./config/workflows.yaml in a `marsrag init`
+    project, found by itself); the config must still load (lint included) or nothing is written. The rules are
+    in docs/metrics.md and docs/experiments.md.
 
     Example: marsrag tune --since 28d --write
     """
@@ -633,6 +639,49 @@ def tune(
     from marsrag.render_text import print_tune
 
     print_tune(result)
+
+
+experiment_app = HelpTyper(
+    help="Experiments on a workflow's loop mode: compare the arms with confidence intervals.", no_args_is_help=True
+)
+app.add_typer(experiment_app, name="experiment")
+
+
+@experiment_app.command("report")
+def experiment_report(
+    workflow: Annotated[str, typer.Argument(help="A workflow of the config that declares an experiment.")],
+    db: DbOption = None,
+    config: ConfigOption = None,
+    since: Annotated[str | None, typer.Option(help="Start: 7d, 12h, 2w, a date or an ISO datetime (UTC).")] = None,
+    until: Annotated[str | None, typer.Option(help="End (exclusive): a date (its end) or an ISO datetime.")] = None,
+    format: Annotated[FormatChoice, typer.Option(help="text, or json (experiment, arms, differences).")] = (
+        FormatChoice.text
+    ),
+    as_json: Annotated[bool, typer.Option("--json", help="The same as --format json.")] = False,
+) -> None:
+    """Report a workflow's experiment: per arm the loop metrics with numerators and denominators, and each arm
+    against the first on every metric with its 95% interval and the sessions needed at 80% power.
+
+    The report checks the split (sample ratio mismatch), flags an arm worse on a guardrail (fallback and repair
+    rates) and warns while the planned sample size is not reached: reading a fixed-horizon test repeatedly
+    inflates false positives. A workflow without an experiment is an error (exit 2). See docs/experiments.md.
+
+    Example: marsrag experiment report support_answer --since 28d --format json
+    """
+    # lazy: only this command's library loads (validate, schema and lint start fast)
+    from marsrag.metrics.experiment_service import experiment_report as read_experiment
+    from marsrag.metrics.window import window as parse_window
+
+    settings = _settings(config=config, db=db)
+    report = read_experiment(workflow, db=settings.db, config=settings.config, since=since, until=until)
+    document = report.to_dict()
+    if as_json or format is FormatChoice.json:
+        _out_json(document, ensure_ascii=True)
+        return
+    # lazy: only this command's library loads (validate, schema and lint start fast)
+    from marsrag.render_text import print_experiment
+
+    print_experiment(document, parse_window(since, until).describe())
 
 
 runs_app = HelpTyper(

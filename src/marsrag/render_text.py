@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from marsrag.contract.template import FIELDS
+from marsrag.experiments.text import difference_text, interval_text, value_text
 from marsrag.terminal import visible
 
 BADGE_STYLE = {"valid": "bold green", "partial": "bold yellow", "failed": "bold red"}
@@ -115,18 +116,97 @@ def print_tune(result: dict[str, Any]) -> None:
     out.print(shown(f"loop_mode recommendations over {result['window']}"))
     for item in result["recommendations"]:
         arrow = f"{item['current']} -> {item['recommended']}" if item["change"] else f"keep {item['current']}"
+        if item.get("ends_experiment"):
+            arrow = f"end experiment {item['experiment']}: {item['current']} -> {item['recommended']}"
         line = shown("\n") + shown(item["workflow"], "bold")
         line.append_text(shown(f" ({item['kind']}): {arrow}  [{item['rule']}]"))
         out.print(line)
         for reason in item["reasons"]:
             out.print(shown(f"  - {reason}"))
-        numbers = ", ".join(
-            f"{key} {value:.2f}" if isinstance(value, float) else f"{key} {value}"
-            for key, value in item["numbers"].items()
-            if value is not None
-        )
+        numbers = ", ".join(f"{key} {_number(value)}" for key, value in item["numbers"].items() if value is not None)
         out.print(shown(f"  numbers: {numbers}"))
     if result["written"]:
         out.print(shown(f"\nWrote loop_mode for: {', '.join(result['written'])}"))
-    elif any(item["change"] for item in result["recommendations"]):
+    elif any(item["change"] or item.get("ends_experiment") for item in result["recommendations"]):
         out.print(shown("\nNothing written: pass --write to apply the changes."))
+
+
+def _number(value: Any) -> str:
+    """A tune number: floats to two places, a mapping (sessions per arm) as ``name value`` pairs."""
+    if isinstance(value, dict):
+        return "(" + ", ".join(f"{key} {_number(inner)}" for key, inner in value.items()) + ")"
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+def print_experiment(document: dict[str, Any], scope: str) -> None:
+    """An experiment report (its JSON document): the arms table, the differences table, the sample ratio check,
+    the planned sample size and the warning."""
+    out = console()
+    experiment, arms = document["experiment"], document["arms"]
+    split = ", ".join(f"{name} {record['sessions']}" for name, record in arms.items())
+    out.print(
+        shown(f"Experiment {experiment['name']} on {experiment['workflow']} ({scope}): ")
+        + shown(f"{experiment['sessions']} sessions ({split})")
+    )
+    srm = experiment["srm"]
+    if srm["p_value"] is not None:
+        verdict = "MISMATCH" if srm["mismatch"] else "ok"
+        out.print(shown(f"Sample ratio check (chi-square vs the weights): p = {srm['p_value']:.3g}, {verdict}"))
+    table = Table(title=shown("Arms"), title_justify="left")
+    table.add_column("metric")
+    for name, config in experiment["arms"].items():
+        table.add_column(shown(f"{name} ({config['loop_mode']}, weight {config['weight']:g})"), justify="right")
+    metrics = [key for key in next(iter(arms.values())) if key not in ("sessions", "loop_mode")]
+    for metric in metrics:
+        table.add_row(shown(metric), *(shown(value_text(metric, record[metric])) for record in arms.values()))
+    out.print(table)
+    differences = Table(
+        title=shown(f"Differences from {experiment['baseline']} (arm minus baseline, 95% intervals)"),
+        title_justify="left",
+    )
+    # Short cells, to fit 80 columns with two arms: an arm column only with several arms compared, a flag
+    # column only when something is flagged, the interval in the difference's unit. Narrower, cells wrap
+    # (never cropped: every figure stays readable).
+    flagged = any(item["guardrail"] and item["worse"] for item in document["differences"])
+    several = len(arms) > 2
+    differences.add_column("metric", overflow="fold")
+    if several:
+        differences.add_column("arm", overflow="fold")
+    for column in ("difference", "95% CI", "sig.", "needed"):
+        differences.add_column(column, justify="right", overflow="fold")
+    if flagged:
+        differences.add_column("flag", overflow="fold")
+    for item in document["differences"]:
+        metric = item["metric"]
+        needed = "n/a" if item["sessions_needed"] is None else str(item["sessions_needed"])
+        if item["more_sessions_needed"]:
+            needed += f" (+{item['more_sessions_needed']})"
+        flag = f"guardrail: {item['worse']} worse" if item["guardrail"] and item["worse"] else ""
+        arm = [shown(item["arms"][0])] if several else []
+        differences.add_row(
+            shown(metric),
+            *arm,
+            shown(difference_text(metric, item["difference"])),
+            shown(interval_text(metric, item["ci"], unit=False)),
+            shown("yes" if item["significant"] else "no"),
+            shown(needed),
+            *([shown(flag, "bold red")] if flagged else []),
+        )
+        if "median" in item:
+            median = item["median"]
+            differences.add_row(
+                shown("  median"),
+                *arm,
+                shown(difference_text(metric, median["difference"])),
+                shown(interval_text(metric, median["ci"], unit=False)),
+                shown(""),
+                shown(""),
+                *([shown("")] if flagged else []),
+            )
+    out.print(differences)
+    out.print(shown("needed: sessions per arm to detect the difference at 80% power (+ those still to come)"))
+    planned = experiment["planned_sessions"]
+    if planned is not None:
+        out.print(shown(f"Planned sample size ({experiment['primary_metric']}, 80% power): {planned} sessions per arm"))
+    if experiment["warning"]:
+        out.print(shown(f"! {experiment['warning']}", "yellow"))

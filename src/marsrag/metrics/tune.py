@@ -13,8 +13,16 @@ The rules, in order (the first that applies decides; thresholds are :class:`Tune
    clean, validated loop is what people follow.
 5. otherwise keep, with the figures that were checked.
 
+A workflow with an ``experiment`` is decided by it instead (:func:`decide_experiment`): once every arm has the
+sessions planned for ``loop_follow_rate`` (80% power for the observed difference) and the difference's 95%
+interval excludes 0, the better arm's loop_mode wins (rule ``experiment_winner``), unless the split is off
+(``experiment_sample_ratio_mismatch``) or the winner is worse on a guardrail (``experiment_guardrail``);
+before, it says how many more sessions it needs (``experiment_needs_sessions``): reading a fixed-horizon test
+before its planned size inflates false positives.
+
 Recommendations never change a config by themselves; :func:`write_recommendations` edits ``workflows.yaml``
-only when asked, and the config must still load (lint included) afterwards, or nothing is written.
+only when asked (the ``loop_mode`` lines, and an ended experiment's block), and the config must still load
+(lint included) afterwards, or nothing is written.
 """
 
 from __future__ import annotations
@@ -25,7 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from marsrag.errors import ConfigError, InputError
+from marsrag.experiments.text import difference_text, interval_text
 from marsrag.metrics.compute import metrics_by
+from marsrag.metrics.experiment import PRIMARY_METRIC, Difference, ExperimentReport
+from marsrag.metrics.experiment_service import read_report
 from marsrag.metrics.window import Window
 from marsrag.store import RunStore
 from marsrag.tasks._yaml import parse_yaml
@@ -55,11 +66,18 @@ class Recommendation:
     rule: str
     reasons: list[str]
     numbers: dict[str, Any] = field(default_factory=dict)
+    #: The experiment the recommendation was read from (its name), None for the measured-history rules.
+    experiment: str | None = None
 
     @property
     def change(self) -> bool:
         """Whether the recommendation differs from the current mode."""
         return self.recommended != self.current
+
+    @property
+    def ends_experiment(self) -> bool:
+        """Whether writing it ends the workflow's experiment (a winner was found)."""
+        return self.experiment is not None and self.rule == "experiment_winner"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
@@ -69,6 +87,8 @@ class Recommendation:
             "current": self.current,
             "recommended": self.recommended,
             "change": self.change,
+            "experiment": self.experiment,
+            "ends_experiment": self.ends_experiment,
             "rule": self.rule,
             "reasons": self.reasons,
             "numbers": self.numbers,
@@ -85,6 +105,10 @@ def recommend(
     extra = store.partial_counts(since=window.since, until=window.until)
     out = []
     for workflow in project.workflows.values():
+        if workflow.experiment is not None:
+            report = read_report(store, workflow, window)
+            out.append(decide_experiment(workflow.kind, workflow.effective_loop_mode, report))
+            continue
         metrics = measured.get(workflow.name)
         counts = extra.get(workflow.name, {})
         executions = metrics.loop_schema_pass_rate.denominator if metrics else 0
@@ -158,6 +182,86 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.0%}"
 
 
+def decide_experiment(kind: str, mode: str, report: ExperimentReport) -> Recommendation:
+    """The recommendation an experiment's report supports: the winner's loop_mode, or what it still needs."""
+    arms = {arm.name: arm for arm in report.arms}
+    least = min(arm.sessions for arm in report.arms)
+    planned = report.planned_sessions
+    numbers: dict[str, Any] = {
+        "sessions": {arm.name: arm.sessions for arm in report.arms},
+        "planned_sessions": planned,
+        "srm_p_value": report.srm.p_value,
+    }
+
+    def make(recommended: str, rule: str, *reasons: str) -> Recommendation:
+        return Recommendation(report.workflow, kind, mode, recommended, rule, list(reasons), numbers, report.name)
+
+    label = f"experiment {report.name}"
+    if report.srm.mismatch:
+        return make(mode, "experiment_sample_ratio_mismatch", f"{label}: {report.warning}")
+    if not report.planned_reached:
+        if planned is None:
+            return make(
+                mode,
+                "experiment_needs_sessions",
+                f"{label}: no difference in {PRIMARY_METRIC} observed yet ({least} sessions in the smallest arm); "
+                "it needs more sessions before a sample size can be planned",
+            )
+        numbers["more_sessions"] = planned - least
+        return make(
+            mode,
+            "experiment_needs_sessions",
+            f"{label} needs {planned - least} more sessions per arm: the smallest arm has {least} of the {planned} "
+            f"planned for {PRIMARY_METRIC} (80% power for the observed difference)",
+            "reading the experiment before then and stopping on a significant peek inflates false positives",
+        )
+    primary = report.primary()
+    better = [d for d in primary if d.better == d.arm]
+    if better:
+        won = max(better, key=lambda d: arms[d.arm].rate(PRIMARY_METRIC).value or 0.0)
+        winner, evidence = won.arm, won
+    elif primary and all(d.better == d.base for d in primary):
+        winner, evidence = report.baseline.name, primary[0]
+    else:
+        shown = ", ".join(f"{d.arm} {_interval(d)}" for d in primary)
+        return make(
+            mode,
+            "experiment_no_difference",
+            f"{label}: every arm has the {planned} planned sessions and no arm is better on {PRIMARY_METRIC} beyond "
+            f"its interval ({shown}); keep the mode, or end the experiment by hand",
+        )
+    flagged = [d for d in report.flagged if d.worse == winner]
+    numbers.update(
+        winner=winner,
+        difference=evidence.difference,
+        ci_low=evidence.interval.low if evidence.interval else None,
+        ci_high=evidence.interval.high if evidence.interval else None,
+    )
+    if flagged:
+        guard = ", ".join(f"{d.metric} {_interval(d)} against {d.base if d.arm == winner else d.arm}" for d in flagged)
+        return make(
+            mode,
+            "experiment_guardrail",
+            f"{label}: {winner} is better on {PRIMARY_METRIC} but worse on a guardrail ({guard}); not recommended",
+        )
+    other = evidence.base if winner == evidence.arm else evidence.arm
+    chosen = arms[winner]
+    return make(
+        chosen.loop_mode,
+        "experiment_winner",
+        f"{label}: {winner} ({chosen.loop_mode}) beats {other} on {PRIMARY_METRIC} by "
+        f"{difference_text(PRIMARY_METRIC, abs(evidence.difference or 0.0)).lstrip('+')} "
+        f"(arm {evidence.arm} minus {evidence.base}: {_interval(evidence)})",
+        f"rule: every arm has at least the {planned} sessions planned (80% power) and the 95% interval excludes 0; "
+        f"--write ends the experiment with loop_mode: {chosen.loop_mode}",
+    )
+
+
+def _interval(difference: Difference) -> str:
+    ci = difference.interval.to_list() if difference.interval else None
+    return f"{difference_text(difference.metric, difference.difference)}, 95% CI {interval_text(difference.metric, ci)}"
+
+
 # -- writing -------------------------------------------------------------------------------------------------------
 
 _LOOP_MODE_LINE = re.compile(r"^(?P<head>\s*loop_mode:\s*)(?P<value>[A-Za-z\"']+)(?P<tail>\s*(#.*)?)$")
@@ -166,8 +270,10 @@ _LOOP_MODE_LINE = re.compile(r"^(?P<head>\s*loop_mode:\s*)(?P<value>[A-Za-z\"']+
 def write_recommendations(config_dir: Path, recommendations: list[Recommendation]) -> list[str]:
     """Set ``loop_mode`` in ``config_dir/workflows.yaml`` for every changed recommendation; the workflows changed.
 
-    Only the ``loop_mode`` lines change (added after the workflow's first key when missing); comments and
-    layout stay. The config is loaded (lint included) afterwards; if it fails, the file is restored.
+    Only the ``loop_mode`` lines change (added after the workflow's first key when missing); a recommendation
+    that ends an experiment replaces the workflow's whole ``experiment:`` block (its comments too) with the
+    winner's ``loop_mode`` line, dropping the workflow's own ``loop_mode`` line. Other comments and the layout
+    stay. The config is loaded (lint included) afterwards; if it fails, the file is restored.
 
     Raises:
         InputError: no workflows.yaml, the shipped sample config, or a workflow written in flow style.
@@ -180,10 +286,13 @@ def write_recommendations(config_dir: Path, recommendations: list[Recommendation
         raise InputError(f"{path}: no workflows.yaml to write the recommended loop modes to")
     original = path.read_text(encoding="utf-8")
     lines = original.splitlines(keepends=True)
-    changed = [r for r in recommendations if r.change]
+    changed = [r for r in recommendations if r.change or r.ends_experiment]
     for recommendation in changed:
         doc = parse_yaml("".join(lines), str(path))
-        lines = _set_mode(doc, lines, recommendation.workflow, recommendation.recommended, path)
+        if recommendation.ends_experiment:
+            lines = _end_experiment(doc, lines, recommendation.workflow, recommendation.recommended, path)
+        else:
+            lines = _set_mode(doc, lines, recommendation.workflow, recommendation.recommended, path)
     if not changed:
         return []
     path.write_text("".join(lines), encoding="utf-8")
@@ -213,4 +322,37 @@ def _set_mode(doc: Any, lines: list[str], workflow: str, mode: str, path: Path) 
     indent = " " * (first.column - 1)
     ending = "\r\n" if lines[first.line - 1].endswith("\r\n") else "\n"
     lines.insert(first.line - 1, f"{indent}loop_mode: {mode}{ending}")
+    return lines
+
+
+def _end_experiment(doc: Any, lines: list[str], workflow: str, mode: str, path: Path) -> list[str]:
+    """Replace ``workflow``'s ``experiment:`` block with ``loop_mode: MODE`` and drop its own loop_mode line."""
+    key = doc.positions.get((workflow, "experiment"))
+    if key is None:
+        raise InputError(f"{path}: workflow {workflow!r} has no experiment: block to end")
+    start = key.line - 1
+    indent = key.column - 1
+    end = start + 1  # the block: deeper lines (comments too) and the blank lines between them
+    scan = end
+    while scan < len(lines):
+        text = lines[scan].rstrip("\r\n")
+        if not text.strip():
+            scan += 1
+            continue
+        if len(text) - len(text.lstrip()) <= indent:
+            break
+        scan += 1
+        end = scan
+    if lines[start][:indent].strip() or not lines[start][indent:].startswith("experiment"):
+        raise InputError(f"{path}:{key.line}: the experiment of {workflow!r} is not a block key; end it by hand")
+    own = doc.positions.get((workflow, "loop_mode"))
+    if own is not None and _LOOP_MODE_LINE.match(lines[own.line - 1].rstrip("\r\n")) is None:
+        raise InputError(f"{path}:{own.line}: loop_mode of {workflow!r} is not a plain `loop_mode: value` line")
+    ending = "\r\n" if lines[start].endswith("\r\n") else "\n"
+    # The later edit first, so the earlier one's line numbers still hold.
+    if own is not None and own.line - 1 > start:
+        del lines[own.line - 1]
+    lines[start:end] = [f"{' ' * indent}loop_mode: {mode}{ending}"]
+    if own is not None and own.line - 1 < start:
+        del lines[own.line - 1]
     return lines

@@ -1,4 +1,6 @@
-"""The ops dashboard page: the six loop metrics now and as daily series per workflow, and the latest failures.
+"""The ops dashboard page: the six loop metrics now and as daily series per workflow, the latest failures, and a
+panel per workflow running an experiment (:mod:`marsrag.metrics.experiment`: the arms, their differences, the
+warnings).
 
 Two routers: ``router`` serves the page (``GET /dashboard``), ``api_router`` its data as JSON
 (``GET /api/metrics``, ``/api/metrics/daily``, ``/api/metrics/failures``). Both call the same library functions
@@ -16,8 +18,11 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from marsrag.errors import InputError
+from marsrag.experiments.text import difference_text, interval_text, value_text
 from marsrag.metrics.compute import compute_metrics, metrics_by
 from marsrag.metrics.definitions import DEFINITIONS, METRIC_NAMES, Depth, LoopMetrics
+from marsrag.metrics.experiment import ExperimentReport
+from marsrag.metrics.experiment_service import read_report
 from marsrag.metrics.failures import Failure, latest_failures
 from marsrag.metrics.review import (
     daily_metrics,
@@ -178,6 +183,81 @@ class FailureRow:
     badge: StatusBadge
 
 
+@dataclass(frozen=True)
+class ArmColumn:
+    """An arm's heading in an experiment panel."""
+
+    name: str
+    loop_mode: str
+    weight: float
+    sessions: int
+
+
+@dataclass(frozen=True)
+class DifferenceRow:
+    """One difference of an experiment panel, in words."""
+
+    metric: str
+    arm: str
+    difference: str
+    interval: str
+    significant: bool
+    needed: str
+    flag: str
+
+
+@dataclass(frozen=True)
+class ExperimentPanel:
+    """A workflow's experiment: per arm the metrics, the differences from the baseline, the checks and warning."""
+
+    name: str
+    workflow: str
+    baseline: str
+    arms: tuple[ArmColumn, ...]
+    rows: tuple[tuple[str, tuple[str, ...]], ...]  # (metric, its value per arm)
+    differences: tuple[DifferenceRow, ...]
+    srm: str
+    mismatch: bool
+    warning: str | None
+
+
+def experiment_panel(report: ExperimentReport) -> ExperimentPanel:
+    """The panel of one report, from its JSON document (the figures ``marsrag experiment report`` prints)."""
+    document = report.to_dict()
+    experiment, arms = document["experiment"], document["arms"]
+    metrics = [key for key in next(iter(arms.values())) if key not in ("sessions", "loop_mode")]
+    differences = []
+    for item in document["differences"]:
+        metric, needed = item["metric"], item["sessions_needed"]
+        more = item["more_sessions_needed"]
+        differences.append(
+            DifferenceRow(
+                metric,
+                item["arms"][0],
+                difference_text(metric, item["difference"]),
+                interval_text(metric, item["ci"]),
+                item["significant"],
+                "n/a" if needed is None else f"{needed}" + (f" ({more} more)" if more else ""),
+                f"guardrail: {item['worse']} worse" if item["guardrail"] and item["worse"] else "",
+            )
+        )
+    srm = experiment["srm"]
+    return ExperimentPanel(
+        experiment["name"],
+        experiment["workflow"],
+        experiment["baseline"],
+        tuple(
+            ArmColumn(name, config["loop_mode"], config["weight"], arms[name]["sessions"])
+            for name, config in experiment["arms"].items()
+        ),
+        tuple((metric, tuple(value_text(metric, record[metric]) for record in arms.values())) for metric in metrics),
+        tuple(differences),
+        "no sessions yet" if srm["p_value"] is None else f"p = {srm['p_value']:.3g}",
+        srm["mismatch"],
+        experiment["warning"],
+    )
+
+
 @router.get("/dashboard", response_class=HTMLResponse)
 def dashboard_page(
     request: Request,
@@ -225,6 +305,11 @@ def dashboard_page(
         FailureRow(failure, status_badge(failure.status))
         for failure in latest_failures(store, FAILURES_SHOWN, workflow=chosen)
     )
+    experiments = tuple(
+        experiment_panel(read_report(store, config))
+        for name, config in backend.project.workflows.items()
+        if config.experiment is not None and chosen in (None, name)
+    )
     context = {
         "workflow": chosen,
         "workflows": _workflow_names(backend),
@@ -236,6 +321,7 @@ def dashboard_page(
         "last_day": day_list[-1].isoformat(),
         "days": days,
         "failures": failures,
+        "experiments": experiments,
     }
     return render(request, "dashboard.html", context)
 

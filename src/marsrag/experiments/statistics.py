@@ -1,0 +1,265 @@
+"""The statistics of an experiment's comparison: intervals, sample sizes and the sample-ratio check.
+
+Every distribution comes from a library made for it (statsmodels, SciPy, NumPy's random generator); this
+module only hands them the counts. Rates are compared with Newcombe's hybrid score interval (built on Wilson's
+interval of each rate), session depth with a bootstrap over the two depth histograms, the sessions needed with
+the power of a two-sample test, and the split of sessions with a chi-square goodness-of-fit test.
+
+NumPy, SciPy and statsmodels are imported inside the functions: the fast commands (``validate``, ``schema``,
+``lint``) and the store commands import this package without paying for them.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+__all__ = [
+    "ALPHA",
+    "BOOTSTRAP_RESAMPLES",
+    "POWER",
+    "SRM_ALPHA",
+    "DepthDifference",
+    "Interval",
+    "SampleRatio",
+    "depth_difference",
+    "depth_sessions_needed",
+    "rate_difference",
+    "rate_sessions_needed",
+    "sample_ratio",
+    "wilson_interval",
+]
+
+#: The two-sided significance level of every interval (95% intervals) and of the sample-size calculation.
+ALPHA = 0.05
+#: The power the sample size is computed for.
+POWER = 0.8
+#: A sample ratio mismatch is flagged below this p-value (the usual threshold: a real mismatch is a bug in the
+#: assignment or in what is counted, and checking it at every look must not cry wolf).
+SRM_ALPHA = 0.001
+#: Bootstrap resamples of the depth difference.
+BOOTSTRAP_RESAMPLES = 2000
+#: The bootstrap's seed: the same counts give the same interval at every read of the report.
+BOOTSTRAP_SEED = 22
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A two-sided confidence interval ``[low, high]``."""
+
+    low: float
+    high: float
+
+    @property
+    def excludes_zero(self) -> bool:
+        """Whether 0 lies outside the interval: the difference is significant at its level."""
+        return self.low > 0 or self.high < 0
+
+    def covers(self, value: float) -> bool:
+        """Whether ``value`` lies inside the interval (bounds included)."""
+        return self.low <= value <= self.high
+
+    def to_list(self) -> list[float]:
+        """``[low, high]``."""
+        return [self.low, self.high]
+
+
+def wilson_interval(successes: int, trials: int, alpha: float = ALPHA) -> Interval | None:
+    """Wilson's score interval of ``successes / trials``; None without trials."""
+    if trials <= 0:
+        return None
+    # lazy: statsmodels (and SciPy under it) only for the experiment report and tune
+    from statsmodels.stats.proportion import proportion_confint
+
+    low, high = proportion_confint(successes, trials, alpha=alpha, method="wilson")
+    return Interval(float(low), float(high))
+
+
+def rate_difference(
+    successes: int, trials: int, base_successes: int, base_trials: int, alpha: float = ALPHA
+) -> Interval | None:
+    """Newcombe's hybrid score interval of ``successes/trials - base_successes/base_trials``; None when either
+    rate has no trials."""
+    if trials <= 0 or base_trials <= 0:
+        return None
+    # lazy: statsmodels (and SciPy under it) only for the experiment report and tune
+    from statsmodels.stats.proportion import confint_proportions_2indep
+
+    low, high = confint_proportions_2indep(
+        successes, trials, base_successes, base_trials, method="newcomb", compare="diff", alpha=alpha
+    )
+    return Interval(float(low), float(high))
+
+
+def rate_sessions_needed(
+    rate: float, base_rate: float, *, per_session: float = 1.0, alpha: float = ALPHA, power: float = POWER
+) -> int | None:
+    """Sessions per arm for a two-sided test at ``alpha`` to detect ``rate`` vs ``base_rate`` with ``power``.
+
+    The test's observations are the rate's denominator (runs, executions, transitions); ``per_session`` of them
+    come with each session, so the observations needed are divided by it. None when the rates are equal (no
+    difference to detect) or ``per_session`` is not positive.
+    """
+    if rate == base_rate or per_session <= 0:
+        return None
+    # lazy: statsmodels (and SciPy under it) only for the experiment report and tune
+    from statsmodels.stats.power import NormalIndPower
+    from statsmodels.stats.proportion import proportion_effectsize
+
+    effect = abs(float(proportion_effectsize(rate, base_rate)))
+    observations = _solve(NormalIndPower(), effect, alpha, power)
+    return None if observations is None else max(1, math.ceil(observations / per_session))
+
+
+def depth_sessions_needed(
+    histogram: Mapping[int, int], base_histogram: Mapping[int, int], *, alpha: float = ALPHA, power: float = POWER
+) -> int | None:
+    """Sessions per arm for a two-sided t-test at ``alpha`` to detect the difference of the mean depths with
+    ``power``, the effect being the observed Cohen's d (pooled standard deviation).
+
+    None when the means are equal or an arm has fewer than two sessions; 2 (the least a t-test takes) when the
+    depths do not vary at all but the means differ.
+    """
+    a, b = _moments(histogram), _moments(base_histogram)
+    if a is None or b is None or a[0] < 2 or b[0] < 2 or a[1] == b[1]:
+        return None
+    (n1, mean1, var1), (n2, mean2, var2) = a, b
+    pooled = math.sqrt(((n1 - 1) * var1 + (n2 - 1) * var2) / (n1 + n2 - 2))
+    if pooled == 0:
+        return 2
+    # lazy: statsmodels (and SciPy under it) only for the experiment report and tune
+    from statsmodels.stats.power import TTestIndPower
+
+    sessions = _solve(TTestIndPower(), abs(mean1 - mean2) / pooled, alpha, power)
+    return None if sessions is None else max(2, math.ceil(sessions))
+
+
+def _solve(analysis: object, effect: float, alpha: float, power: float) -> float | None:
+    """The observations per group of a power analysis (statsmodels' ``solve_power``), None if it finds none."""
+    if not effect or not math.isfinite(effect):
+        return None
+    with warnings.catch_warnings():
+        # statsmodels warns (and returns nan) when its root finder gives up on a vanishing effect: no answer.
+        warnings.simplefilter("ignore")
+        solved = analysis.solve_power(  # type: ignore[attr-defined]
+            effect_size=effect, alpha=alpha, power=power, ratio=1.0, alternative="two-sided"
+        )
+    value = float(solved[0] if hasattr(solved, "__len__") else solved)
+    return value if math.isfinite(value) and value > 0 else None
+
+
+@dataclass(frozen=True)
+class DepthDifference:
+    """The difference of mean and median session depth (arm minus base), each with its bootstrap interval."""
+
+    mean: float
+    mean_interval: Interval
+    median: float
+    median_interval: Interval
+
+
+def depth_difference(
+    histogram: Mapping[int, int],
+    base_histogram: Mapping[int, int],
+    *,
+    alpha: float = ALPHA,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> DepthDifference | None:
+    """Percentile bootstrap intervals of the mean and median depth differences, from the two histograms.
+
+    Each resample draws an arm's sessions again from its own histogram (a multinomial draw of the counts per
+    depth, all resamples at once), so the cost follows the number of distinct depths, not of sessions. None
+    when an arm has no session.
+    """
+    if not sum(histogram.values()) or not sum(base_histogram.values()):
+        return None
+    # lazy: NumPy only for the experiment report and tune
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    means, medians = _resampled(histogram, rng, resamples)
+    base_means, base_medians = _resampled(base_histogram, rng, resamples)
+    observed = _stats(histogram)
+    base = _stats(base_histogram)
+    tails = [100 * alpha / 2, 100 * (1 - alpha / 2)]
+    mean_low, mean_high = np.percentile(means - base_means, tails)
+    median_low, median_high = np.percentile(medians - base_medians, tails)
+    return DepthDifference(
+        observed[0] - base[0],
+        Interval(float(mean_low), float(mean_high)),
+        observed[1] - base[1],
+        Interval(float(median_low), float(median_high)),
+    )
+
+
+def _resampled(
+    histogram: Mapping[int, int], rng: np.random.Generator | None, resamples: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The mean and median depth of ``resamples`` bootstrap samples of the histogram's sessions (NumPy arrays);
+    without ``rng``, of the histogram itself (one row)."""
+    # lazy: NumPy only for the experiment report and tune
+    import numpy as np
+
+    depths = np.array(sorted(histogram), dtype=float)
+    counts = np.array([histogram[int(depth)] for depth in depths], dtype=np.int64)
+    sessions = int(counts.sum())
+    drawn = counts[None, :] if rng is None else rng.multinomial(sessions, counts / sessions, size=resamples)
+    means = drawn @ depths / sessions
+    # The median of a sample from its counts: the depths at ranks (n-1)//2 and n//2 (0-based), averaged.
+    cumulative = drawn.cumsum(axis=1)
+    lower = depths[(cumulative > (sessions - 1) // 2).argmax(axis=1)]
+    upper = depths[(cumulative > sessions // 2).argmax(axis=1)]
+    return means, (lower + upper) / 2
+
+
+def _stats(histogram: Mapping[int, int]) -> tuple[float, float]:
+    """The mean and median depth of a histogram with sessions."""
+    means, medians = _resampled(histogram, None, 1)
+    return float(means[0]), float(medians[0])
+
+
+def _moments(histogram: Mapping[int, int]) -> tuple[int, float, float] | None:
+    """Sessions, mean and sample variance of a depth histogram; None without a session."""
+    sessions = sum(histogram.values())
+    if not sessions:
+        return None
+    mean = sum(depth * count for depth, count in histogram.items()) / sessions
+    if sessions < 2:
+        return sessions, mean, 0.0
+    squares = sum(count * (depth - mean) ** 2 for depth, count in histogram.items())
+    return sessions, mean, squares / (sessions - 1)
+
+
+@dataclass(frozen=True)
+class SampleRatio:
+    """The sample-ratio-mismatch check: the chi-square p-value of the sessions per arm against the configured
+    weights (None without sessions), and whether it is below :data:`SRM_ALPHA`."""
+
+    p_value: float | None
+    mismatch: bool
+
+    def to_dict(self) -> dict[str, float | bool | None]:
+        """``{"p_value", "mismatch"}``."""
+        return {"p_value": self.p_value, "mismatch": self.mismatch}
+
+
+def sample_ratio(sessions: Sequence[int], weights: Sequence[float], threshold: float = SRM_ALPHA) -> SampleRatio:
+    """Chi-square goodness of fit of ``sessions`` per arm to the split ``weights`` (relative, in the same order)."""
+    total = sum(sessions)
+    if total == 0 or len(sessions) < 2:
+        return SampleRatio(None, False)
+    # lazy: SciPy only for the experiment report and tune
+    from scipy.stats import chisquare
+
+    scale = total / sum(weights)
+    _, p_value = chisquare(list(sessions), [weight * scale for weight in weights])
+    p = float(p_value)
+    return SampleRatio(p, p < threshold)
