@@ -33,6 +33,7 @@ NAMES = (
     "web",
     "load",
     "metrics",
+    "experiments",
     "realmodel",
 )
 

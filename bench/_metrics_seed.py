@@ -29,6 +29,7 @@ from sqlalchemy import Engine, insert
 from bench._samples import CONTENT
 from bench._web_seed import RowBatch
 from marsrag.contract import LOOP_CONTRACT_VERSION, ContractIssue
+from marsrag.experiments.assignment import assign_arm
 from marsrag.state import (
     FALLBACK_HOOK,
     AttemptRecord,
@@ -44,13 +45,14 @@ from marsrag.state import (
 )
 from marsrag.store import GroupKey, LoopCounts, _rows, open_store
 from marsrag.store.sql import SqlRunStore
+from marsrag.tasks.config import ExperimentConfig
 
 EVENTS = 1_000_000
 DAYS = 60
 PER_TRANSACTION = 5_000
 RAW_TABLES = ("runs", "task_states", "attempts", "transitions", "events")
 #: The groupings whose rollup reads are checked against the raw rows before anything is timed.
-CHECKED: tuple[tuple[GroupKey, ...], ...] = ((), ("workflow", "day"))
+CHECKED: tuple[tuple[GroupKey, ...], ...] = ((), ("workflow", "day"), ("workflow", "arm"))
 
 #: name, share of new sessions, loop_mode, the three tasks (task id, agent).
 WORKFLOWS = (
@@ -93,9 +95,21 @@ class Seeded:
         ]
 
 
-def seed(url: str, total_events: int = EVENTS, *, seed: int = 11) -> Seeded:
+def seed(
+    url: str,
+    total_events: int = EVENTS,
+    *,
+    seed: int = 11,
+    experiment: ExperimentConfig | None = None,
+    sessions: int | None = None,
+) -> Seeded:
     """Migrate the store at ``url`` (by opening it), fill it with ``total_events`` events' worth of history in
     bulk, rebuild its rollups and check their reads against the raw rows.
+
+    With ``experiment``, the sessions that start in the first workflow are assigned its arms by the runner's
+    hash (:func:`marsrag.experiments.assignment.assign_arm`); their runs in that workflow carry the experiment,
+    its arm and the arm's loop mode, and one in ten gets a reader's rating of its answer. With ``sessions``,
+    seeding stops once that many sessions of the experiment are stored (``total_events`` is then a cap).
 
     Raises:
         RuntimeError: a rollup read differs from the raw rows' reference.
@@ -108,14 +122,21 @@ def seed(url: str, total_events: int = EVENTS, *, seed: int = 11) -> Seeded:
         assert isinstance(store, SqlRunStore)
         written = run_count = rows = 0
         batch, in_batch = RowBatch(), 0
-        while written < total_events:
+        assigned = 0
+        while written < total_events and (sessions is None or assigned < sessions):
             session_id = uuid.UUID(int=rng.getrandbits(128), version=4).hex
             length = rng.choices([n for n, _ in SESSION_LENGTHS], [w for _, w in SESSION_LENGTHS])[0]
             at = now - timedelta(seconds=rng.uniform(4 * 3600, DAYS * 86400))
             workflow = rng.choices(WORKFLOWS, [w[1] for w in WORKFLOWS])[0]
+            arm: tuple[str, str, str] | None = None
+            if experiment is not None and workflow is WORKFLOWS[0]:
+                name = assign_arm(experiment, session_id)
+                arm = (experiment.name, name, experiment.arms[name].loop_mode)
+                assigned += 1
             for position in range(length):
                 last = position == length - 1
-                run_events, routed = _add_run(batch, rng, session_id, workflow, at, followed=not last)
+                in_arm = arm if workflow is WORKFLOWS[0] else None
+                run_events, routed = _add_run(batch, rng, session_id, workflow, at, followed=not last, arm=in_arm)
                 room = total_events - written
                 if len(run_events) > room:  # the last run: keep the total exact
                     run_events = run_events[:room]
@@ -203,11 +224,17 @@ def _add_run(
     created: datetime,
     *,
     followed: bool,
+    arm: tuple[str, str, str] | None = None,
 ) -> tuple[list[LoopEvent], tuple[Any, ...] | None]:
-    """Add one run's rows but its events (returned), and the workflow its final task routed to, if any."""
+    """Add one run's rows but its events (returned), and the workflow its final task routed to, if any.
+
+    ``arm`` is the session's (experiment, arm, loop mode), when it takes part in one.
+    """
     name, _, loop_mode, tasks = workflow
     run_id = uuid.UUID(int=rng.getrandbits(128), version=4).hex
-    if rng.random() < 0.02:
+    if arm is not None:
+        loop_mode = arm[2]
+    elif rng.random() < 0.02:
         loop_mode = "none"  # started without the contract: every task is skipped
     contract = loop_mode != "none"
     # Now and then the final loop routes to another workflow (support escalates to an incident review...).
@@ -266,6 +293,8 @@ def _add_run(
         created_at=created,
         updated_at=created + timedelta(seconds=80),
         owner=f"bench-host:{1000 + rng.randrange(50)}",
+        experiment=arm[0] if arm else None,
+        arm=arm[1] if arm else None,
     )
     batch.runs.append(_rows.run_row(run))
     for state in states:
@@ -279,6 +308,10 @@ def _add_run(
     if rng.random() < 0.3:  # someone opened the run page: one rendered event per task shown
         at = run.updated_at + timedelta(minutes=1)
         loop_events.extend(_event("loop.ui.rendered", state, at) for state in states)
+    if arm is not None and contract and rng.random() < 0.1:  # a reader rated the answer
+        at = run.updated_at + timedelta(minutes=3)
+        rating = {"on": "answer", "rating": "up" if rng.random() < 0.7 else "down", "comment": None}
+        loop_events.append(_event("loop.feedback.recorded", last, at, detail=rating))
     return loop_events, routed
 
 

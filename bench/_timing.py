@@ -71,6 +71,24 @@ def best_of_timed(ours: Callable[[], float], base: Callable[[], float], *, round
     return Pair(best_ours, best_base)
 
 
+def timed(fn: Callable[[], object]) -> Callable[[], float]:
+    """``fn`` as a run that returns the seconds it took (what :func:`best_of_timed` alternates)."""
+
+    def run() -> float:
+        start = time.perf_counter()
+        fn()
+        return time.perf_counter() - start
+
+    return run
+
+
+def ms(seconds: float) -> str:
+    """A duration for a table cell: 0.1 ms resolution below 100 ms, whole milliseconds up to 10 s, then seconds."""
+    if seconds < 0.1:
+        return f"{seconds * 1e3:.1f} ms"
+    return f"{seconds * 1e3:.0f} ms" if seconds < 10 else f"{seconds:.1f} s"
+
+
 def rate(seconds: float) -> str:
     """Calls per second, human-readable."""
     per_second = 1 / seconds

@@ -59,7 +59,7 @@ from typing import Any
 from sqlalchemy import Engine, func, select
 
 from bench._metrics_seed import DAYS, EVENTS, WORKFLOWS, seed
-from bench._timing import Pair, Report, best_of_timed
+from bench._timing import Pair, Report, best_of_timed, ms, timed
 from bench._web_load import Clients, Sample, free_port, serve_argv, server
 from bench._web_seed import postgres_schema
 from marsrag.metrics.compute import compute_metrics, metrics_by
@@ -124,7 +124,7 @@ def _measure(report: Report, notes: list[str], name: str, url: str, small_url: s
     try:
         assert isinstance(store, SqlRunStore)  # the baseline count(*) runs on the SQL store's own engine
         engine = store.engine
-        count = _timed(lambda: _count_events(engine))
+        count = timed(lambda: _count_events(engine))
         workflow = WORKFLOWS[0][0]
         week = window("7d")
         # The same window as run at noon UTC: the part of its partial first day counted from raw rows is the
@@ -137,28 +137,28 @@ def _measure(report: Report, notes: list[str], name: str, url: str, small_url: s
             ("--since 7d as at 12:00 UTC (the longest raw part)", longest, None, False),
         ]
         for label, scope, only, targeted in cases:
-            pair = best_of_timed(_timed(partial(compute_metrics, store, scope, only)), count, rounds=ROUNDS)
+            pair = best_of_timed(timed(partial(compute_metrics, store, scope, only)), count, rounds=ROUNDS)
             report.add(
                 f"{name}: compute_metrics, {label} vs count(*)",
-                _ms(pair.ours),
-                _ms(pair.base),
+                ms(pair.ours),
+                ms(pair.base),
                 pair.ratio,
                 f"<= {TARGET_METRICS:.0f}x count" if targeted else "(info)",
                 pair.ratio <= TARGET_METRICS or not targeted,
             )
         notes.append(f"{name}: {_partial_days(engine, week, longest)}")
         by_day = partial(metrics_by, by=("workflow", "day"))
-        pair = best_of_timed(_timed(lambda: by_day(store)), count, rounds=ROUNDS)
+        pair = best_of_timed(timed(lambda: by_day(store)), count, rounds=ROUNDS)
         report.add(
             f"{name}: metrics_by workflow and day (dashboard, review), all history vs count(*)",
-            _ms(pair.ours), _ms(pair.base), pair.ratio, f"<= {TARGET_BY_DAY:.0f}x count", pair.ratio <= TARGET_BY_DAY,
+            ms(pair.ours), ms(pair.base), pair.ratio, f"<= {TARGET_BY_DAY:.0f}x count", pair.ratio <= TARGET_BY_DAY,
         )  # fmt: skip
         growth = {
             "compute_metrics, all history": best_of_timed(
-                _timed(lambda: compute_metrics(store)), _timed(lambda: compute_metrics(small)), rounds=GROWTH_ROUNDS
+                timed(lambda: compute_metrics(store)), timed(lambda: compute_metrics(small)), rounds=GROWTH_ROUNDS
             ),
             "metrics_by workflow and day": best_of_timed(
-                _timed(lambda: by_day(store)), _timed(lambda: by_day(small)), rounds=GROWTH_ROUNDS
+                timed(lambda: by_day(store)), timed(lambda: by_day(small)), rounds=GROWTH_ROUNDS
             ),
         }
         expected = compute_metrics(store).to_dict()
@@ -169,13 +169,13 @@ def _measure(report: Report, notes: list[str], name: str, url: str, small_url: s
     start = _cli_fixed_cost()
     with open_store(url) as again:
         assert isinstance(again, SqlRunStore)
-        pair = best_of_timed(cli, _timed(lambda: _count_events(again.engine)), rounds=3)
+        pair = best_of_timed(cli, timed(lambda: _count_events(again.engine)), rounds=3)
     report.add(
         f"{name}: marsrag metrics --db URL --format json (a process: Python start included) vs count(*)",
-        _ms(pair.ours), _ms(pair.base), pair.ratio, "(info)", True,
+        ms(pair.ours), ms(pair.base), pair.ratio, "(info)", True,
     )  # fmt: skip
     notes.append(
-        f"{name}: of the CLI's time, {_ms(start)} is its fixed cost (starting Python, importing MarsRAG, opening "
+        f"{name}: of the CLI's time, {ms(start)} is its fixed cost (starting Python, importing MarsRAG, opening "
         "a store: marsrag metrics on an empty SQLite store); its JSON equals compute_metrics'"
     )
     return growth
@@ -255,7 +255,7 @@ def _add_growth(report: Report, name: str, library: dict[str, Pair], scrapes: Sc
     for label, pair in library.items():
         report.add(
             f"{name}: growth, {label}: {sizes}",
-            _ms(pair.ours), _ms(pair.base), pair.ratio, target, pair.ratio <= TARGET_GROWTH,
+            ms(pair.ours), ms(pair.base), pair.ratio, target, pair.ratio <= TARGET_GROWTH,
         )  # fmt: skip
     ours, base = scrapes.metrics.percentile(0.5), scrapes.small_metrics.percentile(0.5)
     report.add(
@@ -296,15 +296,6 @@ def _count_events(engine: Engine) -> int:
         return int(connection.exec_driver_sql("SELECT count(*) FROM events").scalar_one())
 
 
-def _timed(fn: Callable[[], object]) -> Callable[[], float]:
-    def timed() -> float:
-        start = time.perf_counter()
-        fn()
-        return time.perf_counter() - start
-
-    return timed
-
-
 def _cli_run(url: str, expected: dict[str, Any]) -> Callable[[], float]:
     """A self-timing ``marsrag metrics`` process whose output must equal ``expected``."""
     argv = [*_marsrag(), "metrics", "--db", url, "--format", "json"]
@@ -338,9 +329,3 @@ def _marsrag() -> list[str]:
     """The installed ``marsrag`` script next to this interpreter, else ``python -m marsrag``."""
     script = Path(sys.executable).with_name("marsrag")
     return [str(script)] if script.exists() else [sys.executable, "-m", "marsrag"]
-
-
-def _ms(seconds: float) -> str:
-    if seconds < 0.1:
-        return f"{seconds * 1e3:.1f} ms"
-    return f"{seconds * 1e3:.0f} ms" if seconds < 10 else f"{seconds:.1f} s"

@@ -29,7 +29,7 @@ from marsrag.experiments.statistics import (
     sample_ratio,
 )
 from marsrag.metrics.compute import loop_metrics
-from marsrag.metrics.definitions import METRIC_NAMES, RATE_NAMES, Rate
+from marsrag.metrics.definitions import REPORTED_NAMES, REPORTED_RATE_NAMES, Rate
 from marsrag.store import LoopCounts
 from marsrag.tasks.config import ExperimentConfig
 
@@ -42,7 +42,6 @@ __all__ = [
     "Difference",
     "ExperimentReport",
     "build_report",
-    "helpful_rate",
 ]
 
 #: The metric an experiment is decided on (and its sample size planned for): whether people follow the loop.
@@ -54,12 +53,7 @@ GUARDRAILS: tuple[str, ...] = ("fallback_rate", "repair_rate")
 #: a loop that carries people on) more is.
 LOWER_IS_BETTER = frozenset(GUARDRAILS)
 #: The metrics of an arm, in report order: the six, then helpful_rate.
-REPORT_METRICS: tuple[str, ...] = (*METRIC_NAMES, "helpful_rate")
-
-
-def helpful_rate(counts: LoopCounts) -> Rate:
-    """Thumbs up over all votes, on answers and next actions together."""
-    return Rate(counts.answer_up + counts.next_action_up, counts.answer_votes + counts.next_action_votes)
+REPORT_METRICS: tuple[str, ...] = REPORTED_NAMES
 
 
 @dataclass(frozen=True)
@@ -80,14 +74,11 @@ class ArmResult:
 
     def rate(self, metric: str) -> Rate:
         """One of the rates (``helpful_rate`` included) by name."""
-        if metric == "helpful_rate":
-            return helpful_rate(self.counts)
         return loop_metrics(self.counts).rate(metric)
 
     def to_dict(self) -> dict[str, Any]:
         """``{"sessions", "loop_mode", metric name: its record...}``."""
         metrics = loop_metrics(self.counts).to_dict()
-        metrics.setdefault("helpful_rate", helpful_rate(self.counts).to_dict())
         return {"sessions": self.sessions, "loop_mode": self.loop_mode, **metrics}
 
 
@@ -265,7 +256,7 @@ def _difference(metric: str, arm: ArmResult, base: ArmResult) -> Difference:
             return Difference(metric, arm.name, base.name, None, None, sessions, None)
         needed = depth_sessions_needed(arm.counts.depths, base.counts.depths)
         return Difference(metric, arm.name, base.name, depth.mean, depth.mean_interval, sessions, needed, depth)
-    assert metric in RATE_NAMES or metric == "helpful_rate", metric
+    assert metric in REPORTED_RATE_NAMES, metric
     rate, base_rate = arm.rate(metric), base.rate(metric)
     if rate.value is None or base_rate.value is None:
         return Difference(metric, arm.name, base.name, None, None, sessions, None)
