@@ -24,6 +24,18 @@ def stored(tab: Tab, run_id: str, name: str) -> list[dict[str, Any] | None]:
     return [event.detail for event in tab.app.state.backend.store.get_events(run_id) if event.name == name]
 
 
+def metrics(tab: Tab) -> dict[str, Any]:
+    """The loop metrics of everything stored, as ``marsrag metrics --format json`` reports them (from the rollups),
+    after checking they equal the raw rows' reference."""
+    from marsrag.metrics.compute import compute_metrics
+    from marsrag.metrics.verify import verify
+
+    store = tab.app.state.backend.store
+    verdict = verify(store)
+    assert verdict.ok, verdict.differences
+    return compute_metrics(store).to_dict()
+
+
 def test_a_thumbs_up_on_the_answer_reaches_the_store_and_the_page_shows_it(ui: Callable[..., Tab]) -> None:
     """Click "Helpful" under the summary: the event is stored, the page says so and marks the button pressed."""
     tab = ui([VALID] * 3)
@@ -44,6 +56,9 @@ def test_a_thumbs_up_on_the_answer_reaches_the_store_and_the_page_shows_it(ui: C
     expect(page.locator("section#next-action form.feedback .feedback-said")).to_have_count(0)
     tab.shot("rated")
     assert stored(tab, run_id, "loop.feedback.recorded") == [{"on": "answer", "rating": "up", "comment": None}]
+    helpful = metrics(tab)["helpful_rate"]
+    assert (helpful["value"], helpful["numerator"], helpful["denominator"]) == (1.0, 1, 1)
+    assert helpful["by_target"]["answer"]["denominator"] == 1
     assert tab.replay_left() == 0
 
 
@@ -64,6 +79,9 @@ def test_a_thumbs_down_with_a_comment_on_the_next_action_is_stored(ui: Callable[
     assert stored(tab, run_id, "loop.feedback.recorded") == [
         {"on": "next_action", "rating": "down", "comment": "We did that last week."}
     ]
+    helpful = metrics(tab)["helpful_rate"]
+    assert (helpful["value"], helpful["numerator"], helpful["denominator"]) == (0.0, 0, 1)
+    assert helpful["by_target"]["next_action"]["denominator"] == 1
 
 
 def test_editing_the_next_action_before_following_asks_the_edit(ui: Callable[..., Tab]) -> None:
@@ -84,4 +102,7 @@ def test_editing_the_next_action_before_following_asks_the_edit(ui: Callable[...
     wait_completed(page)
     expect(page.locator("h1.goal")).to_have_text(mine)
     assert stored(tab, first, "loop.action.followed") == [{"follow_kind": "edited"}]
+    follow = metrics(tab)["loop_follow_rate"]
+    assert (follow["numerator"], follow["by_kind"]["edited"]["numerator"]) == (1, 1)
+    assert follow["by_kind"]["suggested"]["numerator"] == 0
     assert tab.replay_left() == 0
