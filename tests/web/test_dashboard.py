@@ -85,11 +85,13 @@ def shown(record: dict[str, Any]) -> tuple[str, str]:
 
 
 def test_the_page_lists_the_six_metrics_with_the_hand_computed_values(history: Site) -> None:
-    """All history and each workflow: value and numerator/denominator (n/a for an empty denominator)."""
+    """All history and each workflow: value and numerator/denominator (n/a for an empty denominator); then
+    helpful_rate, empty here (no one rated an answer)."""
     response = history.client.get("/dashboard")
     assert response.status_code == 200
     table = now_table(response.text)
-    assert list(table) == list(METRICS)
+    assert list(table) == [*METRICS, "helpful_rate"]
+    assert set(table["helpful_rate"].values()) == {("n/a", "0/0")}
     for name in METRICS:
         assert list(table[name]) == ["All workflows", "review", "support"]
         assert table[name]["All workflows"] == shown(EXPECTED_ALL[name]), name

@@ -20,7 +20,7 @@ from fastapi.responses import HTMLResponse, Response
 from marsrag.errors import InputError
 from marsrag.experiments.text import difference_text, interval_text, value_text
 from marsrag.metrics.compute import compute_metrics, metrics_by
-from marsrag.metrics.definitions import DEFINITIONS, METRIC_NAMES, Depth, LoopMetrics
+from marsrag.metrics.definitions import DEFINITIONS, METRIC_NAMES, REPORTED_NAMES, Depth, LoopMetrics
 from marsrag.metrics.experiment import ExperimentReport
 from marsrag.metrics.experiment_service import read_report
 from marsrag.metrics.failures import Failure, latest_failures
@@ -266,7 +266,8 @@ def dashboard_page(
     end: EndQuery = None,
     days: Annotated[int, Query(ge=1, le=MAX_DAYS)] = DEFAULT_DAYS,
 ) -> Response:
-    """The six metrics now (all history, per workflow), their daily charts, and the latest failures."""
+    """The six metrics and helpful_rate now (all history, per workflow), the six's daily charts, the experiments'
+    panels, and the latest failures."""
     store = backend.store
     chosen = workflow or None
     scopes: list[tuple[str, LoopMetrics]] = []
@@ -282,7 +283,8 @@ def dashboard_page(
             DEFINITIONS[name],
             tuple(_cell(metrics, name) for _, metrics in scopes),
         )
-        for name in METRIC_NAMES
+        # The six, then the readers' helpful_rate (its daily chart would be mostly empty days: not drawn).
+        for name in REPORTED_NAMES
     )
     day_list = series_days(end, days)
     daily = daily_metrics(store, day_list, chosen)
