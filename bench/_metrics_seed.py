@@ -149,7 +149,8 @@ def seed(
                 at += timedelta(minutes=rng.uniform(3, 40))
                 if routed is not None and rng.random() < 0.7:
                     workflow = routed
-            if in_batch >= PER_TRANSACTION or written >= total_events:
+            done = written >= total_events or (sessions is not None and assigned >= sessions)
+            if in_batch >= PER_TRANSACTION or done:
                 rows += _insert(store.engine, batch)
                 batch, in_batch = RowBatch(), 0
         # The rebuild plans its recount with fresh statistics, as migration 0010's backfill does on a live store.
