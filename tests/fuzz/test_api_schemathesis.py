@@ -35,6 +35,7 @@ OPERATIONS = [
     ("POST", "/api/runs"),
     ("GET", "/api/runs/{run_id}"),
     ("POST", "/api/runs/{run_id}/follow"),
+    ("POST", "/api/runs/{run_id}/feedback"),
     ("POST", "/api/runs/{run_id}/tasks/{task_id}/repair"),
     ("POST", "/api/runs/{run_id}/tasks/{task_id}/regenerate"),
     ("GET", "/metrics"),
@@ -46,6 +47,7 @@ OPERATIONS = [
 BREAKABLE = [
     ("GET", "/api/runs"),
     ("POST", "/api/runs"),
+    ("POST", "/api/runs/{run_id}/feedback"),
     *[op for op in OPERATIONS if op[1].startswith("/api/metrics")],
 ]
 EXAMPLES = 40
