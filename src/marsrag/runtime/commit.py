@@ -8,7 +8,8 @@ builds these records itself, so a task reads the same whichever of them produced
   repair worse than the answer before it is not what the task ends with), the stored hook of a chained task
   (the derived one, whatever the model answered), routing on the loop, the rendered text;
 - :meth:`TaskCommitter.commit` records the new attempts' events, plans the transition out of the task with
-  the planner (for an action: re-plans the current one, superseding it only when it changes), and stores the
+  the planner (for an action: re-plans the current one, superseding it only when it changes; for a flow's
+  step, whose successor is not known yet: plans the one into it from the step before), and stores the
   state, the transition and all their events in one transaction before any sink sees them;
 - :func:`record_events` is the same "store, then dispatch" for events that describe no new state.
 """
