@@ -40,6 +40,7 @@ def test_a_run_stopped_by_a_failing_step_resumes_without_redoing_a_step(store: R
     )
     run_id = flow.run.run_id
     (diagnosed,) = store.get_tasks(run_id)
+    assert store.get_transitions(run_id) == []  # the handoff into recommend is stored only with recommend
     second = replay([answer(grip=None), answer(loop=TO_ROLLOUT), answer()])
     TriageFlow.resume_run(run_id, store=store, llm=second, project=sample, suppress_flow_events=True)
     # Nothing of diagnose was asked again; recommend was validated and repaired after the resume.
@@ -51,7 +52,7 @@ def test_a_run_stopped_by_a_failing_step_resumes_without_redoing_a_step(store: R
     assert [t.task_id for t in tasks] == ["diagnose", "recommend", "plan"]
     assert tasks[0] == diagnosed  # the committed step stands as it was stored
     assert [[a.status for a in t.attempts] for t in tasks[1:]] == [["partial", "valid"], ["valid"]]
-    # The transition into recommend, committed before it failed, is the one it resumed with: stored once.
+    # The transition into recommend, planned again on the resume (the planner is pure), is stored once, with it.
     assert [(t.transition_source_task_id, t.transition_mode) for t in store.get_transitions(run_id)] == [
         ("diagnose", "direct"),
         ("recommend", "repair"),

@@ -2,9 +2,10 @@
 
 A step commits exactly what a YAML workflow's task does (:func:`~marsrag.runtime.states.task_state`, then
 :meth:`~marsrag.runtime.commit.TaskCommitter.commit`). The step that runs next is known only once it starts (a
-router may choose it), so the transition into a step is committed when the step starts, planned from the
-stored state of the one before (the planner is pure: the hook is the one planned when that step finished); it
-is the runner's own path for a run stopped between a state and its transition.
+router may choose it), so the transition into a step is planned when the step starts, from the stored state
+of the one before (the planner is pure: the hook is the one planned when that step finished), and committed with
+the step's own state, in its transaction. A run stopped inside a step has no transition into it yet; resumed,
+it is planned again, as the runner does for a run stopped between a state and its transition.
 """
 
 from __future__ import annotations
@@ -67,7 +68,15 @@ Executor = Callable[[str, str, Sequence[Mapping[str, Any]]], Answer]
 class FlowExecution:
     """The run of one kickoff: opened (or resumed) at the first step, each step committed as it ends."""
 
-    def __init__(self, binding: FlowBinding, run: RunRecord, stored: list[TaskState], *, finished: bool) -> None:
+    def __init__(
+        self,
+        binding: FlowBinding,
+        run: RunRecord,
+        stored: list[TaskState],
+        *,
+        finished: bool,
+        new_session: bool = False,
+    ) -> None:
         self.binding = binding
         self.run = run
         #: Every write applies only while this process still holds the run.
@@ -78,15 +87,17 @@ class FlowExecution:
         self.finished = finished
         self.states: list[TaskState] = []
         self.runs_of: dict[str, int] = {}
-        #: The session's questions so far, read once: each step's LOOP is asked to offer something new.
-        self.asked = asked_before(binding.store.list_runs(session_id=run.session_id), run)
+        #: The session's questions so far, read once: each step's LOOP is asked to offer something new. A session
+        #: id made up for this run has no other runs: nothing to read.
+        earlier = [] if new_session else binding.store.list_runs(session_id=run.session_id)
+        self.asked = asked_before(earlier, run)
         self.lock = threading.Lock()
 
     @classmethod
     def open(
         cls, binding: FlowBinding, *, run_id: str | None, goal: str, session_id: str | None, workflow: str, mode: Mode
     ) -> FlowExecution:
-        """Resume run ``run_id`` (its committed steps kept), or record a new run of ``workflow``; claim it.
+        """Resume run ``run_id`` (its committed steps kept) and claim it, or store a new run of ``workflow`` running.
 
         Raises:
             RunNotFoundError: no run ``run_id`` in the store.
@@ -103,21 +114,23 @@ class FlowExecution:
                 return cls(binding, run, stored, finished=True)
             if run.status == "running" and not is_stale(run):
                 raise ActionConflictError(f"run {run_id!r} is still running in {run.owner}: resume it once that stops")
-        else:
-            run = RunRecord(
-                run_id=uuid.uuid4().hex,
-                session_id=check_session_id(session_id) or uuid.uuid4().hex,
-                goal=clean_goal(goal),
-                workflow=workflow,
-                loop_mode=mode,
-                owner=owner_id(),
-            )
-            binding.commits.create_run(run)
-            stored = []
-        owner = owner_id()
-        if not store.claim_run(run.run_id, owner, seen=run):
-            raise ActionConflictError(f"run {run.run_id!r} was taken by another process")
-        return cls(binding, run.model_copy(update={"status": "running", "owner": owner}), stored, finished=False)
+            owner = owner_id()
+            if not store.claim_run(run_id, owner, seen=run):
+                raise ActionConflictError(f"run {run_id!r} was taken by another process")
+            return cls(binding, run.model_copy(update={"status": "running", "owner": owner}), stored, finished=False)
+        given = check_session_id(session_id)
+        # Created running under this process (one write): no other process knows the run before it is stored.
+        run = RunRecord(
+            run_id=uuid.uuid4().hex,
+            session_id=given or uuid.uuid4().hex,
+            goal=clean_goal(goal),
+            workflow=workflow,
+            loop_mode=mode,
+            status="running",
+            owner=owner_id(),
+        )
+        binding.commits.create_run(run)
+        return cls(binding, run, [], finished=False, new_session=given is None)
 
     def step(self, name: str, execute: Executor, *, chained: bool) -> tuple[TaskState, bool]:
         """Run step ``name`` (or reuse its committed state) after the steps so far; its state, and whether reused.
@@ -133,18 +146,33 @@ class FlowExecution:
             reused = stored if stored is not None and stored.task_id == task_id else None
             hook: str | None = None
             source: HookSource = "goal"
+            # The prior step, when the transition from it into this one is not stored yet: stored with this step.
+            after: TaskState | None = None
             if prior is not None:
-                transition = self._transition_into(prior, task_id)
+                transition = self._stored_transition(prior, task_id)
+                if transition is None and reused is not None:
+                    transition = self.binding.commits.commit_transition(self.run, prior, task_id, holder=self.holder)
+                elif transition is None:
+                    transition, after = self.binding.commits.planned(self.run, prior, task_id), prior
+                assert transition is not None  # a target always gets a transition
                 hook, source = transition.hook, transition.transition_mode
             if reused is not None:
                 self.states.append(reused)
                 return reused, True
             if self.finished:
                 raise ActionConflictError(f"run {self.run.run_id!r} is completed: it has no step {task_id!r} to run")
-            return self._execute(task_id, position, hook, source, execute, chained=chained), False
+            return self._execute(task_id, position, hook, source, execute, chained=chained, after=after), False
 
     def _execute(
-        self, task_id: str, position: int, hook: str | None, source: HookSource, execute: Executor, *, chained: bool
+        self,
+        task_id: str,
+        position: int,
+        hook: str | None,
+        source: HookSource,
+        execute: Executor,
+        *,
+        chained: bool,
+        after: TaskState | None,
     ) -> TaskState:
         query = retrieval_query(hook, self.run.goal)
         retrieval = Retrieval(query=query, results=self.binding.retriever.search(query, self.binding.retrieval_limit))
@@ -167,12 +195,16 @@ class FlowExecution:
             router=self.binding.router,
             candidates=self.binding.candidates,
         )
-        self.binding.commits.commit(self.run, state, state.attempts, holder=self.holder)
+        self.binding.commits.commit(self.run, state, state.attempts, after=after, holder=self.holder)
         self.states.append(state)
         return state
 
-    def _transition_into(self, prior: TaskState, target: str) -> TransitionRecord:
-        """The stored transition from ``prior`` to ``target`` (a resumed run), else one planned and committed now."""
+    def _stored_transition(self, prior: TaskState, target: str) -> TransitionRecord | None:
+        """The stored transition from ``prior`` to ``target`` (a resumed run's), else None.
+
+        Raises:
+            ActionConflictError: the run is completed and has no such step.
+        """
         # Only a resumed run has transitions stored before this kickoff: a new one is not read back at every step.
         resumed = bool(self.stored) or self.finished
         stored = [
@@ -186,7 +218,7 @@ class FlowExecution:
             return stored[-1]
         if self.finished:
             raise ActionConflictError(f"run {self.run.run_id!r} is completed: it has no step {target!r} to run")
-        return self.binding.commits.commit_transition(self.run, prior, target, holder=self.holder)
+        return None
 
     def finish(self, status: RunStatus, *, reason: str | None = None) -> RunRecord:
         """Record the run's end (``completed`` with its summary, or ``failed`` with the reason); the final record."""

@@ -8,7 +8,8 @@ builds these records itself, so a task reads the same whichever of them produced
   repair worse than the answer before it is not what the task ends with), the stored hook of a chained task
   (the derived one, whatever the model answered), routing on the loop, the rendered text;
 - :meth:`TaskCommitter.commit` records the new attempts' events, plans the transition out of the task with
-  the planner (for an action: re-plans the current one, superseding it only when it changes), and stores the
+  the planner (for an action: re-plans the current one, superseding it only when it changes; for a flow's
+  step, whose successor is not known yet: plans the one into it from the step before), and stores the
   state, the transition and all their events in one transaction before any sink sees them;
 - :func:`record_events` is the same "store, then dispatch" for events that describe no new state.
 """
@@ -174,6 +175,7 @@ class TaskCommitter:
         *,
         target: str | None = None,
         replan: bool = False,
+        after: TaskState | None = None,
         holder: Holder | None = None,
     ) -> Committed:
         """Store ``state`` with the events of ``new_attempts`` and the transition planned out of it, then dispatch.
@@ -185,6 +187,9 @@ class TaskCommitter:
             target: the next task, when a transition is planned to it.
             replan: re-plan the task's current outgoing transition (an operator action changed the task): a new
                 one is stored, superseding it, only when the planned hook or mode differs.
+            after: instead, the committed task this one follows (a flow's step, known only once it started):
+                the transition from it into this task is planned (as :meth:`planned` did for the step's hook)
+                and stored with this task, in its transaction.
             holder: who commits (the run's executor, or the action's claim): the store writes only while they
                 still hold the run or the task.
 
@@ -192,8 +197,12 @@ class TaskCommitter:
             HolderLostError: ``holder`` no longer holds the run or the task (nothing is stored or dispatched).
         """
         events = self._attempt_events(state, new_attempts)
-        transition = self._replanned(run, state) if replan else self._planned(run, state, target)
-        transition_events = self._transition_events(run, state, transition) if transition is not None else []
+        source = after if after is not None else state
+        if after is not None:
+            transition = self.planned(run, after, state.task_id)
+        else:
+            transition = self._replanned(run, state) if replan else self.planned(run, state, target)
+        transition_events = self._transition_events(run, source, transition) if transition is not None else []
         failpoint("task.before_commit", state.task_id)
         # The task's state and the transition planned from it commit together: no crash can separate them.
         _store_then_dispatch(
@@ -210,7 +219,7 @@ class TaskCommitter:
         self, run: RunRecord, prior: TaskState, target: str, *, holder: Holder | None = None
     ) -> TransitionRecord:
         """Plan and store the missing transition out of a committed task (a run stopped between the two)."""
-        transition = self._planned(run, prior, target)
+        transition = self.planned(run, prior, target)
         assert transition is not None  # a target always gets a transition
         events = self._transition_events(run, prior, transition)
         _store_then_dispatch(lambda: self.store.save_transition(transition, events, holder=holder), events, self.sinks)
@@ -231,7 +240,8 @@ class TaskCommitter:
     # -- records --------------------------------------------------------------------------------------------
 
     @staticmethod
-    def _planned(run: RunRecord, prior: TaskState, target: str | None) -> TransitionRecord | None:
+    def planned(run: RunRecord, prior: TaskState, target: str | None) -> TransitionRecord | None:
+        """The transition the planner gives from ``prior`` to ``target`` (None without a target); nothing stored."""
         if target is None:
             return None
         planned = plan_transition(prior, target)
@@ -255,7 +265,7 @@ class TaskCommitter:
         )
         if current is None:
             return None
-        planned = self._planned(run, after, current.transition_target_task_id)
+        planned = self.planned(run, after, current.transition_target_task_id)
         assert planned is not None
         if (planned.hook, planned.transition_mode) == (current.hook, current.transition_mode):
             return None

@@ -97,8 +97,10 @@ class RunStore(ABC):
         """Insert (or replace) one task state with its attempts and events, in one transaction.
 
         ``transition`` (the handoff out of this task) and its events join the same transaction, so a task is
-        never stored without the transition planned from it. A task has at most one current outgoing
-        transition: storing one marks the task's current one ``superseded`` (the row is kept). Also bumps the
+        never stored without the transition planned from it. It may instead be the handoff into this task from
+        an already stored one (a flow knows its next step only once it starts): stored as
+        :meth:`save_transition` would store it, in this transaction. A task has at most one current outgoing
+        transition: storing one marks its source's current one ``superseded`` (the row is kept). Also bumps the
         run's ``updated_at``: every committed task is a heartbeat of the process running it.
 
         ``holder`` makes the save conditional: it applies only while the run is ``running`` under

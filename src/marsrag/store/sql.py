@@ -430,9 +430,18 @@ class SqlRunStore(RunStore):
                 cursor.many(self._prepared("attempts", _INSERT_ATTEMPTS, tuple(tried[0])), tried)
             was_partial, is_partial = old is not None and old.status == "partial", new.status == "partial"
             handoff = {"b_run_id": state.run_id, "b_source": state.task_id}
+            # The transition's source is this task, or the committed one before it (the handoff into this task):
+            # that one's verdict is what the transition is counted under, and is unchanged by this commit.
+            source, source_was, source_is = state.task_id, was_partial, is_partial
+            if transition is not None and transition.transition_source_task_id != state.task_id:
+                source = transition.transition_source_task_id
+                source_was = source_is = (
+                    connection.execute(_TASK_STATUS, {"b_run_id": state.run_id, "b_source": source}).scalar()
+                    == "partial"
+                )
             if transition is not None and not transition.superseded:
-                for mode in connection.execute(_SUPERSEDE, handoff).scalars():
-                    tally.transition(workflow, arm, on, state.task_id, mode, was_partial, -1)
+                for mode in connection.execute(_SUPERSEDE, {**handoff, "b_source": source}).scalars():
+                    tally.transition(workflow, arm, on, source, mode, source_was, -1)
             if was_partial != is_partial:
                 # The transitions out of the task that stay current now follow a partial task, or no longer do.
                 for mode in connection.execute(_CURRENT_OUT, handoff).scalars():
@@ -442,7 +451,7 @@ class SqlRunStore(RunStore):
                 handed = _rows.transition_row(transition)
                 cursor.many(self._prepared("transition", _INSERT_TRANSITION, tuple(handed)), [handed])
                 if not transition.superseded:
-                    tally.transition(workflow, arm, on, state.task_id, transition.transition_mode, is_partial, 1)
+                    tally.transition(workflow, arm, on, source, transition.transition_mode, source_is, 1)
             # One executemany for the task's and the transition's events, in that order.
             stored = [*events, *(transition_events if transition is not None else ())]
             changed = self._insert_events(connection, stored, tally, cursor)

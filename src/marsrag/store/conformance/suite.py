@@ -447,6 +447,28 @@ class RunStoreConformance:
             ("t1", "repair", False),
         ]
 
+    def test_a_task_saved_with_the_transition_into_it_stores_and_counts_it_as_save_transition(
+        self, store: RunStore
+    ) -> None:
+        """The handoff into a task (from the stored one before it) saved with the task: the source's current
+        transition is superseded, and the new one is counted under the source's verdict (t1 is partial)."""
+        store.create_run(run(status="completed"))
+        store.save_task(task())
+        store.save_transition(transition(source="t1", target="t2"))
+        valid = Validation(status="valid")
+        store.save_task(
+            task(task_id="t2", position=1, validation=valid),
+            transition=transition(source="t1", target="t2", transition_mode="fallback"),
+        )
+        stored = store.get_transitions("run-1")
+        assert [(t.transition_source_task_id, t.transition_mode, t.superseded) for t in stored] == [
+            ("t1", "direct", True),
+            ("t1", "fallback", False),
+        ]
+        assert store.partial_counts() == {"diagnose": {"partial": 1, "fallbacks_after_partial": 1}}
+        assert store.partial_counts() == store.partial_counts(from_rows=True)
+        assert store.loop_counts() == store.loop_counts(from_rows=True)
+
     def test_storing_a_superseded_transition_leaves_the_current_one(self, store: RunStore) -> None:
         """A row stored already superseded (history being copied) does not demote the current transition."""
         store.create_run(run())
