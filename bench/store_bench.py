@@ -216,7 +216,10 @@ def _connect(path: Path, *, autocommit: bool = False) -> sqlite3.Connection:
 
 # The task id in the baseline's prepared rows, replaced by each call's own.
 _TASK = "\x00task"
-_HEARTBEAT_SQL = "UPDATE runs SET updated_at = ? WHERE run_id = ? RETURNING workflow, created_at, status, metrics_code"
+_HEARTBEAT_SQL = (
+    "UPDATE runs SET updated_at = ? WHERE run_id = ?"
+    " RETURNING workflow, created_at, status, metrics_code, experiment, arm"
+)
 
 # Rows prepared for sqlite3: each its values but the task id, and its task id.
 _Rows = list[tuple[tuple[Any, ...], str]]
@@ -232,7 +235,7 @@ def _same_rows(connection: sqlite3.Connection, dialect: Dialect) -> Callable[[],
     # The rollup rows the store's commit adds, from its own Tally: per task (this task's id) and per event.
     tally = Tally()
     facts = TaskFacts.of(state.validation.status, [(a.number, a.status, a.kind) for a in state.attempts])
-    tally.task(RUN.workflow, _rollups.day(RUN.created_at), _TASK, facts, 1)
+    tally.task(RUN.workflow, _rollups.NO_ARM, _rollups.day(RUN.created_at), _TASK, facts, 1)
     tally.events(event_rows)
     heartbeat = (_converted(runs, {"updated_at": _rows.as_utc(utcnow())}, dialect)[0], RUN.run_id)
     task_sql, task = _insert(

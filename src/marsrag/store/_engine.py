@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.engine import URL, Connection, make_url
+from sqlalchemy.engine import URL, Connection, Dialect, make_url
 from sqlalchemy.engine.interfaces import DBAPIModule
 from sqlalchemy.exc import ArgumentError, DBAPIError, StatementError
-from sqlalchemy.pool import ConnectionPoolEntry
+from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
 
 from marsrag.errors import StoreUnavailableError
 from marsrag.paths import data_dir
@@ -161,21 +162,28 @@ def _begin_directly(connection: Connection, statement: str) -> None:
     try:
         dbapi_connection.execute(statement)  # type: ignore[union-attr]
     except connection.dialect.loaded_dbapi.Error as error:
-        raise dbapi_error(connection, statement, (), error) from error
+        pooled = connection.connection
+        raise dbapi_error(connection.dialect, connection.invalidate, statement, (), error, pooled) from error
 
 
 def dbapi_error(
-    connection: Connection, statement: str, params: Any, error: DBAPIModule.Error, cursor: Any = None
+    dialect: Dialect,
+    invalidate: Callable[[BaseException], None],
+    statement: str | None,
+    params: Any,
+    error: DBAPIModule.Error,
+    pooled: PoolProxiedConnection,
+    cursor: Any = None,
 ) -> StatementError:
     """A DBAPI error of ``statement`` as SQLAlchemy's ``execute`` raises it (a ``DBAPIError``), marked when lost.
 
-    When the dialect says the connection was lost, the connection is invalidated and the error marked, so the
-    store's retries see what they would have seen.
+    ``pooled`` is the pool's connection the statement ran on, ``invalidate`` what discards it (a SQLAlchemy
+    connection's or the pooled connection's own). When the dialect says the connection was lost, it is
+    invalidated and the error marked, so the store's retries see what they would have seen.
     """
-    dialect = connection.dialect
-    lost = dialect.is_disconnect(error, connection.connection.dbapi_connection, cursor)
+    lost = dialect.is_disconnect(error, pooled.dbapi_connection, cursor)
     if lost:
-        connection.invalidate(error)
+        invalidate(error)
     base = dialect.loaded_dbapi.Error
     return DBAPIError.instance(statement, params, error, base, connection_invalidated=lost, dialect=dialect)
 

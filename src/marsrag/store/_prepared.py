@@ -9,9 +9,9 @@ statements the store compiles the SQL once per dialect and, at each commit:
   JSON list, most of a commit's JSON values, is serialized once per statement, not once per value);
 - applies the engine's text guard (``marsrag.text.storable``: a NUL or lone surrogate becomes U+FFFD), which an
   ordinary ``execute`` applies in its ``before_cursor_execute`` hook;
-- runs them on the DBAPI cursor of the connection, inside the SQLAlchemy transaction (which began it, on SQLite
-  with a ``BEGIN IMMEDIATE`` sent to the DBAPI connection too, see ``_engine.DIRECT``, and will commit or roll
-  it back);
+- runs them on the DBAPI cursor of the transaction's connection: a SQLAlchemy transaction's (which began it, on
+  SQLite with a ``BEGIN IMMEDIATE`` sent to the DBAPI connection too, see ``_engine.DIRECT``, and will commit
+  or roll it back), or on SQLite a pooled connection's own transaction (``_direct``);
 - re-raises a database error as SQLAlchemy's own (``DBAPIError.instance``), marked (and the connection
   invalidated) when the dialect says the connection was lost, so the store's retries see what they would
   have seen.
@@ -29,6 +29,8 @@ from typing import Any
 
 from sqlalchemy import JSON, Connection, Date, DateTime
 from sqlalchemy.engine import Dialect
+from sqlalchemy.exc import StatementError
+from sqlalchemy.pool import PoolProxiedConnection
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.types import TypeEngine
 
@@ -127,11 +129,20 @@ def _formatted(convert: Callable[[Any], Any], storage: str, kind: type[date]) ->
 
 
 class Cursor:
-    """The DBAPI cursor of a SQLAlchemy connection's transaction, running :class:`Prepared` statements."""
+    """The DBAPI cursor of a pooled connection's transaction, running :class:`Prepared` statements."""
 
-    def __init__(self, connection: Connection) -> None:
-        self._connection = connection
-        self._cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
+    def __init__(
+        self, dialect: Dialect, pooled: PoolProxiedConnection, invalidate: Callable[[BaseException], None]
+    ) -> None:
+        """A cursor of ``pooled``; ``invalidate`` discards the connection when an error says it was lost."""
+        self._dialect, self._pooled, self._invalidate = dialect, pooled, invalidate
+        self._error = dialect.loaded_dbapi.Error
+        self._cursor = pooled.driver_connection.cursor()  # type: ignore[union-attr]
+
+    @classmethod
+    def of(cls, connection: Connection) -> Cursor:
+        """A cursor of a SQLAlchemy connection's transaction (which began, and will end, the transaction)."""
+        return cls(connection.dialect, connection.connection, connection.invalidate)
 
     def one(self, prepared: Prepared, values: Mapping[str, Any]) -> tuple[Any, ...] | None:
         """Execute with one row of values; the first returned row (None when none)."""
@@ -141,8 +152,19 @@ class Cursor:
         try:
             cursor.execute(prepared.sql, params)
             return prepared.row(cursor.fetchone() if cursor.description else None)
-        except self._connection.dialect.loaded_dbapi.Error as error:
-            raise dbapi_error(self._connection, prepared.sql, params, error, cursor) from error
+        except self._error as error:
+            raise self.error(prepared.sql, params, error) from error
+
+    def all(self, prepared: Prepared, values: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+        """Execute with one row of values; every returned row."""
+        params = prepared.params(values)
+        cursor = self._cursor
+        try:
+            cursor.execute(prepared.sql, params)
+            rows = cursor.fetchall() if cursor.description else []
+        except self._error as error:
+            raise self.error(prepared.sql, params, error) from error
+        return [prepared.row(raw) for raw in rows]  # type: ignore[misc]  # a row in, a row out
 
     def many(self, prepared: Prepared, rows: Sequence[Mapping[str, Any]]) -> None:
         """Execute once per row of values (one ``executemany``)."""
@@ -151,9 +173,13 @@ class Cursor:
         params = prepared.params_of(rows)
         try:
             self._cursor.executemany(prepared.sql, params)
-        except self._connection.dialect.loaded_dbapi.Error as error:
-            raise dbapi_error(self._connection, prepared.sql, params, error, self._cursor) from error
+        except self._error as error:
+            raise self.error(prepared.sql, params, error) from error
+
+    def error(self, statement: str | None, params: Any, error: Any) -> StatementError:
+        """A DBAPI error of this cursor's connection as SQLAlchemy raises it (see ``_engine.dbapi_error``)."""
+        return dbapi_error(self._dialect, self._invalidate, statement, params, error, self._pooled, self._cursor)
 
     def close(self) -> None:
-        """Close the cursor (the connection stays with SQLAlchemy)."""
+        """Close the cursor (the connection stays with its owner)."""
         self._cursor.close()

@@ -1,7 +1,8 @@
 """The SQL run store: one implementation of :class:`RunStore` for SQLite and PostgreSQL, over SQLAlchemy Core.
 
-Every write is one transaction (``engine.begin()``). The store holds nothing mutable but the engine, whose pool
-is thread-safe, so one store serves every thread of a process.
+Every write is one transaction (``engine.begin()``; a task commit on SQLite, when it can, a pooled DBAPI
+connection's own: see marsrag.store._direct). The store holds nothing mutable but the engine, whose pool is
+thread-safe, so one store serves every thread of a process.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, Engine, bindparam, delete, func, insert, select, update
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
+import marsrag.store._direct as _direct
 import marsrag.store._engine as _engine
 import marsrag.store._metrics_sql as _metrics_sql
 import marsrag.store._rollup_reads as _rollup_reads
@@ -135,6 +137,8 @@ class SqlRunStore(RunStore):
         self._writer = engine.execution_options(**{_engine.WRITE_OPTION: True})
         # The task commit's: its BEGIN IMMEDIATE goes to the DBAPI connection (see marsrag.store._engine.DIRECT).
         self._direct_writer = engine.execution_options(**{_engine.WRITE_OPTION: _engine.DIRECT})
+        # On SQLite the task commit runs without a SQLAlchemy connection when it can (see marsrag.store._direct).
+        self._direct_commits = engine.dialect.name == "sqlite"
         self._shards = rollup_shards
         dialect = engine.dialect.name
         self._upsert_rollups = _rollups.upsert(dialect)
@@ -196,19 +200,27 @@ class SqlRunStore(RunStore):
         body: Callable[[Connection], Result],
         landed: Callable[[Connection], Result | None] | None = None,
         *,
-        direct: bool = False,
+        direct: Callable[[Cursor], Result] | None = None,
     ) -> Result:
         """Run ``body`` in one write transaction; on a dropped connection, again on a fresh one (bounded).
 
         ``landed`` tells, on a fresh connection, whether a try whose connection dropped committed after all
         (a drop during COMMIT leaves its outcome unknown): its result, else None and ``body`` runs again.
-        Without it the write is retried as it is, so ``body`` must be safe to apply twice. ``direct``: the
-        transaction begins on the DBAPI connection (the task commit's, see marsrag.store._engine.DIRECT).
+        Without it the write is retried as it is, so ``body`` must be safe to apply twice. ``direct`` (the task
+        commit's): the same write on a DBAPI cursor, whose transaction begins on the DBAPI connection (see
+        marsrag.store._engine.DIRECT); on SQLite its first try runs without a SQLAlchemy connection, and
+        ``body`` runs only when it needs one (see marsrag.store._direct).
         """
-        writer = self._direct_writer if direct else self._writer
+        writer = self._writer if direct is None else self._direct_writer
         lost = False
         for delay in (*RETRY_DELAYS, None):
             try:
+                if direct is not None and self._direct_commits and not lost:
+                    try:
+                        with _direct.transaction(self._engine) as cursor:
+                            return direct(cursor)
+                    except _direct.NeedsConnection:
+                        pass  # rolled back: the ordinary transaction below runs the write
                 with writer.begin() as connection:
                     if lost and landed is not None and (done := landed(connection)) is not None:
                         return done
@@ -399,11 +411,16 @@ class SqlRunStore(RunStore):
 
         def body(connection: Connection) -> bool:
             # The common statements run on the DBAPI cursor, compiled once (see marsrag.store._prepared).
-            cursor = Cursor(connection)
+            cursor = Cursor.of(connection)
             try:
                 commit(connection, cursor)
             finally:
                 cursor.close()
+            return True
+
+        def direct(cursor: Cursor) -> bool:
+            # The same commit, its connection unavailable: one that needs it runs as body instead.
+            commit(_direct.UNAVAILABLE, cursor)
             return True
 
         def commit(connection: Connection, cursor: Cursor) -> None:
@@ -435,16 +452,14 @@ class SqlRunStore(RunStore):
             source, source_was, source_is = state.task_id, was_partial, is_partial
             if transition is not None and transition.transition_source_task_id != state.task_id:
                 source = transition.transition_source_task_id
-                source_was = source_is = (
-                    connection.execute(_TASK_STATUS, {"b_run_id": state.run_id, "b_source": source}).scalar()
-                    == "partial"
-                )
+                found = cursor.all(self._prepared("task status", _TASK_STATUS), {**handoff, "b_source": source})
+                source_was = source_is = bool(found) and found[0][0] == "partial"
             if transition is not None and not transition.superseded:
-                for mode in connection.execute(_SUPERSEDE, {**handoff, "b_source": source}).scalars():
+                for (mode,) in cursor.all(self._prepared("supersede", _SUPERSEDE), {**handoff, "b_source": source}):
                     tally.transition(workflow, arm, on, source, mode, source_was, -1)
             if was_partial != is_partial:
                 # The transitions out of the task that stay current now follow a partial task, or no longer do.
-                for mode in connection.execute(_CURRENT_OUT, handoff).scalars():
+                for (mode,) in cursor.all(self._prepared("current out", _CURRENT_OUT), handoff):
                     tally.transition(workflow, arm, on, state.task_id, mode, was_partial, -1)
                     tally.transition(workflow, arm, on, state.task_id, mode, is_partial, 1)
             if transition is not None:
@@ -465,7 +480,7 @@ class SqlRunStore(RunStore):
         def landed(connection: Connection) -> bool | None:
             return True if connection.execute(_COMMIT_ID, key).scalar() == token else None
 
-        self._writing(f"save task {state.task_id!r} of run {state.run_id!r}", body, landed, direct=True)
+        self._writing(f"save task {state.task_id!r} of run {state.run_id!r}", body, landed, direct=direct)
 
     def _heartbeat(
         self, connection: Connection, run_id: str, holder: Holder | None, cursor: Cursor | None = None
