@@ -172,3 +172,35 @@ def test_an_interval_knows_whether_it_excludes_zero() -> None:
     assert Interval(0.01, 0.2).excludes_zero and Interval(-0.2, -0.01).excludes_zero
     assert not Interval(-0.1, 0.1).excludes_zero and not Interval(0.0, 0.3).excludes_zero
     assert Interval(-0.1, 0.1).to_list() == [-0.1, 0.1]
+
+
+@pytest.mark.parametrize("rates", [(0.30, 0.40), (0.05, 0.06), (0.50, 0.52), (0.90, 0.70), (0.01, 0.2)])
+def test_sessions_needed_for_rates_agrees_with_statsmodels_root_finder(rates: tuple[float, float]) -> None:
+    """The closed form is what NormalIndPower.solve_power converges to, within one session."""
+    from statsmodels.stats.power import NormalIndPower
+    from statsmodels.stats.proportion import proportion_effectsize
+
+    effect = abs(float(proportion_effectsize(*rates)))
+    solved = NormalIndPower().solve_power(effect_size=effect, alpha=0.05, power=0.8, alternative="two-sided")
+    assert abs(rate_sessions_needed(*rates) - math.ceil(float(solved))) <= 1  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("shift", [1, 2, 5, 20])
+def test_sessions_needed_for_depth_agrees_with_statsmodels_t_test(shift: int) -> None:
+    """Guenther's corrected normal size is TTestIndPower.solve_power's, within one session."""
+    from statsmodels.stats.power import TTestIndPower
+
+    base = {1: 40, 2: 30, 3: 20, 4: 10}
+    arm = {**base, 4: 10 + shift, 1: 40 - shift}
+    n1, m1, v1 = _moments_of(arm)
+    n2, m2, v2 = _moments_of(base)
+    pooled = math.sqrt(((n1 - 1) * v1 + (n2 - 1) * v2) / (n1 + n2 - 2))
+    solved = TTestIndPower().solve_power(effect_size=abs(m1 - m2) / pooled, alpha=0.05, power=0.8)
+    assert abs(depth_sessions_needed(arm, base) - math.ceil(float(solved))) <= 1  # type: ignore[operator]
+
+
+def _moments_of(histogram: dict[int, int]) -> tuple[int, float, float]:
+    """Sessions, mean and sample variance of a depth histogram."""
+    n = sum(histogram.values())
+    mean = sum(d * c for d, c in histogram.items()) / n
+    return n, mean, sum(c * (d - mean) ** 2 for d, c in histogram.items()) / (n - 1)
