@@ -20,6 +20,7 @@ from marsrag.experiments.statistics import (
     depth_difference,
     depth_sessions_needed,
     rate_difference,
+    rate_differences,
     rate_sessions_needed,
     sample_ratio,
     wilson_interval,
@@ -204,3 +205,20 @@ def _moments_of(histogram: dict[int, int]) -> tuple[int, float, float]:
     n = sum(histogram.values())
     mean = sum(d * c for d, c in histogram.items()) / n
     return n, mean, sum(c * (d - mean) ** 2 for d, c in histogram.items()) / (n - 1)
+
+
+def test_the_batched_newcombe_intervals_are_statsmodels_own() -> None:
+    """rate_differences equals confint_proportions_2indep(method="newcomb") case by case; no trials: None."""
+    rng = np.random.default_rng(7)
+    cases = [(0, 10, 10, 10), (10, 10, 0, 10), (3, 7, 0, 0), (0, 0, 1, 2)]
+    for _ in range(60):
+        trials, base_trials = (int(n) for n in rng.integers(1, 5000, size=2))
+        cases.append((int(rng.integers(0, trials + 1)), trials, int(rng.integers(0, base_trials + 1)), base_trials))
+    batched = rate_differences(cases)
+    for case, interval in zip(cases, batched, strict=True):
+        single = rate_difference(*case)
+        if single is None:
+            assert interval is None, case
+        else:
+            assert interval is not None, case
+            assert (interval.low, interval.high) == pytest.approx((single.low, single.high), abs=1e-12), case

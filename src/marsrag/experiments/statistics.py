@@ -32,6 +32,7 @@ __all__ = [
     "depth_difference",
     "depth_sessions_needed",
     "rate_difference",
+    "rate_differences",
     "rate_sessions_needed",
     "sample_ratio",
     "wilson_interval",
@@ -96,6 +97,33 @@ def rate_difference(
         successes, trials, base_successes, base_trials, method="newcomb", compare="diff", alpha=alpha
     )
     return Interval(float(low), float(high))
+
+
+def rate_differences(cases: Sequence[tuple[int, int, int, int]], alpha: float = ALPHA) -> list[Interval | None]:
+    """:func:`rate_difference` of each ``(successes, trials, base_successes, base_trials)``, in one pass.
+
+    Newcombe's hybrid interval is built from the two rates' Wilson intervals (Newcombe 1998, method 10, as
+    statsmodels' ``confint_proportions_2indep(method="newcomb")`` builds it); here statsmodels computes every
+    Wilson interval of the report in one vectorised call, where a call per difference cost ~0.3 ms each.
+    """
+    found = [i for i, (_, trials, _, base_trials) in enumerate(cases) if trials > 0 and base_trials > 0]
+    out: list[Interval | None] = [None] * len(cases)
+    if not found:
+        return out
+    # lazy: NumPy and statsmodels only for the experiment report and tune
+    import numpy as np
+    from statsmodels.stats.proportion import proportion_confint
+
+    chosen = np.array([cases[i] for i in found], dtype=float)
+    counts, trials = chosen[:, [0, 2]], chosen[:, [1, 3]]
+    low, high = proportion_confint(counts, trials, alpha=alpha, method="wilson")
+    rates = counts / trials
+    difference = rates[:, 0] - rates[:, 1]
+    below = np.sqrt((rates[:, 0] - low[:, 0]) ** 2 + (high[:, 1] - rates[:, 1]) ** 2)
+    above = np.sqrt((high[:, 0] - rates[:, 0]) ** 2 + (rates[:, 1] - low[:, 1]) ** 2)
+    for index, lo, hi in zip(found, difference - below, difference + above, strict=True):
+        out[index] = Interval(float(lo), float(hi))
+    return out
 
 
 def rate_sessions_needed(
