@@ -60,7 +60,8 @@ class Prepared:
         # missing one is a KeyError, as SQLAlchemy refuses a required bind without a value.
         everyone_given = len(names) > 1 and all(binds[name].required for name in names)
         self._fetch = itemgetter(*names) if everyone_given else None
-        returned = getattr(statement, "_returning", ()) or ()
+        # What comes back: an UPDATE's or INSERT's RETURNING columns, or a SELECT's columns.
+        returned = getattr(statement, "_returning", ()) or getattr(statement, "selected_columns", ()) or ()
         self._results = [column.type.dialect_impl(dialect).result_processor(dialect, None) for column in returned]
 
     def params(self, values: Mapping[str, Any]) -> Params:
