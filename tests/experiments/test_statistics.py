@@ -222,3 +222,16 @@ def test_the_batched_newcombe_intervals_are_statsmodels_own() -> None:
         else:
             assert interval is not None, case
             assert (interval.low, interval.high) == pytest.approx((single.low, single.high), abs=1e-12), case
+
+
+@pytest.mark.parametrize(
+    ("sessions", "weights"),
+    [([5000, 5000], [50, 50]), ([6000, 4000], [1, 1]), ([10, 31, 59], [1, 3, 6]), ([1, 0], [50, 50]), ([7, 9], [2, 1])],
+)
+def test_the_sample_ratio_p_value_is_scipys_chisquare(sessions: list[int], weights: list[float]) -> None:
+    """The same p-value as scipy.stats.chisquare of the sessions against the weights' expected counts."""
+    from scipy.stats import chisquare
+
+    total = sum(sessions)
+    expected = [w * total / sum(weights) for w in weights]
+    assert sample_ratio(sessions, weights).p_value == pytest.approx(float(chisquare(sessions, expected)[1]), rel=1e-9)
