@@ -14,6 +14,9 @@ after a warm-up):
   to ``compute_metrics`` over all history of the same store (target: within 2x). Its first call in the process
   pays the import of NumPy, SciPy and statsmodels, which the warm-up takes: a note gives that cost.
 - For information, the report's store read alone (``loop_counts`` per arm of the experiment) next to the same.
+- Growth: the report over 100,000 sessions next to the same over 10,000 (a second store, the same seeder and
+  random seed over the same 60 days; best of 20 alternating rounds; target: within 1.5x, flat in the sessions:
+  its store read costs the rollup rows of the experiment's days and arms, its statistics the arms' counts).
 """
 
 from __future__ import annotations
@@ -31,9 +34,12 @@ from marsrag.store import open_store
 from marsrag.tasks.config import ArmConfig, ExperimentConfig, WorkflowConfig
 
 SESSIONS = 100_000
+SMALL_SESSIONS = 10_000
 ROUNDS = 5
-#: Target (issue 22): the report within 2x compute_metrics over the same store.
+GROWTH_ROUNDS = 20
+#: Targets (issue 22): the report within 2x compute_metrics over the same store; flat from 10,000 sessions.
 TARGET = 2.0
+TARGET_GROWTH = 1.5
 EXPERIMENT = ExperimentConfig(
     name="hard_vs_soft",
     arms={"hard": ArmConfig(loop_mode="hard", weight=50), "soft": ArmConfig(loop_mode="soft", weight=50)},
@@ -51,22 +57,25 @@ def run() -> None:
     )
     with tempfile.TemporaryDirectory(prefix="marsrag-experiments-bench-") as tmp, ExitStack() as schemas:
         postgres, why = schemas.enter_context(postgres_schema())
-        backends = {"SQLite": f"sqlite:///{tmp}/experiments.db"}
+        backends = {"SQLite": (f"sqlite:///{tmp}/experiments.db", f"sqlite:///{tmp}/experiments-small.db")}
         if postgres is not None:
-            backends["PostgreSQL"] = postgres
-        for name, url in backends.items():
-            # The events cap is far above what 100,000 sessions take (about 1.3M events): sessions end the seeding.
-            seeded = seed(url, 10 * EVENTS, experiment=EXPERIMENT, sessions=SESSIONS)
-            report.notes.extend(seeded.notes(name))
-            _measure(report, name, url)
+            small, _ = schemas.enter_context(postgres_schema())
+            assert small is not None
+            backends["PostgreSQL"] = (postgres, small)
+        for name, (url, small_url) in backends.items():
+            # The events cap is far above what 100,000 sessions take (about 2.1M events): sessions end the seeding.
+            report.notes.extend(seed(url, 10 * EVENTS, experiment=EXPERIMENT, sessions=SESSIONS).notes(name))
+            small_seeded = seed(small_url, 10 * EVENTS, experiment=EXPERIMENT, sessions=SMALL_SESSIONS)
+            report.notes.extend(small_seeded.notes(f"{name} (growth store)"))
+            _measure(report, name, url, small_url)
         if postgres is None:
             report.add("PostgreSQL: skipped (unreachable), not measured", "-", "-", 1.0, "(info)", True)
             report.note(f"PostgreSQL rows skipped: {why}")
     report.print()
 
 
-def _measure(report: Report, name: str, url: str) -> None:
-    with open_store(url) as store:
+def _measure(report: Report, name: str, url: str, small_url: str) -> None:
+    with open_store(url) as store, open_store(small_url) as small:
         start = time.perf_counter()
         first = read_report(store, WORKFLOW)
         report.notes.append(
@@ -87,4 +96,12 @@ def _measure(report: Report, name: str, url: str) -> None:
         report.add(
             f"{name}: its store read (loop_counts per arm) vs compute_metrics",
             ms(pair.ours), ms(pair.base), pair.ratio, "(info)", True,
+        )  # fmt: skip
+        if read_report(small, WORKFLOW).sessions != SMALL_SESSIONS:
+            raise RuntimeError(f"the growth store's report does not count its {SMALL_SESSIONS:,} sessions")
+        big, little = timed(lambda: read_report(store, WORKFLOW)), timed(lambda: read_report(small, WORKFLOW))
+        pair = best_of_timed(big, little, rounds=GROWTH_ROUNDS)
+        report.add(
+            f"{name}: growth, experiment report over {SESSIONS:,} vs {SMALL_SESSIONS:,} sessions",
+            ms(pair.ours), ms(pair.base), pair.ratio, f"<= {TARGET_GROWTH}x", pair.ratio <= TARGET_GROWTH,
         )  # fmt: skip
