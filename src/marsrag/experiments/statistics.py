@@ -226,9 +226,11 @@ def depth_difference(
     base_means, base_medians = _resampled(base_histogram, rng, resamples)
     observed = _stats(histogram)
     base = _stats(base_histogram)
-    tails = [100 * alpha / 2, 100 * (1 - alpha / 2)]
-    mean_low, mean_high = np.percentile(means - base_means, tails)
-    median_low, median_high = np.percentile(medians - base_medians, tails)
+    # Both percentile pairs in one call (each call costs ~50 us of NumPy's dispatch).
+    tails = [alpha / 2, 1 - alpha / 2]
+    (mean_low, mean_high), (median_low, median_high) = np.quantile(
+        np.stack([means - base_means, medians - base_medians]), tails, axis=1
+    ).T
     return DepthDifference(
         observed[0] - base[0],
         Interval(float(mean_low), float(mean_high)),
