@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from marsrag.state import AttemptRecord, LoopEvent, LoopFields, RunRecord, TaskState, Validation
 from marsrag.store import RunStore
+from marsrag.tasks import sample_config_dir
 from tests.contract.samples import CONTENT
 
 T0 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
@@ -28,6 +31,14 @@ def add_experiment(workflows_yaml: str) -> str:
     anchor = "  tasks: [diagnose, recommend, plan]\n"
     assert anchor in workflows_yaml
     return workflows_yaml.replace(anchor, anchor + EXPERIMENT_BLOCK, 1)
+
+
+def sample_with_experiment(target: Path) -> Path:
+    """A copy of the sample config at ``target`` whose support_answer declares :data:`EXPERIMENT_BLOCK`."""
+    shutil.copytree(sample_config_dir(), target)
+    path = target / "workflows.yaml"
+    path.write_text(add_experiment(path.read_text(encoding="utf-8")), encoding="utf-8")
+    return target
 
 
 def write_session(

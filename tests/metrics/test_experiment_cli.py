@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from marsrag.store import RunStore, open_store
-from marsrag.tasks import sample_config_dir
-from tests.experiments.population import add_experiment, write_arm
+from tests.experiments.population import sample_with_experiment, write_arm
 
 
 def marsrag(*args: str) -> subprocess.CompletedProcess[str]:
@@ -28,11 +26,7 @@ def marsrag(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture
 def config_dir(tmp_path: Path) -> Path:
-    target = tmp_path / "config"
-    shutil.copytree(sample_config_dir(), target)
-    path = target / "workflows.yaml"
-    path.write_text(add_experiment(path.read_text(encoding="utf-8")), encoding="utf-8")
-    return target
+    return sample_with_experiment(tmp_path / "config")
 
 
 @pytest.fixture

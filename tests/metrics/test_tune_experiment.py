@@ -6,7 +6,6 @@ from __future__ import annotations
 import difflib
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +17,7 @@ from marsrag.metrics.tune import Recommendation, decide_experiment, write_recomm
 from marsrag.store import LoopCounts, open_store
 from marsrag.tasks import load_config, sample_config_dir
 from marsrag.tasks.config import ArmConfig, ExperimentConfig
-from tests.experiments.population import EXPERIMENT_BLOCK, add_experiment, write_arm
+from tests.experiments.population import EXPERIMENT_BLOCK, sample_with_experiment, write_arm
 
 EXPERIMENT = ExperimentConfig(
     name="hard_vs_soft",
@@ -102,11 +101,7 @@ def test_a_sample_ratio_mismatch_blocks_the_recommendation() -> None:
 @pytest.fixture
 def config_dir(tmp_path: Path) -> Path:
     """A copy of the sample config whose support_answer declares the experiment (after its loop_mode line)."""
-    target = tmp_path / "config"
-    shutil.copytree(sample_config_dir(), target)
-    path = target / "workflows.yaml"
-    path.write_text(add_experiment(path.read_text(encoding="utf-8")), encoding="utf-8")
-    return target
+    return sample_with_experiment(tmp_path / "config")
 
 
 def test_write_replaces_the_experiment_block_with_the_winners_loop_mode_and_nothing_else(config_dir: Path) -> None:

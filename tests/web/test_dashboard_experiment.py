@@ -3,25 +3,19 @@
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from marsrag.tasks import sample_config_dir
-from tests.experiments.population import add_experiment, write_arm
+from tests.experiments.population import sample_with_experiment, write_arm
 from tests.web.conftest import Site
 
 
 @pytest.fixture
 def experiment_config(tmp_path: Path) -> Path:
     """The sample config with support_answer running the hard_vs_soft experiment."""
-    target = tmp_path / "config"
-    shutil.copytree(sample_config_dir(), target)
-    path = target / "workflows.yaml"
-    path.write_text(add_experiment(path.read_text(encoding="utf-8")), encoding="utf-8")
-    return target
+    return sample_with_experiment(tmp_path / "config")
 
 
 def panel_of(page: str) -> str:
