@@ -11,9 +11,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from marsrag.contract import LOOP_CONTRACT_VERSION, ContractIssue, Status, render_sections
+from marsrag.text import storable_value
 
 #: A task's status: the contract's verdict, or ``skipped`` for a task that ran without the contract.
 ValidationStatus = Literal[Status, "skipped"]
@@ -30,11 +31,22 @@ FALLBACK_HOOK = "What is the single most important next step to resolve the curr
 
 
 class Record(BaseModel):
-    """The base of the records: each model's validator is built on its first use, not at import."""
+    """The base of the records: text in them is storable, and each model's validator is built on first use.
+
+    Every record is validated through :func:`marsrag.text.storable_value`, so whatever text a record is made
+    of (an API body, a command-line argument, a file name, a setting, model output, an event's detail, or a row
+    stored before this rule) holds no lone surrogate or NUL: the store, the sinks and every response can encode
+    it. This is the choke point of that rule; the store's own guard is only the last line behind it.
+    """
 
     # Building the ten models' validators is most of importing this module (about 30 ms), and a read-only
     # command (metrics, runs list) uses one or two of them, if any.
     model_config = ConfigDict(defer_build=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _storable_text(cls, data: Any) -> Any:
+        return storable_value(data)
 
 
 def utcnow() -> datetime:

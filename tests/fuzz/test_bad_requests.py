@@ -152,7 +152,6 @@ def test_bodiless_posts_need_no_content_type(site: Site) -> None:
     [
         pytest.param(b'{"goal": "\xff\xfe"}', id="invalid-utf8"),
         pytest.param(b'{"goal": "\xed\xa0\x80"}', id="utf8-encoded-surrogate"),
-        pytest.param(b'{"goal": "\\ud800"}', id="escaped-lone-surrogate"),
         pytest.param(b'{"goal": "a\x00b"}', id="raw-nul-in-a-string"),
         pytest.param(b"\x00\x01\x02", id="binary"),
         pytest.param(b"[" * 5000 + b"]" * 5000, id="deep-array"),

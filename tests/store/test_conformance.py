@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import text
+from sqlalchemy import Engine, event, text
 
 from marsrag.contract import LOOP_CONTRACT_VERSION
 from marsrag.errors import IncompatibleRecordError, StoreError
@@ -74,13 +76,54 @@ class TestSqliteStore(SqlConformance):
 
 
 class TestPostgresStore(SqlConformance):
-    """The kit on a fresh PostgreSQL schema."""
+    """The kit on a fresh PostgreSQL schema, whose connections the server itself terminates in the drop case."""
 
     @pytest.fixture
-    def store(self, postgres_url: str) -> Iterator[RunStore]:
+    def store(self, postgres_url: str, postgres_admin: Engine) -> Iterator[RunStore]:
         """A fresh PostgreSQL store."""
+        self.admin = postgres_admin
         with open_store(postgres_url) as opened:
             yield opened
+
+    @contextmanager
+    def dropping(self, store: RunStore, at: int) -> Iterator[list[int]]:
+        """``pg_terminate_backend`` on the store's connection just before its ``at``-th statement is sent.
+
+        Statements are counted by psycopg's cursor (its ``cursor_factory``), not by SQLAlchemy's events: the task
+        commit sends its prepared statements on the DBAPI cursor itself (see marsrag.store._prepared).
+        """
+        assert isinstance(store, SqlRunStore)
+        dropped: list[int] = []
+        count = 0
+        admin = self.admin
+
+        def tick(connection: psycopg.Connection[Any]) -> None:
+            nonlocal count
+            count += 1
+            if count == at and not dropped:
+                with admin.connect() as other:
+                    # Waits (up to 5 s) until the backend is gone: the statement meets a dead connection.
+                    other.execute(text("SELECT pg_terminate_backend(:pid, 5000)"), {"pid": connection.info.backend_pid})
+                dropped.append(at)
+
+        class Cutting(psycopg.Cursor[Any]):
+            def execute(self, *args: Any, **kwargs: Any) -> Any:
+                tick(self.connection)
+                return super().execute(*args, **kwargs)
+
+            def executemany(self, *args: Any, **kwargs: Any) -> Any:
+                tick(self.connection)
+                return super().executemany(*args, **kwargs)
+
+        def checkout(dbapi_connection: Any, *_: Any) -> None:
+            dbapi_connection.cursor_factory = Cutting
+
+        event.listen(store.engine, "checkout", checkout)
+        try:
+            yield dropped
+        finally:
+            event.remove(store.engine, "checkout", checkout)
+            store.engine.dispose()  # no pooled connection keeps the counting cursor
 
 
 # -- the SQL store's tables (both backends, via the db_url and store fixtures) ---------------------------------

@@ -5,7 +5,8 @@ SQLite gets WAL, a generous busy timeout and enforced foreign keys on every new 
 concurrent writers queue on the busy timeout instead of failing when a read lock cannot be upgraded; the task
 commit's writes send their ``BEGIN IMMEDIATE`` straight to the DBAPI connection (:data:`DIRECT`). PostgreSQL gets a
 short connect timeout (an unreachable server fails fast) and pre-ping (a restarted server is survived).
-Both replace lone surrogates and NULs in text parameters by U+FFFD (see :func:`_valid_unicode`).
+Both replace lone surrogates and NULs in text parameters and JSON values by U+FFFD (see :func:`_valid_unicode`
+and :mod:`marsrag.text`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
 from marsrag.errors import StoreUnavailableError
 from marsrag.paths import data_dir
 from marsrag.store.urls import mask
-from marsrag.text import has_unstorable, storable
+from marsrag.text import has_unstorable, loads_storable, storable, storable_json
 
 #: Execution option marking a connection that writes; on SQLite it begins with ``BEGIN IMMEDIATE``.
 WRITE_OPTION = "marsrag_write"
@@ -37,6 +38,10 @@ DIRECT = "direct"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 POSTGRES_CONNECT_TIMEOUT_S = 5
 
+
+# JSON values are written with no escaped lone surrogate or NUL (PostgreSQL's JSON functions reject both, and a
+# reader would hand them on), and values stored so before that rule are read back storable.
+_JSON_CODEC: dict[str, Any] = {"json_serializer": storable_json, "json_deserializer": loads_storable}
 
 _EXPECTED = "expected sqlite:///PATH or postgresql+psycopg://USER@HOST:PORT/DATABASE"
 
@@ -109,7 +114,7 @@ def _sqlite_engine(url: URL) -> Engine:
                 f"the directory of the SQLite database {url.database!r} {what}: create it first "
                 "(MarsRAG creates only its own data directory)"
             )
-    engine = create_engine(url)
+    engine = create_engine(url, **_JSON_CODEC)
     event.listen(engine, "connect", _sqlite_connect)
     event.listen(engine, "begin", _sqlite_begin)
     event.listen(engine, "before_cursor_execute", _valid_unicode, retval=True)
@@ -192,7 +197,7 @@ def _postgres_engine(url: URL) -> Engine:
     connect_args: dict[str, Any] = {}
     if "connect_timeout" not in url.query:
         connect_args["connect_timeout"] = POSTGRES_CONNECT_TIMEOUT_S
-    engine = create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+    engine = create_engine(url, pool_pre_ping=True, connect_args=connect_args, **_JSON_CODEC)
     event.listen(engine, "before_cursor_execute", _valid_unicode, retval=True)
     return engine
 

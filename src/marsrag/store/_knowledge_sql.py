@@ -11,16 +11,14 @@ so moving it into another collection (adopting a legacy document) rewrites one r
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy import Connection, Engine, bindparam, delete, insert, select, text, update
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import IntegrityError
 
-from marsrag.errors import StoreError
-from marsrag.store._engine import WRITE_OPTION, one_line
+from marsrag.store._transactions import Transactions
 from marsrag.store.base import KnowledgeStore
 from marsrag.store.queries import ChunkHit, ChunkText, DocumentChange, DocumentKey, DocumentVersion
 from marsrag.store.schema import chunks, documents
@@ -66,11 +64,11 @@ def tsquery(words: Sequence[str]) -> str:
 class SqlKnowledgeStore(KnowledgeStore):
     """Documents and their chunks in the run store's SQL database (migrations 0002 and 0008 made their tables)."""
 
-    def __init__(self, engine: Engine) -> None:
-        """Use the engine of an open :class:`marsrag.store.sql.SqlRunStore` (migrated, with its connection setup)."""
+    def __init__(self, engine: Engine, transactions: Transactions) -> None:
+        """Use the engine of an open :class:`marsrag.store.sql.SqlRunStore` (migrated, with its connection setup)
+        and its transactions (every statement here is retried as the run store's are)."""
         self.url = engine.url.render_as_string(hide_password=True)
-        self._engine = engine
-        self._writer = engine.execution_options(**{WRITE_OPTION: True})
+        self._transactions = transactions
         postgres = engine.dialect.name == "postgresql"
         self._search = _SEARCH_POSTGRES if postgres else _SEARCH_SQLITE
         self._format = tsquery if postgres else fts5_query
@@ -80,29 +78,40 @@ class SqlKnowledgeStore(KnowledgeStore):
         query = select(documents.c.collection, documents.c.path, documents.c.sha256)
         if chunker is not None:
             query = query.where(documents.c.chunker == chunker)
-        with self._errors("read the knowledge base"), self._engine.connect() as connection:
+
+        def body(connection: Connection) -> dict[DocumentKey, str]:
             return {(collection, path): sha256 for collection, path, sha256 in connection.execute(query)}
+
+        return self._transactions.reading("read the knowledge base", body)
 
     def replace_document(
         self, document: DocumentVersion, pieces: Sequence[ChunkText], *, adopt_from: str | None = None
     ) -> DocumentChange:
-        """Store a document's chunks in one transaction, unless it is stored with this hash already (see base)."""
-        with self._errors(f"ingest {document.path}"):
+        """Store a document's chunks in one transaction, unless it is stored with this hash already (see base).
+
+        Retried as it is when its connection drops: a try that landed after all makes the next find the document
+        unchanged, which is then what it reports.
+        """
+
+        def body(connection: Connection) -> DocumentChange:
             try:
-                with self._writer.begin() as connection:
+                with connection.begin_nested():
                     return self._replace(connection, document, pieces, adopt_from)
             except IntegrityError:
                 # A new document has no row to lock: a concurrent ingest may insert it first. Once more, then it
                 # is there to compare with.
-                with self._writer.begin() as connection:
-                    return self._replace(connection, document, pieces, adopt_from)
+                return self._replace(connection, document, pieces, adopt_from)
+
+        return self._transactions.writing(f"ingest {document.path}", body)
 
     def search_chunks(self, words: Sequence[str], limit: int) -> list[ChunkHit]:
         """The chunks matching any of ``words``, best first, at most ``limit`` (see base)."""
         if not words or limit <= 0:
             return []
-        with self._errors("search the knowledge base"), self._engine.connect() as connection:
-            rows = connection.execute(self._search, {"query": self._format(words), "limit": limit}).all()
+        parameters = {"query": self._format(words), "limit": limit}
+        rows = self._transactions.reading(
+            "search the knowledge base", lambda connection: connection.execute(self._search, parameters).all()
+        )
         return [ChunkHit(int(id_), path, heading, body, float(score)) for id_, path, heading, body, score in rows]
 
     @staticmethod
@@ -137,14 +146,6 @@ class SqlKnowledgeStore(KnowledgeStore):
         if current is None:
             return DocumentChange("added")
         return DocumentChange("updated", current.source, adopted, rechunked=current.sha256 == document.sha256)
-
-    @contextmanager
-    def _errors(self, action: str) -> Iterator[None]:
-        try:
-            yield
-        except SQLAlchemyError as error:
-            detail = one_line(getattr(error, "orig", None) or error)
-            raise StoreError(f"cannot {action} in {self.url}: {detail}") from error
 
 
 @dataclass(frozen=True)

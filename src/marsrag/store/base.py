@@ -32,9 +32,13 @@ from marsrag.store.queries import (
 LEGACY_COLLECTION = "legacy"
 #: Outcome counts per workflow, then per (workflow, task).
 Rankings = tuple[list[OutcomeCount], list[OutcomeCount]]
-#: Seconds between tries of a store operation whose connection dropped (about 15 s in all); the runtime rides
-#: out a brief outage of the whole store with the same schedule.
-RETRY_DELAYS: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0, 8.0)
+#: Seconds a store operation whose connection keeps dropping is retried for, since its first try: a failover
+#: takes about 15 s, and connections killed over and over for that long must not fail a run.
+RETRY_BUDGET = 20.0
+#: Seconds between those tries: doubling from 0.1 s (a single dropped connection costs a tenth of a second), then
+#: every 2 s (a server back after a failover is found within 2 s), until :data:`RETRY_BUDGET` is spent. The
+#: runtime rides out a brief outage of the whole store with the same schedule.
+RETRY_DELAYS: tuple[float, ...] = (0.1, 0.2, 0.4, 0.8, 1.6, *(2.0,) * 9)
 
 
 class RunStore(ABC):

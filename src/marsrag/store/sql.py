@@ -9,19 +9,18 @@ from __future__ import annotations
 
 import os
 import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from datetime import datetime
 from itertools import groupby
-from typing import Any, TypeVar
+from typing import Any
 
 from sqlalchemy import Connection, Engine, bindparam, delete, func, insert, select, update
-from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import IntegrityError
 
 import marsrag.store._direct as _direct
 import marsrag.store._engine as _engine
 import marsrag.store._metrics_sql as _metrics_sql
+import marsrag.store._repair as _repair
 import marsrag.store._rollup_reads as _rollup_reads
 import marsrag.store._rollups as _rollups
 import marsrag.store._rows as _rows
@@ -33,9 +32,10 @@ from marsrag.store._metrics_sql import Span
 from marsrag.store._migrate import ensure_schema
 from marsrag.store._prepared import Cursor, Prepared
 from marsrag.store._rollups import Tally, TaskFacts
-from marsrag.store.base import RETRY_DELAYS, KnowledgeStore, Rankings, RunStore
+from marsrag.store._transactions import Transactions
+from marsrag.store.base import KnowledgeStore, Rankings, RunStore
 from marsrag.store.queries import Claim, GroupedCounts, GroupKey, Holder, MetricTotals, TaskFailure
-from marsrag.store.schema import attempts, events, runs, task_states, transitions
+from marsrag.store.schema import attempts, events, metadata, runs, task_states, transitions
 
 # Write statements built once: building the expression each call cost more than executing it on SQLite.
 # The heartbeat also returns what the rollups need to know of the run (its group, whether it is counted).
@@ -91,28 +91,18 @@ _OUTCOME_BATCH = 500
 _COMMIT_ID = select(task_states.c.commit_id).where(
     (task_states.c.run_id == bindparam("run_id")) & (task_states.c.task_id == bindparam("task_id"))
 )
+_JSON_COLUMNS = _repair.json_columns(metadata)
+_EVENT_STORED = select(events.c.id).where(
+    (events.c.run_id == bindparam("run_id"))
+    & (events.c.name == bindparam("name"))
+    & (events.c.timestamp == bindparam("timestamp"))
+)
 _RUN_FOR_UPDATE = select(runs).where(runs.c.run_id == bindparam("run_id")).with_for_update()
 #: Rollup shards a store writes to (see marsrag.store._rollups): 1 is one row per counter. With 8 concurrent
 #: writers (bench/store_bench.py), per-writer rows (8) wrote 0.73-1.12x as fast as one row per counter on SQLite
 #: (its writers queue on one lock anyway) and 1.06-1.20x on PostgreSQL, over three runs on a busy machine, while
 #: every read sums 8 times the rows: so one row per counter.
 ROLLUP_SHARDS = 1
-
-Result = TypeVar("Result")
-
-
-# SQLSTATE classes of a connection that is gone: connection exceptions (08) and operator intervention (57P:
-# an administrator's shutdown or pg_terminate_backend). The driver may not have marked the connection broken yet
-# when the server's message arrives, so SQLAlchemy would not call it a disconnect.
-_LOST_STATES = ("08", "57P")
-
-
-def _dropped(error: BaseException) -> bool:
-    """Whether a database error means the connection was lost (the server closed it, or the network did)."""
-    if not isinstance(error, DBAPIError):
-        return False
-    state = getattr(error.orig, "sqlstate", None) or ""
-    return bool(error.connection_invalidated) or state.startswith(_LOST_STATES)
 
 
 def _as_seen(row: Any, seen: RunRecord) -> bool:
@@ -134,18 +124,15 @@ class SqlRunStore(RunStore):
             raise ValueError(f"rollup_shards must be >= 1, got {rollup_shards}")
         self.url = engine.url.render_as_string(hide_password=True)
         self._engine = engine
-        self._writer = engine.execution_options(**{_engine.WRITE_OPTION: True})
-        # The task commit's: its BEGIN IMMEDIATE goes to the DBAPI connection (see marsrag.store._engine.DIRECT).
-        self._direct_writer = engine.execution_options(**{_engine.WRITE_OPTION: _engine.DIRECT})
-        # On SQLite the task commit runs without a SQLAlchemy connection when it can (see marsrag.store._direct).
-        self._direct_commits = engine.dialect.name == "sqlite"
+        self._transactions = Transactions(engine, self.url)
+        self._writing, self._reading = self._transactions.writing, self._transactions.reading
         self._shards = rollup_shards
         dialect = engine.dialect.name
         self._upsert_rollups = _rollups.upsert(dialect)
         self._insert_new_task = _rollups.insert_new(dialect, task_states)
         self._compiled: dict[tuple[str, tuple[str, ...] | None], Prepared] = {}
         ensure_schema(engine, self.url)
-        self._knowledge = SqlKnowledgeStore(engine)
+        self._knowledge = SqlKnowledgeStore(engine, self._transactions)
 
     @classmethod
     def from_url(cls, url: str, *, rollup_shards: int = ROLLUP_SHARDS) -> SqlRunStore:
@@ -188,78 +175,6 @@ class SqlRunStore(RunStore):
     def engine(self) -> Engine:
         """The SQLAlchemy engine: for this backend's own tests and benchmarks (the read models above are the seam)."""
         return self._engine
-
-    @contextmanager
-    def _write(self, action: str) -> Iterator[Connection]:
-        with self._errors(action), self._writer.begin() as connection:
-            yield connection
-
-    def _writing(
-        self,
-        action: str,
-        body: Callable[[Connection], Result],
-        landed: Callable[[Connection], Result | None] | None = None,
-        *,
-        direct: Callable[[Cursor], Result] | None = None,
-    ) -> Result:
-        """Run ``body`` in one write transaction; on a dropped connection, again on a fresh one (bounded).
-
-        ``landed`` tells, on a fresh connection, whether a try whose connection dropped committed after all
-        (a drop during COMMIT leaves its outcome unknown): its result, else None and ``body`` runs again.
-        Without it the write is retried as it is, so ``body`` must be safe to apply twice. ``direct`` (the task
-        commit's): the same write on a DBAPI cursor, whose transaction begins on the DBAPI connection (see
-        marsrag.store._engine.DIRECT); on SQLite its first try runs without a SQLAlchemy connection, and
-        ``body`` runs only when it needs one (see marsrag.store._direct).
-        """
-        writer = self._writer if direct is None else self._direct_writer
-        lost = False
-        for delay in (*RETRY_DELAYS, None):
-            try:
-                if direct is not None and self._direct_commits and not lost:
-                    try:
-                        with _direct.transaction(self._engine) as cursor:
-                            return direct(cursor)
-                    except _direct.NeedsConnection:
-                        pass  # rolled back: the ordinary transaction below runs the write
-                with writer.begin() as connection:
-                    if lost and landed is not None and (done := landed(connection)) is not None:
-                        return done
-                    return body(connection)
-            except SQLAlchemyError as error:
-                if not _dropped(error) or delay is None:
-                    raise self._store_error(action, error) from error
-                lost = True
-                time.sleep(delay)
-        raise AssertionError("unreachable")  # the loop returns or raises
-
-    @contextmanager
-    def _read(self, action: str) -> Iterator[Connection]:
-        # One (deferred) transaction per read, so a task and its attempts come from the same snapshot.
-        with self._errors(action), self._engine.begin() as connection:
-            yield connection
-
-    def _reading(self, action: str, body: Callable[[Connection], Result]) -> Result:
-        """Run ``body`` in one read transaction; on a dropped connection, again on a fresh one (bounded)."""
-        for delay in (*RETRY_DELAYS, None):
-            try:
-                with self._engine.begin() as connection:
-                    return body(connection)
-            except SQLAlchemyError as error:
-                if not _dropped(error) or delay is None:
-                    raise self._store_error(action, error) from error
-                time.sleep(delay)
-        raise AssertionError("unreachable")  # the loop returns or raises
-
-    @contextmanager
-    def _errors(self, action: str) -> Iterator[None]:
-        try:
-            yield
-        except SQLAlchemyError as error:
-            raise self._store_error(action, error) from error
-
-    def _store_error(self, action: str, error: SQLAlchemyError) -> StoreError:
-        detail = _engine.one_line(getattr(error, "orig", None) or error)
-        return StoreError(f"cannot {action} in {self.url}: {detail}")
 
     def create_run(self, run: RunRecord, events: Sequence[LoopEvent] = ()) -> None:
         """Insert a new run with the events that describe it, in one transaction (see RunStore).
@@ -552,7 +467,9 @@ class SqlRunStore(RunStore):
         def landed(connection: Connection) -> bool | None:
             query = select(func.count()).where(
                 transitions.c.run_id == transition.run_id,
-                transitions.c.transition_source_task_id == transition.transition_source_task_id,
+                transitions.c.source_task_id == transition.transition_source_task_id,
+                transitions.c.target_task_id == transition.transition_target_task_id,
+                transitions.c.mode == transition.transition_mode,
                 transitions.c.created_at == _rows.as_utc(transition.created_at),
             )
             return True if connection.execute(query).scalar() else None
@@ -608,11 +525,23 @@ class SqlRunStore(RunStore):
 
     def add_events(self, events: Sequence[LoopEvent]) -> None:
         """Insert events that describe no new state (e.g. ``loop.ui.rendered``)."""
-        if events:
-            with self._write("add events") as connection:
-                tally = Tally()
-                _rollups.refresh_runs(connection, self._insert_events(connection, events, tally), tally, lock=True)
-                self._tallied(connection, tally)
+        if not events:
+            return
+
+        def body(connection: Connection) -> None:
+            tally = Tally()
+            _rollups.refresh_runs(connection, self._insert_events(connection, events, tally), tally, lock=True)
+            self._tallied(connection, tally)
+
+        def landed(connection: Connection) -> None | bool:
+            # Events are inserted together: the first one stored means the lost commit landed.
+            first = events[0]
+            found = connection.execute(
+                _EVENT_STORED, {"run_id": first.run_id, "name": first.name, "timestamp": first.timestamp}
+            ).first()
+            return True if found is not None else None
+
+        self._writing("add events", body, landed)
 
     def get_run(self, run_id: str) -> RunRecord:
         """One run.
@@ -840,8 +769,17 @@ class SqlRunStore(RunStore):
         return self._reading("list the workflows", lambda connection: _rollup_reads.workflow_names(connection))
 
     def rebuild_rollups(self) -> int:
-        """Recount the rollups from the raw rows (see RunStore); the number of rollup rows written."""
-        return self._writing("rebuild the metric rollups", _rollups.rebuild)
+        """Recount the rollups from the raw rows (see RunStore); the number of rollup rows written.
+
+        JSON values an older MarsRAG stored with an escaped lone surrogate or NUL are repaired first, in the same
+        transaction (see marsrag.store._repair): PostgreSQL's JSON operators, which the recount uses, fail on them.
+        """
+
+        def body(connection: Connection) -> int:
+            _repair.repair_json(connection, _JSON_COLUMNS)
+            return _rollups.rebuild(connection)
+
+        return self._writing("rebuild the metric rollups", body)
 
     def knowledge(self) -> KnowledgeStore:
         """The knowledge base in this database (valid until the store is closed)."""
@@ -907,11 +845,14 @@ class SqlRunStore(RunStore):
         """How the tasks of each run ended: per run id, the count of tasks in each validation status."""
         ids = list(dict.fromkeys(run_ids))
         outcomes: dict[str, dict[str, int]] = {run_id: dict.fromkeys(VALIDATION_STATUSES, 0) for run_id in ids}
-        with self._read("count the task outcomes of runs") as connection:
+
+        def body(connection: Connection) -> None:
             for start in range(0, len(ids), _OUTCOME_BATCH):
                 batch = ids[start : start + _OUTCOME_BATCH]
                 for run_id, status, count in connection.execute(_OUTCOMES, {"run_ids": batch}):
                     outcomes[run_id][status] = count
+
+        self._reading("count the task outcomes of runs", body)
         return outcomes
 
 

@@ -16,6 +16,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from marsrag.text import decodable_value
+
 TOKEN_COOKIE = "marsrag_token"
 
 
@@ -80,6 +82,8 @@ async def _too_large(send: Send, limit: int) -> None:
 class JsonBodyMiddleware:
     """Refuse a write to the JSON API whose body is not ``application/json`` with 415 and a JSON reason.
 
+    A JSON body is handed on with each escaped lone surrogate made U+FFFD (see :func:`_decodable_body`).
+
     Only requests with a body: the bodiless posts (follow, repair, regenerate) need no content type. Runs
     inside :class:`BodyLimitMiddleware`, so the body it reads (and replays) is already bounded.
     """
@@ -114,12 +118,32 @@ class JsonBodyMiddleware:
             )
             await refusal(scope, receive, send)
             return
-        queued = list(messages)
+        queued = [*_decodable_body(messages), *(m for m in messages if m["type"] != "http.request")]
 
         async def replay() -> Message:
             return queued.pop(0) if queued else await receive()
 
         await self.app(scope, replay, send)
+
+
+def _decodable_body(messages: Sequence[Message]) -> list[Message]:
+    """The request's body messages, as one whose JSON holds no escaped lone surrogate (U+FFFD in its place).
+
+    A ``\\ud800`` escape decodes to a lone surrogate, which nothing downstream can encode (a stored record, a
+    sink, the response naming the field): the HTTP side of :mod:`marsrag.text`'s rule. A body that is not JSON
+    (or not UTF-8) is handed on as it came, for the framework to refuse.
+    """
+    body = b"".join(m.get("body", b"") for m in messages if m["type"] == "http.request")
+    if b"\\u" in body:
+        try:
+            value = json.loads(body)
+        except ValueError:
+            pass
+        else:
+            cleaned = decodable_value(value)
+            if cleaned is not value:
+                body = json.dumps(cleaned, ensure_ascii=False).encode()
+    return [{"type": "http.request", "body": body, "more_body": False}]
 
 
 def bearer_ok(request: Request, expected: str | None) -> bool:

@@ -22,6 +22,7 @@ from marsrag.errors import AlreadyFollowedError, AmbiguousRunIdError, HolderLost
 from marsrag.liveness import owner_id
 from marsrag.state import LoopEvent, LoopFields, Retrieval, Routing, Validation
 from marsrag.store.base import LEGACY_COLLECTION, RunStore
+from marsrag.store.conformance.drops import DroppedConnectionConformance
 from marsrag.store.conformance.records import CALL, T0, attempt, aware_utc, bare_task, event, run, task, transition
 from marsrag.store.queries import (
     ChunkText,
@@ -62,7 +63,7 @@ def dead_pid() -> int:
     return child.pid
 
 
-class RunStoreConformance:
+class RunStoreConformance(DroppedConnectionConformance):
     """What every :class:`RunStore` must do. Subclass it (named ``Test...``) and override :meth:`store`.
 
     Example::
