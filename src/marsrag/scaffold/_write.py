@@ -47,7 +47,7 @@ def create_folder(target: Path, files: Files, *, shown: str) -> None:
         # since the check would be replaced, and it held nothing.
         os.rename(staging, target)
     except OSError as error:
-        raise ProjectWriteError(f"{shown}: cannot write the project ({_reason(error)}); nothing was written") from None
+        raise _failure(shown, _reason(error)) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)  # gone already after the rename
 
@@ -79,9 +79,7 @@ def add_missing(target: Path, files: Files, *, missing_folders: set[str], shown:
         stuck = _take_out(moved)
         if not isinstance(error, OSError):
             raise  # an interrupt: the project is taken out as for any failure, and the interrupt goes on
-        what = f"cannot add {visible_name(entry)}" if entry else "cannot write the project"
-        undone = "nothing was written" if not stuck else f"could not take out again: {', '.join(stuck)}"
-        raise ProjectWriteError(f"{shown}: {what} ({_reason(error)}); {undone}") from None
+        raise _failure(shown, _reason(error), entry=entry, stuck=stuck) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -104,7 +102,7 @@ def _staging_folder(parent: Path, *, shown: str) -> Path:
             reason = _reason(error)
             break
         return path
-    raise ProjectWriteError(f"{shown}: cannot write the project ({reason}); nothing was written")
+    raise _failure(shown, reason)
 
 
 def _write_files(root: Path, files: Files) -> None:
@@ -140,6 +138,13 @@ def _take_out(moved: list[Path]) -> list[str]:
         except OSError:
             stuck.append(visible_name(str(path)))
     return stuck
+
+
+def _failure(shown: str, reason: str, *, entry: str = "", stuck: Sequence[str] = ()) -> ProjectWriteError:
+    """The one line saying what could not be written, why, and that nothing was (else what is left)."""
+    what = f"cannot add {visible_name(entry)}" if entry else "cannot write the project"
+    undone = f"could not take out again: {', '.join(stuck)}" if stuck else "nothing was written"
+    return ProjectWriteError(f"{shown}: {what} ({reason}); {undone}")
 
 
 def _reason(error: OSError) -> str:
