@@ -21,7 +21,8 @@ __all__ = ["visible", "visible_json", "visible_name"]
 _HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 # A name is one line and must show as itself: also newline and tab, the line and paragraph separators (Unicode
 # categories Zl, Zp) and the bidirectional formatting characters (embeddings, overrides, isolates), which make a
-# name show as another ("exe.txt" shown for "txt.exe"). A test derives the set from unicodedata's categories.
+# name show as another (U+202E then "txt.exe" shows as "exe.txt"). tests/scaffold/test_names.py derives the set
+# from the Unicode database.
 _HIDDEN_IN_NAME = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 # What json.dumps(ensure_ascii=False) leaves raw: it escapes C0 controls itself, not DEL, C1 or surrogates.
 _JSON_RAW = re.compile("[\x7f-\x9f\ud800-\udfff]")
