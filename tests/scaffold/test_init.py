@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +31,11 @@ FILES = [
 ]
 
 
-def run(cwd: Path, *command: str, **options: Any) -> subprocess.CompletedProcess[str]:
+def run(cwd: Path, *command: str, prefix: Sequence[str] = (), **options: Any) -> subprocess.CompletedProcess[str]:
     """A real process in ``cwd`` with this checkout's package, a home and data directory of its own.
 
-    ``options`` go to :func:`subprocess.run` (``preexec_fn``...). It writes no bytecode: a test may limit what
-    the process can write.
+    ``prefix`` runs it under another command (``setpriv ...``); ``options`` go to :func:`subprocess.run`
+    (``preexec_fn``...). It writes no bytecode: a test may limit what the process can write.
     """
     env = {
         **os.environ,
@@ -46,7 +47,7 @@ def run(cwd: Path, *command: str, **options: Any) -> subprocess.CompletedProcess
     env.pop("MARSRAG_LLM", None)
     env.pop("MARSRAG_DB", None)
     return subprocess.run(
-        [sys.executable, *command], cwd=cwd, env=env, capture_output=True, text=True, timeout=300, **options
+        [*prefix, sys.executable, *command], cwd=cwd, env=env, capture_output=True, text=True, timeout=300, **options
     )
 
 

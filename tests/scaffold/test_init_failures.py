@@ -215,17 +215,48 @@ def test_a_write_that_fails_leaves_nothing(work: Path, existing: bool) -> None:
     assert tree(work.parent) == before
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only folder")
-@pytest.mark.parametrize("existing", [False, True], ids=["new folder", "existing folder"])
-def test_an_unwritable_place_is_refused_in_one_line(work: Path, existing: bool) -> None:
-    """No write permission where the project goes: one line, exit 2, nothing written."""
-    place = work / "bot" if existing else work
-    place.mkdir(exist_ok=True)
-    place.chmod(0o555)
+def permissions_hold() -> list[str]:
+    """The command prefix under which file permissions hold: none for a user; for root, setpriv dropping the
+    capabilities that bypass them (skipped where it cannot)."""
+    if os.geteuid() != 0:
+        return []
+    command = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search,-fowner"]
+    if shutil.which("setpriv") is None or subprocess.run([*command, "true"], capture_output=True).returncode:
+        pytest.skip("root, and setpriv cannot drop the capabilities that bypass file permissions")
+    return command
+
+
+@pytest.mark.parametrize(
+    ("locked", "mode", "arguments", "message"),
+    [
+        ("", 0o555, ["bot"], "bot: cannot write the project (Permission denied); nothing was written"),
+        ("bot", 0o555, ["bot"], "bot: cannot write the project (Permission denied); nothing was written"),
+        (
+            "bot/tests",
+            0o555,
+            ["bot", "--force"],
+            "bot: cannot add tests/test_config.py (Permission denied); nothing was written",
+        ),
+        ("bot", 0o311, ["bot"], "bot: Permission denied"),
+        ("bot/config", 0o600, ["bot", "--force"], "bot/config/agents.yaml: Permission denied"),
+    ],
+    ids=["parent read-only", "folder read-only", "tests/ read-only", "folder unlistable", "config/ unsearchable"],
+)
+def test_a_place_without_permission_is_refused_in_one_line(
+    work: Path, locked: str, mode: int, arguments: list[str], message: str
+) -> None:
+    """A folder the project needs that cannot be written, listed or searched: one line, exit 2, nothing left
+    (for tests/: the seven entries moved in before it are taken out again)."""
+    prefix = permissions_hold()
+    place = work / locked
+    place.mkdir(parents=True, exist_ok=True)
+    if locked == "bot/tests":
+        (work / "bot" / "notes.txt").write_text("mine\n")
+    place.chmod(mode)
     try:
         before = tree(work.parent)
-        refused = run(work, "-m", "marsrag", "init", "bot")
-        assert one_line_error(refused) == "bot: cannot write the project (Permission denied); nothing was written"
+        refused = run(work, "-m", "marsrag", "init", *arguments, prefix=prefix)
+        assert one_line_error(refused) == message
         assert tree(work.parent) == before
     finally:
         place.chmod(0o755)

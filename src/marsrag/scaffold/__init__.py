@@ -79,7 +79,7 @@ def init_project(folder: str | os.PathLike[str], *, force: bool = False) -> Init
         raise InputError("the project folder is empty: give the folder to create (DIRECTORY)")
     shown = visible_name(text)
     if "\x00" in text:
-        raise InputError(f"{shown}: a path holds no NUL character (\\x00)")
+        raise InputError(f"{shown}: the path holds a NUL character (\\x00)")
     target = Path(text)
     name = _project_name(target, shown)
     problem = project_name_problem(name)
@@ -96,9 +96,18 @@ def init_project(folder: str | os.PathLike[str], *, force: bool = False) -> Init
         raise InputError(f"{shown}: {error.strerror or error}") from None
     if not stat.S_ISDIR(info.st_mode):
         raise InputError(f"{shown}: exists and is not a folder")
-    if not force and _occupied(target):
-        raise InputError(f"{shown}: folder is not empty; give --force to add the missing files (yours are kept)")
-    return _fill(target, files, shown)
+    try:
+        if not force and _occupied(target):
+            raise InputError(f"{shown}: folder is not empty; give --force to add the missing files (yours are kept)")
+        report, missing_folders = _plan(target, files)
+    except OSError as error:  # the folder cannot be listed, or an entry of it looked at
+        where = visible_name(error.filename) if isinstance(error.filename, str) else shown
+        raise InputError(f"{where}: {error.strerror or error}") from None
+    if report.written:
+        wanted = set(report.written)
+        todo = [(relative, data) for relative, data in files if relative in wanted]
+        add_missing(target, todo, missing_folders=missing_folders, shown=shown)
+    return report
 
 
 def _project_name(target: Path, shown: str) -> str:
@@ -127,13 +136,18 @@ def _occupied(folder: Path) -> bool:
         return next(entries, None) is not None
 
 
-def _fill(target: Path, files: list[tuple[str, bytes]], shown: str) -> InitReport:
-    """Add the missing ``files`` to the existing folder ``target``, after refusing what is in the way."""
+def _plan(target: Path, files: list[tuple[str, bytes]]) -> tuple[InitReport, set[str]]:
+    """What to add to the existing folder ``target`` (the report's ``written``) and what is kept, with the
+    folders missing; refuses anything but a real folder where the project needs one.
+
+    Raises:
+        InputError: a template folder's place holds a file, a symlink (dangling or not) or another entry.
+        OSError: an entry cannot be looked at.
+    """
     report = InitReport(target)
     missing_folders: set[str] = set()
     for folder in _folders(files):
-        parent = PurePosixPath(folder).parent.as_posix()
-        if parent in missing_folders:
+        if PurePosixPath(folder).parent.as_posix() in missing_folders:
             missing_folders.add(folder)
             continue
         kind = _kind(target / folder)
@@ -144,17 +158,13 @@ def _fill(target: Path, files: list[tuple[str, bytes]], shown: str) -> InitRepor
                 f"{visible_name(str(target / folder))}: is {kind}, where the project needs a folder (init never "
                 "writes through a symlink nor replaces a file): move it away, or give another folder"
             )
-    todo: list[tuple[str, bytes]] = []
-    for relative, data in files:
-        parent = PurePosixPath(relative).parent.as_posix()
-        if parent in missing_folders or not os.path.lexists(target / relative):
-            todo.append((relative, data))
+    for relative, _ in files:
+        in_missing_folder = PurePosixPath(relative).parent.as_posix() in missing_folders
+        if in_missing_folder or _kind(target / relative) is None:
+            report.written.append(relative)
         else:
             report.kept.append(relative)
-    if todo:
-        add_missing(target, todo, missing_folders=missing_folders, shown=shown)
-    report.written = [relative for relative, _ in todo]
-    return report
+    return report, missing_folders
 
 
 def _kind(path: Path) -> str | None:
