@@ -7,6 +7,10 @@ moved in without replacing anything (a missing folder with one rename, which fai
 folder; a file by reserving its name with ``O_CREAT | O_EXCL``, which fails over anything, a dangling symlink
 included, then renaming the built file over the reservation). Should a move fail, the entries moved already
 are taken out again. The hidden folder is removed in every case.
+
+An existing folder is filled in place rather than replaced, even an empty one: a folder cannot be renamed over
+one that holds files, a shell standing in it (``mkdir bot && cd bot && marsrag init .``) would be left in a
+removed folder, and its parent may not be writable (``marsrag init . --force`` in a folder of one's own).
 """
 
 from __future__ import annotations
