@@ -273,3 +273,14 @@ def test_an_entry_appearing_after_the_check_is_never_replaced(tmp_path: Path) ->
         add_missing(tmp_path, files, missing_folders=missing, shown="bot")
     assert str(raised.value) == "bot: cannot add tests (Not a directory); nothing was written"
     assert tree(tmp_path) == before
+
+
+def test_a_symlink_named_as_the_folder_names_the_project(work: Path) -> None:
+    """DIRECTORY a symlink to an empty folder: the folder it names is filled, the symlink stays a symlink."""
+    (work / "real").mkdir()
+    (work / "link").symlink_to(work / "real", target_is_directory=True)
+    created = run(work, "-m", "marsrag", "init", "link")
+    assert created.returncode == 0, created.stderr
+    assert os.readlink(work / "link") == str(work / "real")
+    assert sorted(str(p.relative_to(work / "real")) for p in (work / "real").rglob("*") if p.is_file()) == FILES
+    assert (work / "real" / "README.md").read_text().startswith("# link\n")
