@@ -238,7 +238,12 @@ def lint(
 @app.command()
 def init(
     directory: Annotated[
-        Path, typer.Argument(metavar="DIRECTORY", help="The project folder to create (an empty one may exist).")
+        str,
+        typer.Argument(
+            metavar="DIRECTORY",
+            help="The project folder to create (an empty one may exist; its parent must); its name is 1-63 "
+            "characters of text with no control character and no whitespace at either end.",
+        ),
     ],
     force: Annotated[
         bool, typer.Option("--force", help="Add the missing files to a non-empty folder; existing files are kept.")
@@ -248,7 +253,9 @@ def init(
     tests/ with the Loop Contract regression tests, pytest.ini, .pre-commit-config.yaml, .env.example, README.
 
     `cd DIRECTORY && marsrag run "..."` then works at once, offline (./config is found by itself). A folder that
-    is not empty is refused (exit 2) unless --force; no existing file is ever overwritten.
+    is not empty is refused (exit 2) unless --force; no existing file is ever overwritten and no symlink
+    followed. The project is written whole or not at all: a bad name or anything in the way is refused (exit
+    2) before anything is written.
 
     Example: marsrag init support-bot
     """

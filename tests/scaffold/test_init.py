@@ -6,7 +6,9 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -29,17 +31,24 @@ FILES = [
 ]
 
 
-def run(cwd: Path, *command: str) -> subprocess.CompletedProcess[str]:
-    """A real process in ``cwd`` with this checkout's package, a home and data directory of its own."""
+def run(cwd: Path, *command: str, prefix: Sequence[str] = (), **options: Any) -> subprocess.CompletedProcess[str]:
+    """A real process in ``cwd`` with this checkout's package, a home and data directory of its own.
+
+    ``prefix`` runs it under another command (``setpriv ...``); ``options`` go to :func:`subprocess.run`
+    (``preexec_fn``...). It writes no bytecode: a test may limit what the process can write.
+    """
     env = {
         **os.environ,
         "HOME": str(cwd.parent / "home"),
         "MARSRAG_HOME": str(cwd.parent / "data"),
         "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONDONTWRITEBYTECODE": "1",
     }
     env.pop("MARSRAG_LLM", None)
     env.pop("MARSRAG_DB", None)
-    return subprocess.run([sys.executable, *command], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [*prefix, sys.executable, *command], cwd=cwd, env=env, capture_output=True, text=True, timeout=300, **options
+    )
 
 
 def test_init_then_run_lint_and_pytest_work_at_once(tmp_path: Path) -> None:
