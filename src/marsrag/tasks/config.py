@@ -134,8 +134,8 @@ class ArmConfig(BaseModel):
     """One arm of an experiment: the loop mode its sessions run under, its share of sessions, optional variants.
 
     ``agent`` and ``llm`` swap what the arm's runs use (an agent of ``agents.yaml`` for every task's agent, an
-    LLM spec as ``--llm`` takes); the task template and the contract stay the same (spec section 2). The weight's
-    range is :mod:`marsrag.tasks.experiment_limits`'.
+    LLM spec as ``--llm`` takes); the task template and the contract stay the same (spec section 2). The weight is
+    held to the range of :mod:`marsrag.tasks.experiment_limits`.
     """
 
     model_config = ConfigDict(extra="forbid")

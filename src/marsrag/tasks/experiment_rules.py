@@ -1,6 +1,6 @@
 """The lint checks of a workflow's ``experiment`` block (LC111, LC112), on the raw YAML data.
 
-The limits on names and weights are :mod:`marsrag.tasks.experiment_limits`', which the models enforce too.
+The limits on names and weights come from :mod:`marsrag.tasks.experiment_limits`, which the models enforce too.
 
 Each check yields the key path of the problem inside the workflow entry and its message; :mod:`marsrag.tasks.lint`
 places them (file, line, column). The loader runs them before building :class:`~marsrag.tasks.config.ExperimentConfig`,
