@@ -68,7 +68,7 @@ def test_a_workflow_without_the_block_has_no_experiment(tmp_path: Path) -> None:
         ),
         (
             "    name: e\n    arms:\n      hard: {loop_mode: hard, weight: -1}\n      soft: {loop_mode: soft}\n",
-            r"workflows.yaml:7:31: LC111 .* arm 'hard' weight must be a number above 0, not -1",
+            r"workflows.yaml:7:31: LC111 .* arm 'hard' weight must be a number from 0.001 to 1,000,000, not -1",
         ),
         (
             "    name: e\n    arms:\n      hard: {loop_mode: hard}\n",

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from marsrag.experiments.weights import scaled_weights
 from marsrag.state import LoopEvent, RunRecord
 from marsrag.tasks.config import ArmConfig, ExperimentConfig, WorkflowConfig
 
@@ -22,18 +23,24 @@ def assign_arm(experiment: ExperimentConfig, session_id: str) -> str:
     """The arm of ``experiment`` a session is assigned: deterministic, the same in every process.
 
     SHA-256 of ``"{name}:{session_id}"``, its first 8 bytes (big-endian) over 2**64, falls into the cumulative
-    weight split of the arms, in their config order.
+    weight split of the arms, in their config order. Weights outside the config's limits (a model built without
+    validation) still split: one that is not a finite number above 0 gets no sessions, and when none is one
+    the arms share equally.
     """
     digest = hashlib.sha256(f"{experiment.name}:{session_id}".encode()).digest()
     point = int.from_bytes(digest[:8], "big") / _SPAN
+    names = list(experiment.arms)
+    # Scaled by a power of two (exact): the same split as the weights, with a total that cannot overflow.
+    weights = scaled_weights([arm.weight for arm in experiment.arms.values()]) or [1.0] * len(names)
     # Compared on the weights' scale, not as fractions summed one by one: no rounding drift on many arms.
-    threshold = point * sum(arm.weight for arm in experiment.arms.values())
+    threshold = point * sum(weights)
     cumulative = 0.0
-    for name, arm in experiment.arms.items():
-        cumulative += arm.weight
+    for name, weight in zip(names, weights, strict=True):
+        cumulative += weight
         if threshold < cumulative:
             return name
-    return next(reversed(experiment.arms))  # rounding put the point on the total: the last arm
+    # Rounding put the point on the total: the last arm that gets sessions.
+    return next(name for name, weight in zip(reversed(names), reversed(weights), strict=True) if weight > 0)
 
 
 def _aware(moment: datetime) -> datetime:

@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from marsrag.experiments.weights import weight_shares
+
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
@@ -133,16 +135,18 @@ def rate_sessions_needed(
 
     The test's observations are the rate's denominator (runs, executions, transitions); ``per_session`` of them
     come with each session, so the observations needed are divided by it. None when the rates are equal (no
-    difference to detect) or ``per_session`` is not positive.
+    difference to detect), ``per_session`` is not a finite number above 0, or the sessions needed are past
+    counting (a vanishing difference).
     """
-    if rate == base_rate or per_session <= 0:
+    if rate == base_rate or not (math.isfinite(per_session) and per_session > 0):
         return None
     # lazy: statsmodels (and SciPy under it) only for the experiment report and tune
     from statsmodels.stats.proportion import proportion_effectsize
 
     effect = abs(float(proportion_effectsize(rate, base_rate)))
     observations = _per_group(effect, alpha, power)
-    return None if observations is None else max(1, math.ceil(observations / per_session))
+    sessions = None if observations is None else observations / per_session
+    return None if sessions is None or not math.isfinite(sessions) else max(1, math.ceil(sessions))
 
 
 def depth_sessions_needed(
@@ -175,12 +179,15 @@ def _per_group(effect: float, alpha: float, power: float) -> float | None:
     The closed form statsmodels' ``NormalIndPower.solve_power`` converges to (with the far rejection tail
     neglected, as sample-size tables do: it adds under 1e-6 of power here), from SciPy's normal quantiles:
     ``2 * ((z(1 - alpha/2) + z(power)) / effect) ** 2``. Closed, because the report computes one per metric at
-    every read and the root finder took about 5 ms each. None for a vanishing effect.
+    every read and the root finder took about 5 ms each. None for a vanishing effect (none at all, or so small
+    that the observations overflow).
     """
     if not effect or not math.isfinite(effect):
         return None
     z_alpha, z_power = _quantiles(alpha, power)
-    return 2 * ((z_alpha + z_power) / effect) ** 2
+    ratio = (z_alpha + z_power) / effect
+    observations = 2 * ratio * ratio  # a product overflows to inf where a float's ** raises
+    return observations if math.isfinite(observations) else None
 
 
 @functools.cache
@@ -291,17 +298,31 @@ class SampleRatio:
 
 
 def sample_ratio(sessions: Sequence[int], weights: Sequence[float], threshold: float = SRM_ALPHA) -> SampleRatio:
-    """Chi-square goodness of fit of ``sessions`` per arm to the split ``weights`` (relative, in the same order)."""
+    """Chi-square goodness of fit of ``sessions`` per arm to the split ``weights`` (relative, in the same order).
+
+    No p-value (None, no mismatch) without sessions, with fewer than two arms, or when no weight is a finite
+    number above 0 (there is no split to test against). An arm whose weight gets no share (not a finite number
+    above 0, or too small beside the others to count) drops out of the test while it has no sessions; with one
+    it is a mismatch (p = 0): the split cannot give it any. Never nan, never a division by zero.
+    """
     total = sum(sessions)
-    if total == 0 or len(sessions) < 2:
+    shares = weight_shares(weights) if len(weights) == len(sessions) else None
+    if total == 0 or len(sessions) < 2 or shares is None:
         return SampleRatio(None, False)
     # lazy: SciPy only for the experiment report and tune
     from scipy.special import chdtrc
 
-    scale = total / sum(weights)
-    expected = [weight * scale for weight in weights]
     # Pearson's statistic and the chi-square survival function: what scipy.stats.chisquare returns, without its
     # array-policy wrapper (~0.35 ms of a report's ~1.5 ms).
-    statistic = sum((seen - wanted) ** 2 / wanted for seen, wanted in zip(sessions, expected, strict=True))
-    p = float(chdtrc(len(sessions) - 1, statistic))
+    statistic, tested = 0.0, 0
+    for seen, share in zip(sessions, shares, strict=True):
+        wanted = share * total
+        if wanted > 0:
+            gap = seen - wanted
+            statistic += gap * gap / wanted  # a product overflows to inf (p = 0) where a float's ** raises
+            tested += 1
+        elif seen:
+            return SampleRatio(0.0, True)
+    # One arm left to test: every session is where the split can put them, a perfect fit.
+    p = float(chdtrc(tested - 1, statistic)) if tested > 1 else 1.0
     return SampleRatio(p, p < threshold)

@@ -10,10 +10,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from marsrag.contract import EXPECTED_OUTPUT_TEMPLATE, LOOP_CONTRACT_VERSION, Mode
 from marsrag.errors import ConfigError
+from marsrag.tasks.experiment_limits import name_problem, ratio_problem, weight_problem
 
 WorkflowKind = Literal["user_facing", "internal"]
 
@@ -133,15 +134,25 @@ class ArmConfig(BaseModel):
     """One arm of an experiment: the loop mode its sessions run under, its share of sessions, optional variants.
 
     ``agent`` and ``llm`` swap what the arm's runs use (an agent of ``agents.yaml`` for every task's agent, an
-    LLM spec as ``--llm`` takes); the task template and the contract stay the same (spec section 2).
+    LLM spec as ``--llm`` takes); the task template and the contract stay the same (spec section 2). The weight is
+    held to the range of :mod:`marsrag.tasks.experiment_limits`.
     """
 
     model_config = ConfigDict(extra="forbid")
 
     loop_mode: Mode
-    weight: float = Field(default=1.0, gt=0)
+    weight: float = 1.0
     agent: str | None = None
     llm: str | None = None
+
+    @field_validator("weight", mode="before")
+    @classmethod
+    def _weight_in_range(cls, value: object) -> object:
+        # Before pydantic's own float parsing: the value as written, as lint (LC111) sees it.
+        problem = weight_problem(value)
+        if problem is not None:
+            raise ValueError(f"weight {problem}")
+        return value
 
 
 class ExperimentConfig(BaseModel):
@@ -149,13 +160,28 @@ class ExperimentConfig(BaseModel):
 
     Weights are relative (50/50, 1/1 and 2/2 are the same split). ``start``, when given, is the moment from
     which new sessions are assigned (sessions that began earlier run under the workflow's own ``loop_mode``).
+    Names and weights are held to :mod:`marsrag.tasks.experiment_limits`, as lint (LC111) holds them.
     """
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(min_length=1)
+    name: str
     arms: dict[str, ArmConfig] = Field(min_length=2)
     start: datetime | None = None
+
+    @model_validator(mode="after")
+    def _within_limits(self) -> ExperimentConfig:
+        problem = name_problem(self.name)
+        if problem is not None:
+            raise ValueError(f"experiment name {problem}")
+        for arm in self.arms:
+            problem = name_problem(arm)
+            if problem is not None:
+                raise ValueError(f"experiment arm name {problem}")
+        problem = ratio_problem({name: arm.weight for name, arm in self.arms.items()})
+        if problem is not None:
+            raise ValueError(f"experiment weights: {problem}")
+        return self
 
 
 class WorkflowConfig(BaseModel):

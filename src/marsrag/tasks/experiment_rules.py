@@ -1,5 +1,7 @@
 """The lint checks of a workflow's ``experiment`` block (LC111, LC112), on the raw YAML data.
 
+The limits on names and weights come from :mod:`marsrag.tasks.experiment_limits`, which the models enforce too.
+
 Each check yields the key path of the problem inside the workflow entry and its message; :mod:`marsrag.tasks.lint`
 places them (file, line, column). The loader runs them before building :class:`~marsrag.tasks.config.ExperimentConfig`,
 so a broken block is a config error naming its line, not a pydantic error naming none.
@@ -7,13 +9,13 @@ so a broken block is a config error naming its line, not a pydantic error naming
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Mapping
 from datetime import date, datetime
 from typing import Any
 
 from marsrag.tasks._yaml import SHOWN as _SHOWN
 from marsrag.tasks._yaml import KeyPath
+from marsrag.tasks.experiment_limits import lightest_arm, name_problem, ratio_problem, weight_problem
 
 #: The keys of an ``experiment`` block and of one arm.
 EXPERIMENT_KEYS = ("name", "arms", "start")
@@ -47,6 +49,8 @@ def experiment_problems(workflow: str, data: Mapping[str, Any], agents: set[str]
             yield ("experiment", "name"), f"{where} name must be text, not {_SHOWN.repr(name)}"
         else:
             yield ("experiment",), f"{where} needs a name (text): sessions are assigned by a hash of it"
+    elif (problem := name_problem(name)) is not None:
+        yield ("experiment", "name"), f"{where} name {problem}"
     if "start" in block and not _is_moment(block["start"]):
         shown = _SHOWN.repr(block["start"])
         yield ("experiment", "start"), f"{where} start must be a date-time (2026-03-01T09:00:00Z), not {shown}"
@@ -81,6 +85,8 @@ def _arms_problems(where: str, data: Mapping[str, Any], agents: set[str] | None)
         label = f"{where} arm {_SHOWN.repr(name)}"
         if not isinstance(name, str):
             yield here, f"{label}: an arm's name must be text"
+        elif (problem := name_problem(name)) is not None:
+            yield here, f"{where} arm name {problem}"
         if not isinstance(arm, Mapping):
             yield here, f"{label} must be a mapping with loop_mode (and weight, agent, llm), not {_SHOWN.repr(arm)}"
             continue
@@ -92,14 +98,24 @@ def _arms_problems(where: str, data: Mapping[str, Any], agents: set[str] | None)
         if not isinstance(mode, str) or mode not in _MODES:
             key = (*here, "loop_mode") if "loop_mode" in arm else here
             yield key, f"{label} loop_mode must be none, soft or hard, not {_SHOWN.repr(mode)}"
-        if "weight" in arm and not _is_weight(arm["weight"]):
-            yield (*here, "weight"), f"{label} weight must be a number above 0, not {_SHOWN.repr(arm['weight'])}"
+        if "weight" in arm and (problem := weight_problem(arm["weight"])) is not None:
+            yield (*here, "weight"), f"{label} weight {problem}"
         yield from _variant_problems(label, here, data, arm, agents)
+    yield from _ratio_problems(where, arms)
 
 
-def _is_weight(value: Any) -> bool:
-    # A boolean is an int to Python; "true" as a weight is a slip, not a share.
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+def _ratio_problems(where: str, arms: Mapping[Any, Any]) -> Iterator[Problem]:
+    """The weights' ratio, once every arm is a mapping with a weight in range (else that is the finding)."""
+    if not all(isinstance(arm, Mapping) and weight_problem(arm.get("weight", 1.0)) is None for arm in arms.values()):
+        return
+    written = {str(name): arm for name, arm in arms.items()}
+    weights = {name: float(arm.get("weight", 1.0)) for name, arm in written.items()}
+    problem = ratio_problem(weights)
+    if problem is not None:
+        lightest = lightest_arm(weights)
+        here: KeyPath = ("experiment", "arms", lightest)
+        # The key whose weight to raise; an arm without one weighs the default 1.
+        yield (*here, "weight") if "weight" in written[lightest] else here, f"{where} weights: {problem}"
 
 
 def _variant_problems(
