@@ -9,6 +9,8 @@ marsrag.text's: a lone surrogate becomes U+FFFD where text enters a record; a fi
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -21,6 +23,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from marsrag.cli import main
 from marsrag.metrics.verify import verify
 from marsrag.paths import data_dir
 from marsrag.store import open_store
@@ -172,3 +175,68 @@ def test_cli_text_and_file_names_with_undecodable_bytes_store_storable(tmp_path:
     sunk = [json.loads(line) for line in (home / "events.jsonl").read_bytes().decode("utf-8").splitlines()]
     assert [e["detail"]["comment"] for e in sunk if e["name"] == "loop.feedback.recorded"] == ["bad \ufffd"]
     assert data_dir() != home  # the sink written is this test's own, not the session's
+
+
+def _cli(*args: str) -> tuple[int, str, str]:
+    """``marsrag ARGS`` in this process, as argv brings them (an undecodable byte as a lone surrogate)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), pytest.raises(SystemExit) as exited:
+        main(list(args))
+    code = exited.value.code
+    assert isinstance(code, int)
+    return code, out.getvalue(), err.getvalue()
+
+
+#: Each CLI text argument with the rest of its command ({run} is a finished run's id).
+CLI_TEXT = [
+    ("run", "{text}"),
+    ("run", "cache", "--session", "{text}"),
+    ("run", "cache", "--workflow", "{text}"),
+    ("follow", "{run}", "--goal", "{text}"),
+    ("runs", "feedback", "{run}", "--on", "answer", "--rating", "up", "--comment", "{text}"),
+    ("runs", "feedback", "{run}", "--on", "{text}", "--rating", "up"),
+    ("runs", "show", "{text}"),
+    ("runs", "list", "--session", "{text}"),
+    ("metrics", "--workflow", "{text}"),
+]
+
+
+def _stored(db: str) -> tuple[int, int]:
+    with open_store(db) as store:
+        runs = store.list_runs(limit=10_000)
+        return len(runs), sum(len(store.get_events(run.run_id)) for run in runs)
+
+
+@pytest.mark.parametrize("command", CLI_TEXT, ids=[" ".join(c).replace("{text}", "TEXT") for c in CLI_TEXT])
+def test_cli_text_arguments_are_stored_storable_or_refused_in_one_line(
+    command: tuple[str, ...], db_url: str, tmp_path: Path
+) -> None:
+    """Any text (undecodable bytes as argv brings them, NUL, controls, RTL marks) in a CLI text argument: exit 0,
+    or exit 2 with one line and nothing stored; whatever was stored reads back, the output encodes as UTF-8."""
+    code, out, _ = _cli("run", "Cache restarts and checkout latency", "--db", db_url, "--llm", "composer",
+                        "--format", "json")  # fmt: skip
+    assert code == 0
+    run_id = json.loads(out)["run_id"]
+    texts = st.one_of(TEXT, st.binary(min_size=1, max_size=12).map(os.fsdecode))
+
+    @fuzz(6)
+    @given(texts)
+    def check(value: str) -> None:
+        before = _stored(db_url)
+        args = [part.replace("{run}", run_id).replace("{text}", value) for part in command]
+        code, out, err = _cli(
+            *args, "--db", db_url, *(("--llm", "composer") if command[0] in ("run", "follow") else ())
+        )
+        assert code in (0, 2), err
+        (out + err).encode("utf-8")  # what reached the terminal can be written to it
+        if code == 2:
+            assert len(err.strip().splitlines()) == 1, err
+            assert _stored(db_url) == before, "stored behind a refusal"
+
+    check()
+    with open_store(db_url) as store:
+        for stored in store.list_runs(limit=10_000):
+            read = store.read_run(stored.run_id)
+            json.dumps([r.model_dump(mode="json") for r in (read[0], *read[1])], ensure_ascii=False).encode()
+        verdict = verify(store)
+    assert verdict.ok, [d.line() for d in verdict.differences]

@@ -409,7 +409,12 @@ def rebuild(connection: Connection) -> int:
     """
     dialect = connection.dialect.name
     if dialect == "postgresql":
-        connection.execute(text("LOCK TABLE runs, rollups IN SHARE ROW EXCLUSIVE MODE"))
+        # EXCLUSIVE, in the writers' order (a run's row, then the rollups): it waits for every writer holding a
+        # run's row, even by FOR UPDATE or a foreign key's FOR KEY SHARE, and every later writer queues behind
+        # it at its first touch of a run. SHARE ROW EXCLUSIVE let a writer lock a run's row (FOR UPDATE takes
+        # only ROW SHARE) that the recount's UPDATE of every run then waited for, while the writer waited for
+        # the rollups: a deadlock.
+        connection.execute(text("LOCK TABLE runs, rollups IN EXCLUSIVE MODE"))
     completed = runs.c.status == "completed"
     connection.execute(update(runs).values(metrics_code=case((completed, _CODE), else_=None)))
     connection.execute(delete(rollups))

@@ -10,6 +10,7 @@ so none has a retry policy of its own (or none at all): :data:`RETRY_DELAYS` bet
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -24,6 +25,8 @@ from marsrag.store._prepared import Cursor
 from marsrag.store.base import RETRY_BUDGET, RETRY_DELAYS
 
 Result = TypeVar("Result")
+
+log = logging.getLogger(__name__)
 
 # SQLSTATE classes of a connection that is gone: connection exceptions (08) and operator intervention (57P:
 # an administrator's shutdown or pg_terminate_backend). The driver may not have marked the connection broken yet
@@ -48,6 +51,13 @@ def rolled_back(error: BaseException) -> bool:
 
 def _sqlstate(error: DBAPIError) -> str:
     return getattr(error.orig, "sqlstate", None) or ""
+
+
+def _retrying(action: str, error: SQLAlchemyError, delay: float) -> None:
+    # An operator sees each retry (a failover, a deadlock) in the log, even when the retry then succeeds.
+    why = "a deadlock" if rolled_back(error) else "a dropped connection"
+    detail = _engine.one_line(getattr(error, "orig", None) or error)
+    log.warning("retrying to %s in %.1f s after %s: %s", action, delay, why, detail)
 
 
 class Transactions:
@@ -104,6 +114,7 @@ class Transactions:
                 if not retry or delay is None or time.monotonic() + delay > deadline:
                     raise self.error(action, error) from error
                 lost = lost or dropped(error)
+                _retrying(action, error, delay)
                 time.sleep(delay)
         raise AssertionError("unreachable")  # the loop returns or raises
 
@@ -123,6 +134,7 @@ class Transactions:
             except SQLAlchemyError as error:
                 if not dropped(error) or delay is None or time.monotonic() + delay > deadline:
                     raise self.error(action, error) from error
+                _retrying(action, error, delay)
                 time.sleep(delay)
         raise AssertionError("unreachable")  # the loop returns or raises
 
