@@ -7,18 +7,24 @@ while four runs execute on real CrewAI crews."""
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine, text
 
 from marsrag.metrics.verify import verify
+from marsrag.rag import ingest_paths
+from marsrag.rag.knowledge import KnowledgeBase
 from marsrag.store import open_store
+from marsrag.store.conformance import in_threads
 from marsrag.tasks import ProjectConfig
+from tests.conftest import REPO
 from tests.faults.conftest import runner
-from tests.faults.fault_llm import FaultLLM
+from tests.faults.fault_llm import VALID, FaultLLM
 
 pytestmark = pytest.mark.crewai
 
@@ -70,3 +76,44 @@ def test_runs_complete_while_their_connections_are_terminated_every_100_ms(
         verdict = verify(store)
         assert verdict.ok, [difference.line() for difference in verdict.differences]
         assert store.loop_counts()[()].executions == 8
+
+
+def test_eight_concurrent_runs_searching_the_knowledge_base_complete_while_connections_die(
+    tagged_url: tuple[str, str], postgres_admin: Engine, project: ProjectConfig
+) -> None:
+    """The issue's case: 8 runs at once, each task searching the knowledge base, every connection of the store
+    terminated every 100 ms: every run completes, every task found its passages (the search retries too)."""
+    url, name = tagged_url
+    ingest_paths([REPO / "examples" / "knowledge_base"], db=url, progress=False)
+
+    def searching(store: Any) -> Any:
+        # The runner `marsrag run` builds: its retriever is the knowledge base in the store.
+        # Each answer takes 0.3 s (within the call timeout), so the runs span many kills (searches and commits cut).
+        slow = [lambda _number: (time.sleep(0.3), VALID)[1]] * 2
+        made = runner(store, project, FaultLLM.scripted(slow))
+        made.retriever = KnowledgeBase(store)
+        return made
+
+    stop, killed = threading.Event(), []
+    killer = threading.Thread(target=lambda: killed.extend(terminate_every(postgres_admin, name, 0.1, stop)))
+    finished: list[Any] = []
+    with open_store(url) as store:
+        killer.start()
+        try:
+            errors = in_threads(
+                8,
+                lambda index: finished.append(searching(store).run(f"cache restart latency {index}", workflow="flow")),
+            )
+        finally:
+            stop.set()
+            killer.join()
+        assert errors == []
+        assert sum(killed) > 0, "no connection was terminated: the test proves nothing"
+        assert sorted((run.status, run.status_reason) for run in finished) == [("completed", None)] * 8
+        for run in finished:
+            tasks = store.get_tasks(run.run_id)
+            # Every task searched; the first, asked about cache restarts, found the sample's passages.
+            assert all(task.retrieval is not None for task in tasks), run.run_id
+            assert tasks[0].retrieval is not None and tasks[0].retrieval.results, run.run_id
+        verdict = verify(store)
+        assert verdict.ok, [difference.line() for difference in verdict.differences]
