@@ -8,13 +8,15 @@ incompatible record from a broken one.
 
 from __future__ import annotations
 
+from dataclasses import is_dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from marsrag.contract import LOOP_CONTRACT_VERSION, ContractIssue, Status, render_sections
-from marsrag.text import storable_value
+from marsrag.text import has_unstorable, storable_value
 
 #: A task's status: the contract's verdict, or ``skipped`` for a task that ran without the contract.
 ValidationStatus = Literal[Status, "skipped"]
@@ -43,10 +45,43 @@ class Record(BaseModel):
     # command (metrics, runs list) uses one or two of them, if any.
     model_config = ConfigDict(defer_build=True)
 
-    @model_validator(mode="before")
-    @classmethod
-    def _storable_text(cls, data: Any) -> Any:
-        return storable_value(data)
+    @model_validator(mode="after")
+    def _storable_text(self) -> Record:
+        # After validation, over the fields of this record that can hold text: a nested record has cleaned its
+        # own, and numbers, times and literals hold none (walking the whole input cost a task state four times
+        # its validation).
+        fields = self.__dict__
+        for name in _text_fields(type(self)):
+            value = fields[name]
+            if value is None or (type(value) is str and not has_unstorable(value)):
+                continue
+            cleaned = storable_value(value)
+            if cleaned is not value:
+                fields[name] = cleaned  # in place: a frozen record (an event) is still being built
+        return self
+
+
+_TEXT_FIELDS: dict[type[Record], tuple[str, ...]] = {}
+
+
+def _text_fields(model: type[Record]) -> tuple[str, ...]:
+    """The fields of ``model`` whose values can hold text of their own (derived once from its annotations)."""
+    found = _TEXT_FIELDS.get(model)
+    if found is None:
+        fields = model.model_fields.items()
+        found = _TEXT_FIELDS[model] = tuple(name for name, info in fields if _may_hold_text(info.annotation))
+    return found
+
+
+def _may_hold_text(annotation: Any) -> bool:
+    if annotation in (int, float, bool, datetime, type(None)) or get_origin(annotation) is Literal:
+        return False
+    if isinstance(annotation, type) and (issubclass(annotation, BaseModel) or is_dataclass(annotation)):
+        # A record cleans its own text; a contract issue is made by MarsRAG from text already storable.
+        return False
+    if get_origin(annotation) in (Union, UnionType, list):
+        return any(_may_hold_text(argument) for argument in get_args(annotation))
+    return True  # str, dict, Any...
 
 
 def utcnow() -> datetime:

@@ -8,12 +8,13 @@ Defined in Python, or in CrewAI's YAML layout (``agents.yaml``, ``tasks.yaml``) 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from marsrag.contract import EXPECTED_OUTPUT_TEMPLATE, LOOP_CONTRACT_VERSION, Mode
 from marsrag.errors import ConfigError
+from marsrag.tasks.entry_names import check_entry_name
 from marsrag.tasks.experiment_limits import name_problem, ratio_problem, weight_problem
 
 WorkflowKind = Literal["user_facing", "internal"]
@@ -22,6 +23,8 @@ WorkflowKind = Literal["user_facing", "internal"]
 WorkflowProcess = Literal["sequential", "hierarchical"]
 
 #: The name ``output_pydantic`` takes for narrative tasks (also accepted fully qualified).
+#: The name of an agent, task, tool or workflow (see marsrag.tasks.entry_names).
+EntryName = Annotated[str, AfterValidator(check_entry_name)]
 LOOP_OUTPUT_NAMES = frozenset({"LoopOutput", "marsrag.contract.LoopOutput", "marsrag.contract.model.LoopOutput"})
 
 #: A task config whose ``agent`` is this is executed by the agent routed from the task before it.
@@ -57,7 +60,7 @@ class AgentConfig(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    name: str
+    name: EntryName
     role: str
     goal: str
     backstory: str = ""
@@ -78,7 +81,7 @@ class ToolConfig(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    name: str
+    name: EntryName
     description: str
 
 
@@ -91,7 +94,7 @@ class TaskConfig(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    name: str
+    name: EntryName
     description: str
     agent: str
     narrative: bool = True
@@ -194,7 +197,7 @@ class WorkflowConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str
+    name: EntryName
     description: str = ""
     kind: WorkflowKind = "user_facing"
     loop_mode: Mode | None = None

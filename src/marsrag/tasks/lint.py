@@ -23,6 +23,7 @@ from marsrag.tasks.config import (
     LOOP_OUTPUT_NAMES,
     unknown_tools_message,
 )
+from marsrag.tasks.entry_names import entry_name_problem
 from marsrag.tasks.experiment_rules import Problem, experiment_problems, none_arm_problems
 from marsrag.tasks.sources import ConfigSet, Entry
 
@@ -333,6 +334,8 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
 
 def _check_shape(config: ConfigSet) -> Iterator[Hit]:
     for entry in config.entries:
+        if (problem := entry_name_problem(entry.name)) is not None:
+            yield entry, None, f"the name of {entry.kind} {problem}", None
         if not isinstance(entry.data, Mapping):
             yield entry, None, f"{entry.kind} {entry.name!r} must be a mapping of settings", None
             continue
