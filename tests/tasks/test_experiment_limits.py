@@ -4,11 +4,8 @@ config outside them is refused by every command in one line (exit 2)."""
 from __future__ import annotations
 
 import math
-import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +26,7 @@ from marsrag.tasks.experiment_limits import (
     weight_problem,
 )
 from marsrag.tasks.experiment_rules import experiment_problems
+from tests.metrics.test_metrics_cli import marsrag
 
 RULE = r"a lowercase letter, then letters, digits, _, - or . (at most 64 characters)"
 
@@ -53,16 +51,6 @@ def sample_with(target: Path, experiment: str) -> Path:
     assert anchor in text
     path.write_text(text.replace(anchor, anchor + experiment, 1), encoding="utf-8")
     return target
-
-
-def marsrag(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "marsrag", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"},
-    )
 
 
 OUT_OF_LIMITS = {
