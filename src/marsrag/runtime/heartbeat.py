@@ -75,6 +75,12 @@ class Heartbeat:
         """The holder the runs are beaten for."""
         return self._owner or owner_id()
 
+    @property
+    def beating(self) -> bool:
+        """Whether the thread runs (it ends within one interval of the last run's release)."""
+        with self._lock:
+            return self._thread is not None
+
     def held(self) -> list[str]:
         """The runs beaten for now."""
         with self._lock:
