@@ -19,7 +19,7 @@ import pytest
 
 from marsrag.liveness import EXECUTOR_SILENT_AFTER, owner_id
 from marsrag.runtime.executor import ThreadRunExecutor
-from marsrag.runtime.recovery import Sweeper, unheld
+from marsrag.runtime.recovery import ACCEPT_GRACE, Sweeper, unheld
 from marsrag.state import RunRecord, utcnow
 from marsrag.store import open_store
 from tests._net import free_port
@@ -66,7 +66,8 @@ def test_the_sweep_hands_over_exactly_the_runs_no_live_process_holds(tmp_path: P
     try:
         with open_store(f"sqlite:///{tmp_path / 'runs.db'}") as store:
             for minute, (run_id, status, owner) in enumerate(rows):
-                store.create_run(record(run_id, status=status, owner=owner, created_at=T0 + timedelta(minutes=minute)))
+                at = T0 + timedelta(minutes=minute)
+                store.create_run(record(run_id, status=status, owner=owner, created_at=at, updated_at=at))
             sweeper = Sweeper(store, executor, interval=0)
             assert sweeper.sweep() == ["pending-dead", "pending-here", "pending-nobody", "running-dead"]
             assert store.get_run("pending-dead").owner == here  # adopted before it was handed over
@@ -100,6 +101,10 @@ def test_a_running_run_is_held_by_its_executors_liveness_not_by_whoever_was_give
         assert unheld(running, executor)  # claimed by a worker that died: unheld, whoever was given it
         assert not unheld(running.model_copy(update={"owner": owner_id()}), executor)  # its worker lives
         assert not unheld(record("r", status="pending", owner=dead), executor)  # still queued: held
+        # Accepted here and not queued here: left to the request that stored it for ACCEPT_GRACE, then taken.
+        accepted = record("q", status="pending", owner=owner_id(), updated_at=T0)
+        assert not unheld(accepted, executor, now=T0 + ACCEPT_GRACE)
+        assert unheld(accepted, executor, now=T0 + ACCEPT_GRACE + timedelta(seconds=1))
     finally:
         release.set()
         executor.shutdown(grace=30)

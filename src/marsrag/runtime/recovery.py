@@ -6,7 +6,8 @@ A run is unheld when (the liveness rule of :mod:`marsrag.liveness`, for pending 
   :data:`~marsrag.liveness.EXECUTOR_SILENT_AFTER` elsewhere: executors beat while they execute). Whoever sent
   the run to that executor does not matter: once claimed, a run is held by its executor's liveness alone;
 - it is ``pending`` and the process that accepted it is gone, or it is this process, whose executor does
-  not have it (the queue refused it with 503, its claim failed on a full disk, or the broker lost it).
+  not have it (the queue refused it with 503, its claim failed on a full disk, or the broker lost it) a few
+  seconds after it was stored (:data:`ACCEPT_GRACE`: the request that stored it queues it right after).
 
 An unheld run is adopted first: a compare-and-set makes this process its holder (a running run of a gone
 executor goes back to ``pending``, handed back), so of several servers sweeping the same store one hands it
@@ -19,11 +20,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from datetime import datetime, timedelta
 
 from marsrag.errors import MarsRAGError, QueueUnavailableError
 from marsrag.liveness import holds_here, is_stale, owner_id
 from marsrag.runtime.executor import RunExecutor
-from marsrag.state import RunRecord
+from marsrag.state import RunRecord, utcnow
 from marsrag.store.base import RunStore
 
 log = logging.getLogger(__name__)
@@ -32,16 +34,23 @@ log = logging.getLogger(__name__)
 SWEEP_SECONDS = 30.0
 
 
-def unheld(run: RunRecord, executor: RunExecutor) -> bool:
+#: How long a run accepted here may wait for the request that stored it to queue it, before the sweep takes it
+#: for unqueued: the request stores the run, then queues it, and a sweep in between must not send it as well.
+ACCEPT_GRACE = timedelta(seconds=5)
+
+
+def unheld(run: RunRecord, executor: RunExecutor, now: datetime | None = None) -> bool:
     """Whether no live executor holds ``run`` (see the module docstring)."""
     if run.status == "running":
         # Claimed: its executor's liveness decides, not whether (or when) this process's executor was given it.
-        # (A job queued for it again would have it back in pending first: see Sweeper._adopt.)
+        # A run handed back is pending again, under this process: the executor holds it until it is claimed.
         return is_stale(run)
     if executor.holds(run.run_id):
         return False
     if holds_here(run.owner):
-        return True  # accepted here, yet not queued here
+        # Accepted here, yet not queued here (refused by the queue, a failed claim, lost by the broker). Its
+        # updated_at was set by this process's clock, so the age is safe to compare.
+        return (now or utcnow()) - run.updated_at > ACCEPT_GRACE
     return is_stale(run)
 
 
@@ -120,4 +129,4 @@ class Sweeper:
             self._thread = None
 
 
-__all__ = ["SWEEP_SECONDS", "Sweeper", "unheld"]
+__all__ = ["ACCEPT_GRACE", "SWEEP_SECONDS", "Sweeper", "unheld"]
