@@ -64,7 +64,7 @@ def test_a_held_run_is_beaten_until_released_and_the_thread_then_ends(store: Run
 
 
 def test_a_run_held_twice_is_beaten_until_both_release_it(store: RunStore) -> None:
-    """Holds are counted (a flow kicked off inside a run's task holds the same run): the last release stops it."""
+    """Holds are counted: a run held twice is beaten until both holds are released."""
     store.create_run(pending())
     assert store.claim_run("r", owner_id(), seen=store.get_run("r"))
     heartbeat = Heartbeat(store, every=3600)  # beats by hand here

@@ -35,13 +35,15 @@ class Heartbeat:
     silent) is not touched.
     """
 
-    def __init__(self, store: RunStore, *, every: float = HEARTBEAT_EVERY.total_seconds(), owner: str | None = None):
+    def __init__(
+        self, store: RunStore, *, every: float = HEARTBEAT_EVERY.total_seconds(), owner: str | None = None
+    ) -> None:
         if every <= 0:
             raise ValueError(f"a heartbeat needs an interval > 0 seconds, got {every!r}")
         self.store = store
         self.every = every
         self._owner = owner
-        # A run may be held twice at once (a Flow's kickoff inside a runner's run): counted, released per hold.
+        # Holds are counted, so each release ends its own hold only (a run held twice stays beaten until both end).
         self._held: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
