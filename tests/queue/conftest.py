@@ -16,7 +16,7 @@ from typing import IO, Any
 
 import pytest
 
-from tests.store.conftest import postgres_admin, postgres_url  # noqa: F401 - fixtures used by the tests here
+from tests.store.conftest import db_url, postgres_admin, postgres_url  # noqa: F401 - fixtures used by the tests here
 
 REDIS_URL = os.environ.get("MARSRAG_TEST_REDIS", "redis://127.0.0.1:6379/15")
 #: Seconds before a dead worker's job goes to another worker, in tests (production: an hour).
@@ -95,12 +95,15 @@ def spawn(queue_env: dict[str, str], tmp_path: Path) -> Iterator[Callable[..., P
     """Start ``marsrag`` subprocesses (workers, servers) on this test's queue; all stopped at the end."""
     started: list[Process] = []
 
-    def start(*args: str, failpoints: str | None = None, name: str | None = None) -> Process:
-        env = {**os.environ, **queue_env, "NO_COLOR": "1"}
-        env.pop("MARSRAG_FAILPOINTS", None)
+    def start(
+        *args: str, failpoints: str | None = None, name: str | None = None, env: dict[str, str] | None = None
+    ) -> Process:
+        """Start ``marsrag ARGS``; ``env`` adds to (or overrides) the test's queue environment."""
+        environ = {**os.environ, **queue_env, "NO_COLOR": "1", **(env or {})}
+        environ.pop("MARSRAG_FAILPOINTS", None)
         if failpoints:
-            env["MARSRAG_FAILPOINTS"] = failpoints
-        process = Process(list(args), env, tmp_path / f"{name or args[0]}-{len(started)}.log")
+            environ["MARSRAG_FAILPOINTS"] = failpoints
+        process = Process(list(args), environ, tmp_path / f"{name or args[0]}-{len(started)}.log")
         started.append(process)
         return process
 

@@ -17,10 +17,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from marsrag.liveness import owner_id
+from marsrag.liveness import EXECUTOR_SILENT_AFTER, owner_id
 from marsrag.runtime.executor import ThreadRunExecutor
-from marsrag.runtime.recovery import Sweeper
-from marsrag.state import RunRecord
+from marsrag.runtime.recovery import ACCEPT_GRACE, Sweeper, unheld
+from marsrag.state import RunRecord, utcnow
 from marsrag.store import open_store
 from tests._net import free_port
 from tests.contract.samples import CONTENT
@@ -66,10 +66,14 @@ def test_the_sweep_hands_over_exactly_the_runs_no_live_process_holds(tmp_path: P
     try:
         with open_store(f"sqlite:///{tmp_path / 'runs.db'}") as store:
             for minute, (run_id, status, owner) in enumerate(rows):
-                store.create_run(record(run_id, status=status, owner=owner, created_at=T0 + timedelta(minutes=minute)))
+                at = T0 + timedelta(minutes=minute)
+                store.create_run(record(run_id, status=status, owner=owner, created_at=at, updated_at=at))
             sweeper = Sweeper(store, executor, interval=0)
             assert sweeper.sweep() == ["pending-dead", "pending-here", "pending-nobody", "running-dead"]
             assert store.get_run("pending-dead").owner == here  # adopted before it was handed over
+            handed_back = store.get_run("running-dead")  # back to pending under this process, with the reason
+            assert (handed_back.status, handed_back.owner) == ("pending", here)
+            assert handed_back.status_reason is not None and dead in handed_back.status_reason
             assert sweeper.sweep() == []  # the executor holds them now
             with entered:  # a bounded wait for the executor's threads to take them (not a timing assertion)
                 entered.wait_for(lambda: len(executed) == 4, timeout=60)
@@ -77,6 +81,67 @@ def test_the_sweep_hands_over_exactly_the_runs_no_live_process_holds(tmp_path: P
         release.set()
         executor.shutdown(grace=30)
     assert sorted(executed) == ["pending-dead", "pending-here", "pending-nobody", "running-dead"]
+
+
+def test_a_running_run_is_held_by_its_executors_liveness_not_by_whoever_was_given_it(tmp_path: Path) -> None:
+    """A run this process's executor was given and a worker then claimed is unheld once that worker is gone.
+
+    (The broker's executor says it holds a run for ten minutes after sending it; a worker that claimed the
+    run and died must not be covered by that: the next sweep hands the run back.)
+    """
+    with subprocess.Popen([sys.executable, "-c", "pass"]) as gone:
+        gone.wait()
+    dead = f"{socket.gethostname()}:{gone.pid}"
+    release = threading.Event()
+    executor = ThreadRunExecutor(lambda _: release.wait(60), lambda *_: None, threads=1)  # type: ignore[arg-type,return-value]
+    try:
+        executor.submit("r")  # given to the executor: it holds it
+        assert executor.holds("r")
+        running = record("r", status="running", owner=dead)
+        assert unheld(running, executor)  # claimed by a worker that died: unheld, whoever was given it
+        assert not unheld(running.model_copy(update={"owner": owner_id()}), executor)  # its worker lives
+        assert not unheld(record("r", status="pending", owner=dead), executor)  # still queued: held
+        # Accepted here and not queued here: left to the request that stored it for ACCEPT_GRACE, then taken.
+        accepted = record("q", status="pending", owner=owner_id(), updated_at=T0)
+        assert not unheld(accepted, executor, now=T0 + ACCEPT_GRACE)
+        assert unheld(accepted, executor, now=T0 + ACCEPT_GRACE + timedelta(seconds=1))
+    finally:
+        release.set()
+        executor.shutdown(grace=30)
+
+
+def test_a_running_run_held_elsewhere_is_handed_back_once_its_heartbeat_is_a_minute_old(tmp_path: Path) -> None:
+    """On another host the executor's heartbeat decides: a silent one's run is handed back, a beating one's kept.
+
+    A pending run's holder keeps no heartbeat: the same silence leaves it alone (it has ten minutes).
+    """
+    elsewhere = "another-host.internal:4242"
+    now = utcnow()
+    silent, beating = now - EXECUTOR_SILENT_AFTER - timedelta(seconds=5), now - timedelta(seconds=5)
+    release = threading.Event()
+    executor = ThreadRunExecutor(lambda _: release.wait(60), lambda *_: None, threads=1)  # type: ignore[arg-type,return-value]
+    rows = [
+        ("silent", "running", silent),
+        ("beating", "running", beating),
+        ("accepted-elsewhere", "pending", silent),
+    ]
+    try:
+        with open_store(f"sqlite:///{tmp_path / 'runs.db'}") as store:
+            for minute, (run_id, status, updated) in enumerate(rows):
+                created = T0 + timedelta(minutes=minute)
+                store.create_run(record(run_id, status=status, owner=elsewhere, created_at=created, updated_at=updated))
+            sweeper = Sweeper(store, executor, interval=0)
+            assert sweeper.sweep() == ["silent"]
+            taken = store.get_run("silent")
+            assert (taken.status, taken.owner) == ("pending", owner_id())
+            assert taken.status_reason is not None and elsewhere in taken.status_reason
+            # The beating executor beats on: still not handed back, whatever this process's executor holds.
+            assert store.heartbeat_runs(["beating"], elsewhere) == {"beating"}
+            assert sweeper.sweep() == []  # and the handed-back run is held by the executor now
+            assert store.get_run("beating").owner == elsewhere
+    finally:
+        release.set()
+        executor.shutdown(grace=30)
 
 
 def test_the_sweep_leaves_a_run_this_process_cannot_execute_as_it_is(tmp_path: Path) -> None:

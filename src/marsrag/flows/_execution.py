@@ -25,6 +25,7 @@ from marsrag.goals import check_session_id, clean_goal
 from marsrag.integrations.crewai_builders import BuiltTask
 from marsrag.liveness import is_stale, owner_id
 from marsrag.runtime.commit import TaskCommitter
+from marsrag.runtime.heartbeat import Heartbeat
 from marsrag.runtime.retrieval import NoRetriever, Retriever, retrieval_query
 from marsrag.runtime.routing import Candidate, Router
 from marsrag.runtime.states import task_state
@@ -49,6 +50,8 @@ class FlowBinding:
 
     def __post_init__(self) -> None:
         self.commits = TaskCommitter(self.store, self.sinks)
+        #: Beats for the runs this binding's flows execute, between their steps' commits (see marsrag.liveness).
+        self.heartbeat = Heartbeat(self.store)
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,10 @@ class FlowExecution:
         earlier = [] if new_session else binding.store.list_runs(session_id=run.session_id)
         self.asked = asked_before(earlier, run)
         self.lock = threading.Lock()
+        # A run this kickoff executes shows signs of life until it ends (finish, or close when it is abandoned).
+        self._beating = not finished
+        if self._beating:
+            binding.heartbeat.hold(run.run_id)
 
     @classmethod
     def open(
@@ -222,7 +229,18 @@ class FlowExecution:
 
     def finish(self, status: RunStatus, *, reason: str | None = None) -> RunRecord:
         """Record the run's end (``completed`` with its summary, or ``failed`` with the reason); the final record."""
-        if not self.finished:
-            summary = summarize(self.states, self.asked) if status == "completed" else None
-            self.binding.store.set_run_status(self.run.run_id, status, seen=self.run, reason=reason, summary=summary)
+        try:
+            if not self.finished:
+                summary = summarize(self.states, self.asked) if status == "completed" else None
+                self.binding.store.set_run_status(
+                    self.run.run_id, status, seen=self.run, reason=reason, summary=summary
+                )
+        finally:
+            self.close()
         return self.binding.store.get_run(self.run.run_id)
+
+    def close(self) -> None:
+        """Stop beating for the run (idempotent): its kickoff ended, recorded or not."""
+        if self._beating:
+            self._beating = False
+            self.binding.heartbeat.release(self.run.run_id)

@@ -178,6 +178,10 @@ class LoopFlow(Flow[LoopFlowState]):
             if self._execution is not None:
                 self._run = self._execution.finish("failed", reason=f"{type(error).__name__}: {error}")
             raise
+        except BaseException:
+            if self._execution is not None:
+                self._execution.close()  # cancelled or interrupted: the run is no longer beaten for
+            raise
         if self._execution is not None:
             self._run = self._execution.finish("completed")
         return result

@@ -1,9 +1,15 @@
 """The Celery application of MarsRAG's job queue, configured for at-least-once execution of runs.
 
-Jobs carry ids only; every worker reads and writes the shared store. A run job is acknowledged late (after
-it ends), so a worker killed mid-run leaves its message unacknowledged in the broker, which hands it to
-another worker once ``redeliver_after`` seconds have passed; that worker resumes the run from its committed
-tasks. The claim on the run (a compare-and-set in the store) keeps two workers from executing one run.
+Jobs carry ids only; every worker reads and writes the shared store. A worker killed mid-run has its runs
+handed back by the next sweep of any server (:mod:`marsrag.runtime.recovery`): the worker's heartbeat on the
+run stops (:mod:`marsrag.runtime.heartbeat`), the run is found stale (its ``host:pid`` checked on its own host,
+else a minute without a beat) and sent again; another worker resumes it from its committed tasks. That is the
+mechanism, not Celery's: Redis cannot tell a dead consumer from a slow one, so its unacknowledged messages come
+back only after ``visibility_timeout`` (``redeliver_after``), which must exceed the longest run or live runs
+would be redelivered; and ``task_reject_on_worker_lost`` acts when a pool child dies under a live worker, not
+when the worker itself is SIGKILLed. Late acknowledgement stays as the fallback with no server sweeping: the
+dead worker's job comes back after ``redeliver_after`` and resumes the run. The claim on the run (a
+compare-and-set in the store) keeps two workers from executing one run; a duplicate job is a no-op.
 """
 
 from __future__ import annotations
@@ -69,7 +75,8 @@ def celery_app(settings: QueueSettings) -> Any:
         task_serializer="json",
         result_serializer="json",
         accept_content=["json"],
-        # At-least-once: acknowledge a job after it ends; a lost worker's job is redelivered.
+        # At-least-once: acknowledge a job after it ends; a lost worker's job is redelivered after the
+        # visibility timeout (the fallback: a server's sweep hands a dead worker's runs back within a minute).
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         # One job at a time per worker slot: a job held by a busy worker is not one another could take.

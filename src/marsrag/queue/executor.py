@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from marsrag.errors import QueueUnavailableError
@@ -26,8 +27,9 @@ class CeleryRunExecutor:
     def __init__(self, settings: QueueSettings) -> None:
         self.settings = settings
         self.app = celery_app(settings)
-        # When each run was last sent: the broker holds it for a while; past STALE_AFTER it may have lost it.
-        self._sent: dict[str, float] = {}
+        # When each run was last sent, oldest first: the broker holds it for a while; past STALE_AFTER it may
+        # have lost it. Entries past that are dropped as runs are sent, so the map stays as small as a window.
+        self._sent: OrderedDict[str, float] = OrderedDict()
         self._lock = threading.Lock()
 
     @classmethod
@@ -50,14 +52,24 @@ class CeleryRunExecutor:
             self.app.send_task(RUN_JOB, args=[run_id], queue=self.settings.queue, retry=False, ignore_result=True)
         except Exception as error:  # noqa: BLE001 - kombu raises transport-specific errors
             raise QueueUnavailableError(_unreachable(error)) from None
+        now = time.monotonic()
         with self._lock:
-            self._sent[run_id] = time.monotonic()
+            self._sent[run_id] = now
+            self._sent.move_to_end(run_id)
+            while self._sent:
+                oldest, sent = next(iter(self._sent.items()))
+                if now - sent <= STALE_AFTER.total_seconds():
+                    break
+                del self._sent[oldest]
 
     def holds(self, run_id: str) -> bool:
         """Whether the run was sent from here within :data:`~marsrag.liveness.STALE_AFTER` (the broker has it).
 
-        Past that, a run still pending may have been lost by the broker: the sweep sends it again (a duplicate
-        job is harmless: the claim on the run lets one worker execute it, and a finished run's job is a no-op).
+        The sweep asks this of pending runs only: once a worker claims a run, the run is held by that worker's
+        liveness (:func:`marsrag.liveness.is_stale`), not by when it was sent, so a worker that dies mid-run has
+        its runs handed back by the next sweep. Past the window, a run still pending may have been lost by the
+        broker: the sweep sends it again (a duplicate job is harmless: the claim on the run lets one worker
+        execute it; a job of a finished run, or of one executing in a live worker, is a no-op).
         """
         with self._lock:
             sent = self._sent.get(run_id)

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from marsrag import errors
 from marsrag.errors import ActionConflictError, MarsRAGError, RunNotFoundError
+from marsrag.liveness import is_stale
+from marsrag.state import RunRecord
 
 if TYPE_CHECKING:
     from marsrag.runtime.runner import WorkflowRunner
@@ -20,9 +22,9 @@ log = logging.getLogger(__name__)
 RUN_JOB = "marsrag.run"
 ACT_JOB = "marsrag.act"
 
-#: Seconds before a run job that found its run executing elsewhere looks again.
+#: Seconds before a run job refused while an operator action holds a task of its run looks again.
 BUSY_RETRY_SECONDS = 15
-#: Looks before giving up on a run executing elsewhere (20 minutes: past the stale heartbeat).
+#: Looks before giving up on a run an operator action holds (20 minutes: past an action claim's staleness).
 BUSY_RETRIES = 80
 
 _runner: WorkflowRunner | None = None
@@ -41,7 +43,12 @@ def _bound() -> WorkflowRunner:
 
 
 def run_job(job: Any, run_id: str) -> str:
-    """Execute (or resume) a stored run; its final status. Idempotent: a finished run is left as it is."""
+    """Execute (or resume) a stored run; its final status.
+
+    Idempotent: a job of a finished run, or of a run executing in a live worker (a duplicate: the broker
+    redelivered it, or a sweep sent it again), is a no-op; if that worker dies, a server's sweep hands the
+    run back. A job refused because an operator action holds a task of the run looks again later.
+    """
     runner = _bound()
     try:
         run = runner.store.get_run(run_id)
@@ -50,12 +57,30 @@ def run_job(job: Any, run_id: str) -> str:
         return "missing"
     if run.status in ("completed", "failed"):
         return run.status  # a redelivered job of a run that ended
+    if _held_elsewhere(run):
+        return "held"
     try:
         # resume executes a pending run from its start, and a stale one from its last committed task.
         return runner.resume(run_id).status
     except ActionConflictError:
-        # Executing in a live process (this job was redelivered early), or another worker won the claim.
+        try:
+            current = runner.store.get_run(run_id)
+        except RunNotFoundError:
+            return "missing"
+        if current.status in ("completed", "failed"):
+            return current.status
+        if _held_elsewhere(current):
+            return "held"  # another worker won the claim
+        # An operator action holds one of its tasks (or the run changed meanwhile): look again later.
         raise job.retry(countdown=BUSY_RETRY_SECONDS, max_retries=BUSY_RETRIES) from None
+
+
+def _held_elsewhere(run: RunRecord) -> bool:
+    """Whether ``run`` is executing in a live process: a job for it is a duplicate (logged and dropped)."""
+    if run.status != "running" or is_stale(run):
+        return False
+    log.info("run %s is executing in %s, which is alive: duplicate job dropped", run.run_id, run.owner)
+    return True
 
 
 def act_job(action: str, run_id: str, task_id: str) -> dict[str, Any]:

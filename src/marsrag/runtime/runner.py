@@ -26,10 +26,11 @@ from marsrag.goals import check_session_id, clean_goal
 from marsrag.integrations.crewai import TaskOutput
 from marsrag.integrations.crewai_builders import BuiltCrew, BuiltTask, CrewBuilder, build_crew
 from marsrag.integrations.passages import PASSAGES
-from marsrag.liveness import is_stale, owner_id
+from marsrag.liveness import HEARTBEAT_EVERY, is_stale, owner_id
 from marsrag.llm.boundary import supports_async
 from marsrag.llm.select import resolve_llm
 from marsrag.runtime.commit import TaskCommitter
+from marsrag.runtime.heartbeat import Heartbeat
 from marsrag.runtime.retrieval import NoRetriever, Retriever, retrieval_query
 from marsrag.runtime.routing import LexicalRouter, Router, project_candidates
 from marsrag.runtime.states import task_state
@@ -64,6 +65,7 @@ class WorkflowRunner:
         router: Router | None = None,
         retrieval_limit: int = 5,
         crews: CrewBuilder = build_crew,
+        heartbeat_every: float = HEARTBEAT_EVERY.total_seconds(),
     ) -> None:
         self.store = store
         self.project = project
@@ -76,6 +78,9 @@ class WorkflowRunner:
         self.crews = crews
         self.candidates = project_candidates(project)
         self.commits = TaskCommitter(store, self.sinks)
+        #: Bumps the heartbeat of the runs this runner executes every ``heartbeat_every`` seconds, between their
+        #: commits: a process on another host tells a live executor from a dead one by it (marsrag.liveness).
+        self.heartbeat = Heartbeat(store, every=heartbeat_every)
         #: Set when the process shuts down: an executing run stops after its current task's commit and is left
         #: ``pending``, to resume from there (its executor sets it; see ThreadRunExecutor.shutdown).
         self.stopping = threading.Event()
@@ -271,12 +276,13 @@ class WorkflowRunner:
     def _execute(self, run: RunRecord, stored: list[TaskState]) -> RunRecord:
         held = self._claim(run)
         execution: _Execution | None = None
-        try:
-            execution = _Execution(self, held, stored)
-            execution.kickoff()
-        except Exception as error:  # noqa: BLE001 - any failure is recorded on the run, with its reason
-            return self._finish(held, *_ending(execution, error))
-        return self._finish(held, *_ending(execution, None))
+        with self.heartbeat.holding(held.run_id):
+            try:
+                execution = _Execution(self, held, stored)
+                execution.kickoff()
+            except Exception as error:  # noqa: BLE001 - any failure is recorded on the run, with its reason
+                return self._finish(held, *_ending(execution, error))
+            return self._finish(held, *_ending(execution, None))
 
     async def _aexecute(self, run: RunRecord, stored: list[TaskState]) -> RunRecord:
         if not supports_async(self.run_setup(run)[1]):
@@ -284,12 +290,13 @@ class WorkflowRunner:
             return await asyncio.to_thread(self._execute, run, stored)
         held = self._claim(run)
         execution: _Execution | None = None
-        try:
-            execution = _Execution(self, held, stored)
-            await execution.akickoff()
-        except Exception as error:  # noqa: BLE001 - any failure is recorded on the run, with its reason
-            return await self._afinish(held, *_ending(execution, error))
-        return await self._afinish(held, *_ending(execution, None))
+        with self.heartbeat.holding(held.run_id):
+            try:
+                execution = _Execution(self, held, stored)
+                await execution.akickoff()
+            except Exception as error:  # noqa: BLE001 - any failure is recorded on the run, with its reason
+                return await self._afinish(held, *_ending(execution, error))
+            return await self._afinish(held, *_ending(execution, None))
 
     def _claim(self, run: RunRecord) -> RunRecord:
         """The run as this process holds it once claimed.

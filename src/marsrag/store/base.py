@@ -89,6 +89,16 @@ class RunStore(ABC):
         """
 
     @abstractmethod
+    def heartbeat_runs(self, run_ids: Sequence[str], owner: str) -> set[str]:
+        """Bump ``updated_at`` of those of ``run_ids`` that are ``running`` under ``owner``; the ids it bumped.
+
+        The heartbeat of an executor (:mod:`marsrag.runtime.heartbeat`): between two task commits, which may be
+        minutes apart, it shows the run's holder is alive (:func:`marsrag.liveness.is_stale`). A run that is
+        not running under ``owner`` (finished, handed back, taken over, unknown) is left as it is. Changes
+        nothing else of the run (no status, owner or metrics); safe to repeat, so a dropped connection is retried.
+        """
+
+    @abstractmethod
     def save_task(
         self,
         state: TaskState,

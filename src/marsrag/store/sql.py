@@ -47,6 +47,17 @@ _HEARTBEAT = (
 )
 _HEARTBEAT_HELD = _HEARTBEAT.where(runs.c.status == "running", runs.c.owner == bindparam("b_owner"))
 _HEARTBEAT_COLUMNS = ("workflow", "created_at", "status", "metrics_code", "experiment", "arm")
+# An executor's heartbeat between commits (RunStore.heartbeat_runs): only the runs it still holds.
+_BEAT_HELD = (
+    update(runs)
+    .where(
+        runs.c.run_id.in_(bindparam("run_ids", expanding=True)),
+        runs.c.status == "running",
+        runs.c.owner == bindparam("b_owner"),
+    )
+    .values(updated_at=bindparam("b_now"))
+    .returning(runs.c.run_id)
+)
 _RUN_EXISTS = select(runs.c.run_id).where(runs.c.run_id == bindparam("run_id"))
 # Replacing a task deletes its rows and returns what the rollups counted of them.
 _DELETE_ATTEMPTS = (
@@ -301,6 +312,24 @@ class SqlRunStore(RunStore):
             return Claim(True) if row is not None and tuple(row) == ("running", owner) else None
 
         return self._writing(f"claim run {run_id!r}", body, landed)
+
+    def heartbeat_runs(self, run_ids: Sequence[str], owner: str) -> set[str]:
+        """Bump ``updated_at`` of the runs in ``run_ids`` running under ``owner``; the ids bumped (see RunStore)."""
+        ids = list(dict.fromkeys(run_ids))
+        if not ids:
+            return set()
+
+        def body(connection: Connection) -> set[str]:
+            beaten: set[str] = set()
+            now = _rows.as_utc(utcnow())
+            # In batches below SQLite's bound-parameter limit (a process executes tens of runs at most).
+            for start in range(0, len(ids), _OUTCOME_BATCH):
+                batch = {"run_ids": ids[start : start + _OUTCOME_BATCH], "b_owner": owner, "b_now": now}
+                beaten.update(connection.execute(_BEAT_HELD, batch).scalars())
+            return beaten
+
+        # No landed check: a heartbeat applied twice is one heartbeat.
+        return self._writing(f"record the heartbeat of {len(ids)} run(s) of {owner}", body)
 
     def save_task(
         self,

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from marsrag.errors import AlreadyFollowedError, AmbiguousRunIdError, HolderLostError, RunNotFoundError, StoreError
-from marsrag.liveness import owner_id
+from marsrag.liveness import EXECUTOR_SILENT_AFTER, is_stale, owner_id
 from marsrag.state import LoopEvent, LoopFields, Retrieval, Routing, Validation
 from marsrag.store.base import LEGACY_COLLECTION, RunStore
 from marsrag.store.conformance.drops import DroppedConnectionConformance
@@ -361,6 +361,42 @@ class RunStoreConformance(DroppedConnectionConformance):
         assert not store.claim_run("run-1", "host:4", seen=taken)
         assert store.get_run("run-1").owner == "host:3"
         assert store.claim_run("nope", "host:5", seen=taken).refusal == "missing"
+
+    def test_a_heartbeat_bumps_only_the_runs_running_under_its_owner(self, store: RunStore) -> None:
+        """heartbeat_runs moves ``updated_at`` of the given runs held by the owner, and changes nothing else."""
+        for run_id, status, owner in [
+            ("mine-1", "running", "host:1"),
+            ("mine-2", "running", "host:1"),
+            ("theirs", "running", "host:2"),
+            ("handed-back", "pending", "host:1"),
+            ("done", "completed", "host:1"),
+        ]:
+            store.create_run(run(run_id, status=status, owner=owner, status_reason="kept", summary="kept"))
+        before = {r.run_id: r for r in store.list_runs()}
+        given = ["mine-1", "mine-2", "theirs", "handed-back", "done", "unknown", "mine-1"]
+        assert store.heartbeat_runs(given, "host:1") == {"mine-1", "mine-2"}
+        after = {r.run_id: r for r in store.list_runs()}
+        for run_id, record in after.items():
+            beaten = run_id in ("mine-1", "mine-2")
+            assert (record.updated_at > T0) is beaten, run_id
+            # Status, owner, reason, summary and every other field stay as they were.
+            assert record.model_dump(exclude={"updated_at"}) == before[run_id].model_dump(exclude={"updated_at"})
+        assert store.heartbeat_runs([], "host:1") == set()
+        # A heartbeat is a sign of life: the run's executor, silent elsewhere for minutes, is alive again.
+        assert not is_stale(after["mine-1"], now=after["mine-1"].updated_at + timedelta(seconds=1))
+        assert is_stale(after["mine-1"], now=after["mine-1"].updated_at + EXECUTOR_SILENT_AFTER * 2)
+
+    def test_a_heartbeat_keeps_nothing_of_a_run_taken_over(self, store: RunStore) -> None:
+        """After a takeover the old executor's beat changes nothing: the new holder's liveness is its own."""
+        store.create_run(run(status="pending", owner=None))
+        assert store.claim_run("run-1", "host:1", seen=store.get_run("run-1"))
+        assert store.set_run_status("run-1", "pending", owner="host:9", seen=store.get_run("run-1"))  # handed back
+        handed = store.get_run("run-1")
+        assert store.heartbeat_runs(["run-1"], "host:1") == set()
+        assert store.get_run("run-1") == handed
+        assert store.claim_run("run-1", "host:2", seen=handed)
+        assert store.heartbeat_runs(["run-1"], "host:2") == {"run-1"}
+        assert store.get_run("run-1").owner == "host:2"
 
     def test_set_run_status_with_seen_is_a_compare_and_set(self, store: RunStore) -> None:
         """A writer that read the run before another wrote it changes nothing (no lost update)."""
