@@ -93,6 +93,12 @@ OPERATIONS: tuple[Operation, ...] = (
         lambda s: _fresh_run(s, status="pending", owner=None),
     ),
     Operation(
+        "heartbeat_runs",
+        lambda s, c: s.heartbeat_runs([c["run_id"]], "host:1"),
+        lambda s, c, beaten: _expect(beaten == {c["run_id"]}, "the run's heartbeat"),
+        lambda s: _fresh_run(s, status="running", owner="host:1"),
+    ),
+    Operation(
         "save_task",
         lambda s, c: s.save_task(task(c["run_id"], "t2", 1), [event(run_id=c["run_id"], task_id="t2")]),
         lambda s, c, _: _expect(
