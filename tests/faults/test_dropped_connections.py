@@ -20,13 +20,19 @@ from marsrag.metrics.verify import verify
 from marsrag.rag import ingest_paths
 from marsrag.rag.knowledge import KnowledgeBase
 from marsrag.store import open_store
+from marsrag.store.base import RETRY_BUDGET
 from marsrag.store.conformance import in_threads
 from marsrag.tasks import ProjectConfig
 from tests.conftest import REPO
 from tests.faults.conftest import runner
 from tests.faults.fault_llm import VALID, FaultLLM
+from tests.store.cuts import cutting
+from tests.store.records import run
 
 pytestmark = pytest.mark.crewai
+
+#: How long a failover keeps every connection dead (about 15 s, the issue's figure).
+OUTAGE = 15.0
 
 
 @pytest.fixture
@@ -117,3 +123,20 @@ def test_eight_concurrent_runs_searching_the_knowledge_base_complete_while_conne
             assert tasks[0].retrieval is not None and tasks[0].retrieval.results, run.run_id
         verdict = verify(store)
         assert verdict.ok, [difference.line() for difference in verdict.differences]
+
+
+def test_a_read_and_a_write_ride_out_every_connection_cut_for_15_seconds(
+    postgres_url: str, postgres_admin: Engine
+) -> None:
+    """A failover's length of dead connections: every statement's connection terminated for 15 s; a read and a
+    write begun at its start both succeed once it ends, within the store's retry budget."""
+    assert RETRY_BUDGET > OUTAGE
+    with open_store(postgres_url) as store:
+        store.create_run(run("before"))
+        for operation in (lambda: store.get_run("before"), lambda: store.create_run(run("during"))):
+            ends = time.monotonic() + OUTAGE
+            with cutting(store, postgres_admin, lambda _count, ends=ends: time.monotonic() < ends) as cuts:
+                operation()
+            assert len(cuts) > 5, cuts  # tried (and cut) over and over before the outage ended
+            assert time.monotonic() >= ends
+        assert [r.run_id for r in store.list_runs()] == ["during", "before"]

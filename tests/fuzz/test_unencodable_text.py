@@ -146,7 +146,9 @@ def test_cli_text_and_file_names_with_undecodable_bytes_store_storable(tmp_path:
     home = tmp_path / "home"
     folder = tmp_path / "kb"
     folder.mkdir()
-    (folder / os.fsdecode(b"n\xffame.md")).write_bytes(b"# Zebra caches\n\nRestart the zebra caches.\n")
+    # An undecodable byte in its name; an RTL override, an escape and a bell in its text.
+    content = "# Zebra caches\n\nRestart the \u202ezebra\u202c caches \x1b[1m now\x07.\n".encode()
+    (folder / os.fsdecode(b"n\xffame.md")).write_bytes(content)
     assert _marsrag("ingest", str(folder), "--db", db_url, home=home).returncode == 0
     ran = _marsrag("run", b"zebra caches \xff restart", "--db", db_url, "--format", "json", home=home)
     assert ran.returncode == 0, ran.stderr

@@ -12,11 +12,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import Engine, event, text
+from sqlalchemy import Engine, text
 
 from marsrag.contract import LOOP_CONTRACT_VERSION
 from marsrag.errors import IncompatibleRecordError, StoreError
@@ -26,6 +25,7 @@ from marsrag.store._migrate import HEAD
 from marsrag.store.conformance import RunStoreConformance, in_threads
 from marsrag.store.schema import VERSION_TABLE, include_name, metadata
 from marsrag.store.sql import SqlRunStore
+from tests.store.cuts import cutting
 from tests.store.migrations import at_revision
 from tests.store.records import CALL, T0, bare_task, run, task
 
@@ -87,43 +87,9 @@ class TestPostgresStore(SqlConformance):
 
     @contextmanager
     def dropping(self, store: RunStore, at: int) -> Iterator[list[int]]:
-        """``pg_terminate_backend`` on the store's connection just before its ``at``-th statement is sent.
-
-        Statements are counted by psycopg's cursor (its ``cursor_factory``), not by SQLAlchemy's events: the task
-        commit sends its prepared statements on the DBAPI cursor itself (see marsrag.store._prepared).
-        """
-        assert isinstance(store, SqlRunStore)
-        dropped: list[int] = []
-        count = 0
-        admin = self.admin
-
-        def tick(connection: psycopg.Connection[Any]) -> None:
-            nonlocal count
-            count += 1
-            if count == at and not dropped:
-                with admin.connect() as other:
-                    # Waits (up to 5 s) until the backend is gone: the statement meets a dead connection.
-                    other.execute(text("SELECT pg_terminate_backend(:pid, 5000)"), {"pid": connection.info.backend_pid})
-                dropped.append(at)
-
-        class Cutting(psycopg.Cursor[Any]):
-            def execute(self, *args: Any, **kwargs: Any) -> Any:
-                tick(self.connection)
-                return super().execute(*args, **kwargs)
-
-            def executemany(self, *args: Any, **kwargs: Any) -> Any:
-                tick(self.connection)
-                return super().executemany(*args, **kwargs)
-
-        def checkout(dbapi_connection: Any, *_: Any) -> None:
-            dbapi_connection.cursor_factory = Cutting
-
-        event.listen(store.engine, "checkout", checkout)
-        try:
-            yield dropped
-        finally:
-            event.remove(store.engine, "checkout", checkout)
-            store.engine.dispose()  # no pooled connection keeps the counting cursor
+        """``pg_terminate_backend`` on the store's connection just before its ``at``-th statement is sent."""
+        with cutting(store, self.admin, lambda count: count == at) as cuts:
+            yield cuts
 
 
 # -- the SQL store's tables (both backends, via the db_url and store fixtures) ---------------------------------

@@ -3,13 +3,11 @@
 A task's and a workflow's name are stored on every run and task and in the metric rollups' primary key, whose
 index rows PostgreSQL caps at about 2.7 kB: a name thousands of characters long made every run fail to store
 (the experiment's and the arms' names have a stricter rule of their own, :mod:`marsrag.tasks.experiment_limits`).
-A name is also printed in lint findings, ``runs show`` and the pages. So a name is short printable text.
+So a name is short.
 Plain Python: lint imports it.
 """
 
 from __future__ import annotations
-
-import unicodedata
 
 from marsrag.tasks.experiment_limits import shown
 
@@ -19,15 +17,16 @@ ENTRY_NAME_MAX = 128
 
 
 def entry_name_problem(name: object) -> str | None:
-    """Why ``name`` cannot name an agent, task, tool or workflow (``must be ..., not ...``); None when it can."""
-    rule = f"must be 1-{ENTRY_NAME_MAX} characters of text with no control character"
+    """Why ``name`` cannot name an agent, task, tool or workflow (``must be ..., not ...``); None when it can.
+
+    Any printable or unprintable text is allowed within the length (every output escapes what it prints; a
+    hostile name is shown, not obeyed): only its length is a storage limit.
+    """
+    rule = f"must be 1-{ENTRY_NAME_MAX} characters and not blank"
     if not isinstance(name, str) or not name.strip():
         return f"{rule}, not {shown(name)}"
     if len(name) > ENTRY_NAME_MAX:
         return f"{rule}, not {shown(name)} ({len(name):,} characters)"
-    for position, character in enumerate(name, start=1):
-        if unicodedata.category(character) in ("Cc", "Cs"):
-            return f"{rule}, not {shown(name)} (\\x{ord(character):02x} at character {position})"
     return None
 
 
