@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+import httpx
 import pytest
 
 from tests.store.conftest import db_url, postgres_admin, postgres_url  # noqa: F401 - fixtures used by the tests here
@@ -110,6 +111,18 @@ def spawn(queue_env: dict[str, str], tmp_path: Path) -> Iterator[Callable[..., P
     yield start
     for process in started:
         process.stop()
+
+
+def serving(base: str) -> Callable[[], bool]:
+    """A check (for :func:`wait_for`) that the server at ``base`` answers its health check."""
+
+    def check() -> bool:
+        try:
+            return httpx.get(f"{base}/health", timeout=2).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    return check
 
 
 def wait_for(check: Callable[[], Any], what: str, on_timeout: Callable[[], str] = lambda: "") -> Any:

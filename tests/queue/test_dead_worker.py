@@ -22,7 +22,7 @@ from marsrag.queue.executor import CeleryRunExecutor
 from marsrag.store import RunStore, open_store
 from tests._net import free_port
 from tests.contract.samples import CONTENT
-from tests.queue.conftest import REDIS_URL, Process, wait_for
+from tests.queue.conftest import REDIS_URL, Process, serving, wait_for
 
 pytestmark = pytest.mark.crewai
 
@@ -33,16 +33,6 @@ TASKS = ["diagnose", "recommend", "plan"]
 STUCK = {"output": VALID, "latency": 600}
 #: The broker's redelivery left at its production default (an hour), out of reach of the waits here.
 NO_REDELIVERY = {"MARSRAG_REDELIVER_AFTER": "3600"}
-
-
-def serving(base: str) -> Callable[[], bool]:
-    def check() -> bool:
-        try:
-            return httpx.get(f"{base}/health", timeout=2).status_code == 200
-        except httpx.TransportError:
-            return False
-
-    return check
 
 
 def executed_once(store: RunStore, run_id: str) -> None:

@@ -18,22 +18,12 @@ from marsrag.state import FALLBACK_HOOK
 from marsrag.store import open_store
 from tests._net import free_port
 from tests.contract.samples import CONTENT
-from tests.queue.conftest import Process, replay_script, wait_for
+from tests.queue.conftest import Process, replay_script, serving, wait_for
 
 pytestmark = pytest.mark.crewai
 
 #: Every answer lacks its grip: each task ends partial (or failed), so each can be repaired by an operator.
 PARTIAL = json.dumps({k: v for k, v in CONTENT.items() if k != "grip"})
-
-
-def serving(base: str) -> Callable[[], bool]:
-    def check() -> bool:
-        try:
-            return httpx.get(f"{base}/health", timeout=2).status_code == 200
-        except httpx.TransportError:
-            return False
-
-    return check
 
 
 def document(base: str, run_id: str) -> dict[str, Any]:
