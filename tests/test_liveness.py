@@ -21,6 +21,7 @@ from marsrag.liveness import (
     silent_after,
 )
 from marsrag.state import RunRecord, RunStatus
+from tests.store.records import run as stored_run
 
 NOW = datetime(2026, 3, 4, 12, 0, tzinfo=UTC)
 ELSEWHERE = "another-host.internal:4242"
@@ -36,16 +37,7 @@ def dead_holder() -> str:
 
 def run(status: RunStatus, owner: str | None, *, silent: timedelta) -> RunRecord:
     """A run of ``status`` under ``owner`` whose last sign of life was ``silent`` before :data:`NOW`."""
-    return RunRecord(
-        run_id="r",
-        session_id="s",
-        goal="g",
-        workflow="w",
-        loop_mode="hard",
-        status=status,
-        owner=owner,
-        updated_at=NOW - silent,
-    )
+    return stored_run(status=status, owner=owner, updated_at=NOW - silent)
 
 
 def test_the_heartbeat_misses_several_beats_before_its_executor_is_gone() -> None:
