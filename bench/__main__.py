@@ -28,6 +28,7 @@ NAMES = (
     "flows",
     "store",
     "rag",
+    "support",
     "main_job",
     "coldstart",
     "web",

@@ -69,6 +69,8 @@ LAZY_ON_PURPOSE = (
     "numpy",
     "scipy",
     "statsmodels",
+    "snowballstemmer",
+    "lemminflect",
 )
 #: Light enough to import at the top elsewhere (``tasks`` reads YAML configs), but imported inside a function
 #: by the contract, whose ``validate`` must start fast and parses YAML only for an answer written in it (checked

@@ -148,11 +148,61 @@ class AttemptRecord(Record):
     finish_reason: str | None = None
 
 
+#: How well a task's retrieved passages support what it was asked (see :mod:`marsrag.rag.support`).
+SupportLevel = Literal["strong", "weak", "none"]
+SUPPORT_LEVELS: tuple[SupportLevel, ...] = ("strong", "weak", "none")
+
+
+class SupportTerm(Record):
+    """One term of what a task was asked, and where the retrieved passages have it."""
+
+    #: The term's stem (:func:`marsrag.tokens.stems`) and a word of the question it came from.
+    term: str
+    word: str
+    #: Where it was asked: the run's goal, the hook handed to the task, or both.
+    asked_in: Literal["goal", "hook", "both"]
+    #: How many of the knowledge base's chunks contain it.
+    chunks: int
+    #: Its weight: the rarer in the knowledge base, the more it says what the question is about.
+    weight: float
+    #: The retrieved passages (1-based positions in the task's results) that contain it.
+    found_in: list[int] = Field(default_factory=list)
+
+
+class Support(Record):
+    """How well a task's retrieved passages support what it was asked, and the evidence the level rests on.
+
+    ``score`` is the best single passage's: the mean of the share of the asked terms' weight it contains
+    (``coverage``) and the share of the question's neighbouring term pairs it has near each other
+    (``proximity``). The level follows from the score's thresholds (see :mod:`marsrag.rag.support`).
+    """
+
+    level: SupportLevel
+    score: float
+    coverage: float = 0.0
+    proximity: float = 0.0
+    #: The position (1-based) in the task's results of the passage that supports it best; None without one.
+    best: int | None = None
+    #: The knowledge base's size when it was assessed, in chunks.
+    chunks: int = 0
+    terms: list[SupportTerm] = Field(default_factory=list)
+    #: How it was measured, so that levels of later methods can be told apart.
+    method: str = "terms"
+
+    @property
+    def missing(self) -> list[str]:
+        """The words asked about that the best passage does not have, heaviest first."""
+        absent = [term for term in self.terms if self.best is None or self.best not in term.found_in]
+        return [term.word for term in sorted(absent, key=lambda term: -term.weight)]
+
+
 class Retrieval(Record):
-    """The retrieval step of a task: the hook-derived query and what came back."""
+    """The retrieval step of a task: the hook-derived query, what came back and how well it supports the task."""
 
     query: str
     results: list[dict[str, Any]] = Field(default_factory=list)
+    #: None for a task stored before support was assessed.
+    support: Support | None = None
 
 
 class Citation(Record):

@@ -1,14 +1,22 @@
-"""The one tokenizer: words of free text, used by routing, retrieval queries and the offline composer.
+"""The one tokenizer: words of free text, used by routing, retrieval queries, the support signal and the composer.
 
 Letters and digits in any script make a word; ``_`` and punctuation split words, as both databases'
 full-text tokenizers do. Words are case-folded; stopwords (function words, and the filler of next-step
 questions) carry no meaning for matching and are dropped by every caller.
+
+Two stemmings of those words: :func:`tokens` strips a few suffixes (what routing and the composer were tuned
+on); :func:`stems` takes each word's dictionary form (lemminflect: "worn" is "wear", "spent" is "spend") and
+then Snowball's English stem of it (which also joins "configure" with "configuration", "migrate" with
+"migration"): the knowledge base's term statistics and the support signal count those, because a goal and a
+passage rarely use the same form of a word.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import lru_cache
+from typing import Any
 
 _WORD = re.compile(r"[^\W_]+")
 
@@ -53,3 +61,34 @@ def stem(word: str) -> str:
 def tokens(text: str) -> list[str]:
     """Stemmed content words of more than two characters: what routing and the composer match on."""
     return [stem(word) for word in words(text) if len(word) > 2]
+
+
+#: Longer "words" are noise (hashes, base64): never counted as terms.
+MAX_STEM_CHARS = 40
+
+
+#: The part of speech whose dictionary form a word takes when it has several ("opening": "open", the verb).
+_LEMMA_ORDER = ("VERB", "NOUN", "ADJ", "ADV")
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Any:
+    # Imported on first use: a read-only command never stems.
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def _snowball(word: str) -> str:
+    # Imported on first use (its lexicon takes about 0.3 s to load).
+    from lemminflect import getAllLemmas
+
+    forms = getAllLemmas(word)
+    lemma = next((forms[tag][0] for tag in _LEMMA_ORDER if forms.get(tag)), word)
+    return str(_stemmer().stemWord(lemma.casefold()))
+
+
+def stems(text: str) -> list[str]:
+    """The Snowball stems of the content words of more than two characters (and at most MAX_STEM_CHARS), in order."""
+    return [_snowball(word) for word in words(text) if 2 < len(word) <= MAX_STEM_CHARS]

@@ -15,6 +15,7 @@ from marsrag.metrics.verify import verify
 from marsrag.runtime.feedback import record_feedback
 from marsrag.store import open_store
 from marsrag.store.schema import VERSION_TABLE
+from tests.store.migrations import at_revision
 from tests.store.records import T0, run, task
 
 #: As json.dumps wrote it: a lone high and a lone low surrogate, and a NUL, escaped.
@@ -56,9 +57,9 @@ def test_reads_tolerate_unencodable_rows_and_the_migration_repairs_them(db_url: 
         [rating] = [e for e in store.get_events(run_id) if e.name == "loop.feedback.recorded"]
         assert rating.detail == {"on": "answer", "rating": "up", "comment": CLEAN_COMMENT}
         assert store.get_tasks(run_id)[0].validation.errors[0].message == "m\ufffd"
-        # A database at revision 0013 holding such rows, as the older MarsRAG left it.
-        with store.engine.begin() as connection:  # type: ignore[attr-defined]
-            connection.execute(text(f"UPDATE {VERSION_TABLE} SET version_num = '0013'"))
+    # A database at revision 0013 holding such rows, as the older MarsRAG left it (0014 rewrote nothing yet).
+    with at_revision(db_url, "0014", downgrade=True) as connection:
+        connection.execute(text(f"UPDATE {VERSION_TABLE} SET version_num = '0013'"))
     with open_store(db_url) as store:  # migrates to 0014: the rows are rewritten
         verdict = verify(store)
         assert verdict.ok, [d.line() for d in verdict.differences]

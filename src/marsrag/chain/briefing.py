@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from marsrag.state import Support
+
 
 def briefing(
     goal: str,
@@ -21,17 +23,21 @@ def briefing(
     *,
     asked: Sequence[str] = (),
     extra: str | None = None,
+    support: Support | None = None,
 ) -> str:
-    """The text appended to a task's description: goal, hook (when chained), sources, asked, then ``extra``.
+    """The text appended to a task's description: goal, hook (when chained), sources, support, asked, ``extra``.
 
     ``asked``: the questions and actions the session already asked (its runs' goals), so that the LOOP offers
-    something new; the newest :data:`MAX_ASKED` are listed.
+    something new; the newest :data:`MAX_ASKED` are listed. ``support``: how well the sources support the step
+    (:mod:`marsrag.rag.support`), stated with the rule for its level; None states nothing.
     """
     parts = [f'The user\'s goal: "{goal}"']
     if hook is not None:
         parts.append(f'The previous step handed over this question or action; open your HOOK with it: "{hook}"')
     if results:
         parts.append(sources(results))
+    if support is not None:
+        parts.append(support_rule(support))
     if asked:
         listed = "\n".join(f"- {' '.join(item.split())}" for item in list(asked)[-MAX_ASKED:])
         parts.append(f"{ASKED_HEADING}\n{listed}")
@@ -47,6 +53,30 @@ SOURCES_HEADING = (
 SOURCES_END = "(end of sources)"
 ASKED_HEADING = "Already asked in this session (offer a different next question or action in LOOP):"
 MAX_ASKED = 10
+
+
+#: Opens the support line; the offline composer reads the level (and the words after it) back.
+SUPPORT_PREFIX = "How well the sources cover this step:"
+#: Words missing from the sources named in the support line, at most.
+MAX_MISSING = 4
+_SUPPORT_RULES = {
+    "strong": "they address it; ground each section in them.",
+    "weak": (
+        "they only touch it. Say what the closest source does say and that it does not settle the question; "
+        "do not present it as the answer."
+    ),
+    "none": (
+        "the knowledge base does not cover it. Say so plainly in GRIP and PAYOFF, recommend nothing from these "
+        "sources, and in LOOP ask for the documents that would cover it or offer a nearby question they answer."
+    ),
+}
+
+
+def support_rule(support: Support) -> str:
+    """The support line: the level, the words the sources lack (for weak and none), and what to do about it."""
+    missing = support.missing[:MAX_MISSING] if support.level != "strong" else []
+    lacking = f" (nothing on: {', '.join(missing)})" if missing else ""
+    return f"{SUPPORT_PREFIX} {support.level}{lacking}; {_SUPPORT_RULES[support.level]}"
 
 
 def sources(results: Sequence[dict[str, Any]]) -> str:

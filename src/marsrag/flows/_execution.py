@@ -26,10 +26,10 @@ from marsrag.integrations.crewai_builders import BuiltTask
 from marsrag.liveness import is_stale, owner_id
 from marsrag.runtime.commit import TaskCommitter
 from marsrag.runtime.heartbeat import Heartbeat
-from marsrag.runtime.retrieval import NoRetriever, Retriever, retrieval_query
+from marsrag.runtime.retrieval import NoRetriever, Retriever, retrieve
 from marsrag.runtime.routing import Candidate, Router
 from marsrag.runtime.states import task_state
-from marsrag.state import HookSource, Retrieval, RunRecord, RunStatus, TaskState, TransitionRecord
+from marsrag.state import HookSource, RunRecord, RunStatus, TaskState, TransitionRecord
 from marsrag.store.base import RunStore
 from marsrag.store.queries import Holder
 from marsrag.views.summary import summarize
@@ -181,12 +181,13 @@ class FlowExecution:
         chained: bool,
         after: TaskState | None,
     ) -> TaskState:
-        query = retrieval_query(hook, self.run.goal)
-        retrieval = Retrieval(query=query, results=self.binding.retriever.search(query, self.binding.retrieval_limit))
+        retrieval = retrieve(self.binding.retriever, hook, self.run.goal, self.binding.retrieval_limit)
         # The hooks handed within this run were asked too: a later step's LOOP should not circle back to them.
         handed = [state.loop_output.hook for state in self.states if state.hook_source != "goal"]
         asked = list(dict.fromkeys([*self.asked, *(item for item in [*handed, hook] if item)]))
-        text = briefing(self.run.goal, hook if chained else None, retrieval.results, asked=asked)
+        text = briefing(
+            self.run.goal, hook if chained else None, retrieval.results, asked=asked, support=retrieval.support
+        )
         # Added before the step's kickoff, which interpolates its inputs: stray braces would be read as inputs.
         answer = execute(task_id, without_placeholders(text), retrieval.results)
         state = task_state(

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable, Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -34,8 +35,10 @@ from marsrag.store import (
     DocumentVersion,
     KnowledgeStore,
     RunStore,
+    TermCounts,
     open_store,
 )
+from marsrag.tokens import stems
 
 __all__ = ["MAX_FILE_BYTES", "PER_DOCUMENT", "KnowledgeBase", "ProgressCallback"]
 
@@ -146,6 +149,15 @@ class KnowledgeBase:
             for hit in hits
         ]
 
+    def term_counts(self, terms: Sequence[str]) -> TermCounts:
+        """How many chunks the knowledge base holds, and how many contain each term (a stem of
+        :func:`marsrag.tokens.stems`): what :mod:`marsrag.rag.support` weighs a question's terms by.
+
+        Raises:
+            StoreError: the database fails.
+        """
+        return self._documents.term_counts(terms)
+
     def _known_hashes(self) -> dict[DocumentKey, str]:
         # One read up front lets unchanged files skip the write transaction (and its lock) entirely.
         return self._documents.known_hashes(chunker=CHUNKER_VERSION)
@@ -167,7 +179,9 @@ class KnowledgeBase:
             return
         pieces = [ChunkText(p.position, p.heading, p.text) for p in chunk_blocks(item.key, blocks)]
         version = DocumentVersion(item.collection, item.key, sha256, len(data), str(item.real), CHUNKER_VERSION)
-        change = self._documents.replace_document(version, pieces, adopt_from=LEGACY_COLLECTION)
+        change = self._documents.replace_document(
+            version, pieces, adopt_from=LEGACY_COLLECTION, terms=chunk_terms(pieces)
+        )
         if change.outcome == "added":
             report.added += 1
         elif change.outcome == "updated":
@@ -177,6 +191,14 @@ class KnowledgeBase:
             report.unchanged += 1
         if change.outcome != "unchanged":
             report.chunks_written += len(pieces)
+
+
+def chunk_terms(pieces: Iterable[ChunkText]) -> dict[str, int]:
+    """How many of a document's chunks contain each term (heading and text; a term counts once per chunk)."""
+    counts: Counter[str] = Counter()
+    for piece in pieces:
+        counts.update(set(stems(f"{piece.heading}\n{piece.text}")))
+    return dict(counts)
 
 
 def _spread(pool: list[ChunkHit], limit: int, per_document: int) -> list[ChunkHit]:

@@ -217,8 +217,9 @@ def _describe(task: Any, run: RunRecord, state: TaskState, request: str) -> None
     """Give the task what it had in the run (goal, hook, sources) and the operator's request."""
     hook = state.loop_output.hook if state.hook_source != "goal" else None
     results = state.retrieval.results if state.retrieval is not None else []
+    support = state.retrieval.support if state.retrieval is not None else None
     # Added before kickoff, so interpolated with its inputs: stray braces would be read as inputs.
-    text = without_placeholders(briefing(run.goal, hook, results, extra=request))
+    text = without_placeholders(briefing(run.goal, hook, results, extra=request, support=support))
     task.description = f"{task.description}\n\n{text}"
     PASSAGES.given(str(task.id), results)  # the agent's knowledge tool numbers what it finds after these
 

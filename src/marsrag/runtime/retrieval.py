@@ -1,12 +1,19 @@
 """The retrieval step: every task gets a query shaped by its hook (spec section 4: hook shapes retrieval).
 
 The knowledge base plugs in behind :class:`Retriever`; until one is configured :class:`NoRetriever`
-answers nothing, and the query is still built and stored.
+answers nothing, and the query is still built and stored. :func:`retrieve` is the step itself, the same for
+a run's tasks, a Flow's steps and an operator's re-run: the query, the passages, and how well they support
+what the task was asked (:mod:`marsrag.rag.support`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
+
+from marsrag.rag.support import asked_terms, assess
+from marsrag.state import Retrieval
+from marsrag.store import TermCounts
 
 
 class Retriever(Protocol):
@@ -14,6 +21,14 @@ class Retriever(Protocol):
 
     def search(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
         """The best passages for ``query``: dicts with at least ``source`` and ``text``."""
+        ...
+
+
+class TermStatistics(Protocol):
+    """A retriever that keeps term statistics (the knowledge base does): support weighs terms by them."""
+
+    def term_counts(self, terms: Sequence[str]) -> TermCounts:
+        """How many chunks there are, and how many contain each term."""
         ...
 
 
@@ -30,3 +45,19 @@ def retrieval_query(hook: str | None, goal: str) -> str:
     if not hook:
         return goal.strip()
     return f"{hook.strip()} {goal.strip()}"
+
+
+def retrieve(retriever: Retriever, hook: str | None, goal: str, limit: int) -> Retrieval:
+    """A task's retrieval: the query its hook shapes, the passages found, and their support of the task.
+
+    A retriever without term statistics (one of the user's own) has its support measured with every term
+    weighed alike.
+    """
+    query = retrieval_query(hook, goal)
+    results = retriever.search(query, limit)
+    counts = None
+    if isinstance(retriever, NoRetriever):
+        counts = TermCounts(0, {})
+    elif callable(getattr(retriever, "term_counts", None)):
+        counts = retriever.term_counts(asked_terms(goal, hook))  # type: ignore[attr-defined]
+    return Retrieval(query=query, results=results, support=assess(goal, hook, results, counts))

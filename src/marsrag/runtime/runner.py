@@ -31,7 +31,7 @@ from marsrag.llm.boundary import supports_async
 from marsrag.llm.select import resolve_llm
 from marsrag.runtime.commit import TaskCommitter
 from marsrag.runtime.heartbeat import Heartbeat
-from marsrag.runtime.retrieval import NoRetriever, Retriever, retrieval_query
+from marsrag.runtime.retrieval import NoRetriever, Retriever, retrieve
 from marsrag.runtime.routing import LexicalRouter, Router, project_candidates
 from marsrag.runtime.states import task_state
 from marsrag.state import (
@@ -442,15 +442,21 @@ class _Execution:
     def _prepare(self, index: int, hook: str | None, *, first: bool = False) -> None:
         """Give task ``index`` its hook and retrieval results, in its description."""
         task = self.built.tasks[index].task
-        query = retrieval_query(hook, self.run.goal)
-        results = self.runner.retriever.search(query, self.runner.retrieval_limit)
-        self.retrievals[index] = Retrieval(query=query, results=results)
+        retrieval = retrieve(self.runner.retriever, hook, self.run.goal, self.runner.retrieval_limit)
+        self.retrievals[index] = retrieval
+        results = retrieval.results
         # The agent's knowledge tool numbers what it finds after these (see _retrieval).
         PASSAGES.given(str(task.id), results)
         chained = hook if hook is not None and self.built.tasks[index].has_contract else None
         # The hooks handed within this run were asked too: a later task's LOOP should not circle back to them.
         handed = [item for position, (item, _) in sorted(self.hooks.items()) if position <= index and item]
-        text = briefing(self.run.goal, chained, results, asked=list(dict.fromkeys([*self.asked, *handed])))
+        text = briefing(
+            self.run.goal,
+            chained,
+            results,
+            asked=list(dict.fromkeys([*self.asked, *handed])),
+            support=retrieval.support,
+        )
         if first:
             # Text added before kickoff is interpolated with its inputs: stray braces would be read as inputs.
             text = without_placeholders(text)

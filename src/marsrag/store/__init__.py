@@ -24,6 +24,7 @@ from marsrag.store.queries import (
     MetricTotals,
     OutcomeCount,
     TaskFailure,
+    TermCounts,
 )
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "Rankings",
     "RunStore",
     "TaskFailure",
+    "TermCounts",
     "default_db_url",
     "open_store",
     "still_holds",

@@ -11,17 +11,17 @@ so moving it into another collection (adopting a legacy document) rewrites one r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import Connection, Engine, bindparam, delete, insert, select, text, update
+from sqlalchemy import Connection, Engine, bindparam, delete, func, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
 
 from marsrag.store._transactions import Transactions
 from marsrag.store.base import KnowledgeStore
-from marsrag.store.queries import ChunkHit, ChunkText, DocumentChange, DocumentKey, DocumentVersion
-from marsrag.store.schema import chunks, documents
+from marsrag.store.queries import ChunkHit, ChunkText, DocumentChange, DocumentKey, DocumentVersion, TermCounts
+from marsrag.store.schema import chunks, document_terms, documents
 
 # FOR UPDATE (PostgreSQL; SQLite's BEGIN IMMEDIATE already serializes writers): a second ingest of the same
 # changed file waits for the first, then finds it unchanged instead of colliding on chunk positions.
@@ -34,6 +34,14 @@ _INSERT_DOCUMENT = insert(documents).returning(documents.c.id)
 _UPDATE_DOCUMENT = update(documents).where(documents.c.id == bindparam("b_id"))
 _DELETE_CHUNKS = delete(chunks).where(chunks.c.document_id == bindparam("document_id"))
 _INSERT_CHUNKS = insert(chunks)
+_DELETE_TERMS = delete(document_terms).where(document_terms.c.document_id == bindparam("document_id"))
+_INSERT_TERMS = insert(document_terms)
+_CHUNK_COUNT = select(func.count()).select_from(chunks)
+_TERM_COUNTS = (
+    select(document_terms.c.term, func.sum(document_terms.c.chunks))
+    .where(document_terms.c.term.in_(bindparam("terms", expanding=True)))
+    .group_by(document_terms.c.term)
+)
 
 # The inner query ranks inside the FTS index and keeps `limit` rowids; only those are joined to their text.
 _SEARCH_SQLITE = text(
@@ -85,7 +93,12 @@ class SqlKnowledgeStore(KnowledgeStore):
         return self._transactions.reading("read the knowledge base", body)
 
     def replace_document(
-        self, document: DocumentVersion, pieces: Sequence[ChunkText], *, adopt_from: str | None = None
+        self,
+        document: DocumentVersion,
+        pieces: Sequence[ChunkText],
+        *,
+        adopt_from: str | None = None,
+        terms: Mapping[str, int] | None = None,
     ) -> DocumentChange:
         """Store a document's chunks in one transaction, unless it is stored with this hash already (see base).
 
@@ -96,13 +109,24 @@ class SqlKnowledgeStore(KnowledgeStore):
         def body(connection: Connection) -> DocumentChange:
             try:
                 with connection.begin_nested():
-                    return self._replace(connection, document, pieces, adopt_from)
+                    return self._replace(connection, document, pieces, adopt_from, terms or {})
             except IntegrityError:
                 # A new document has no row to lock: a concurrent ingest may insert it first. Once more, then it
                 # is there to compare with.
-                return self._replace(connection, document, pieces, adopt_from)
+                return self._replace(connection, document, pieces, adopt_from, terms or {})
 
         return self._transactions.writing(f"ingest {document.path}", body)
+
+    def term_counts(self, terms: Sequence[str]) -> TermCounts:
+        """The number of chunks, and of the chunks containing each term (see base): two indexed reads."""
+        wanted = list(dict.fromkeys(terms))
+
+        def body(connection: Connection) -> TermCounts:
+            total = int(connection.execute(_CHUNK_COUNT).scalar_one())
+            found = dict(connection.execute(_TERM_COUNTS, {"terms": wanted}).all()) if wanted else {}
+            return TermCounts(total, {term: int(found.get(term) or 0) for term in wanted})
+
+        return self._transactions.reading("read the knowledge base's term counts", body)
 
     def search_chunks(self, words: Sequence[str], limit: int) -> list[ChunkHit]:
         """The chunks matching any of ``words``, best first, at most ``limit`` (see base)."""
@@ -116,7 +140,11 @@ class SqlKnowledgeStore(KnowledgeStore):
 
     @staticmethod
     def _replace(
-        connection: Connection, document: DocumentVersion, pieces: Sequence[ChunkText], adopt_from: str | None
+        connection: Connection,
+        document: DocumentVersion,
+        pieces: Sequence[ChunkText],
+        adopt_from: str | None,
+        terms: Mapping[str, int],
     ) -> DocumentChange:
         # Checked again under the write lock: another process may have ingested the same file meanwhile.
         current = _current(connection, document.collection, document.path)
@@ -136,6 +164,7 @@ class SqlKnowledgeStore(KnowledgeStore):
         else:
             document_id = current.id
             connection.execute(_DELETE_CHUNKS, {"document_id": document_id})
+            connection.execute(_DELETE_TERMS, {"document_id": document_id})
             connection.execute(_UPDATE_DOCUMENT, {"b_id": document_id, **_document_row(document, now)})
         if pieces:
             rows = [
@@ -143,6 +172,9 @@ class SqlKnowledgeStore(KnowledgeStore):
                 for p in pieces
             ]
             connection.execute(_INSERT_CHUNKS, rows)
+        if terms:
+            counted = [{"document_id": document_id, "term": term, "chunks": count} for term, count in terms.items()]
+            connection.execute(_INSERT_TERMS, counted)
         if current is None:
             return DocumentChange("added")
         return DocumentChange("updated", current.source, adopted, rechunked=current.sha256 == document.sha256)

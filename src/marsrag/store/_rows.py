@@ -113,6 +113,8 @@ def task_row(state: TaskState) -> dict[str, Any]:
         "routing_next_workflow": routing.next_workflow,
         "retrieval_query": retrieval.query if retrieval else None,
         "retrieval_results": retrieval.results if retrieval else None,
+        "support_level": retrieval.support.level if retrieval and retrieval.support else None,
+        "support": retrieval.support.model_dump(mode="json") if retrieval and retrieval.support else None,
         "citations": [citation.model_dump(mode="json") for citation in state.citations],
         "citation_warnings": list(state.citation_warnings),
         "created_at": as_utc(state.created_at),
@@ -186,7 +188,10 @@ def task_from(row: Row, attempts: Iterable[Row]) -> TaskState:
     check_major(row["loop_contract_version"], what)
     retrieval = None
     if row["retrieval_query"] is not None:
-        retrieval = Retrieval(query=row["retrieval_query"], results=row["retrieval_results"] or [])
+        # NULL support: a task stored before migration 0015, not assessed.
+        retrieval = Retrieval(
+            query=row["retrieval_query"], results=row["retrieval_results"] or [], support=row["support"]
+        )
     values = {
         "run_id": row["run_id"],
         "task_id": row["task_id"],

@@ -9,7 +9,7 @@ guardrails and callbacks in worker threads) and, from issue 5 on, from several p
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from marsrag.state import LoopEvent, RunRecord, RunStatus, TaskState, TransitionRecord
@@ -26,6 +26,7 @@ from marsrag.store.queries import (
     MetricTotals,
     OutcomeCount,
     TaskFailure,
+    TermCounts,
 )
 
 #: The collection of the documents stored before documents had collections (migration 0008 put them there).
@@ -359,9 +360,17 @@ class KnowledgeStore(ABC):
 
     @abstractmethod
     def replace_document(
-        self, document: DocumentVersion, pieces: Sequence[ChunkText], *, adopt_from: str | None = None
+        self,
+        document: DocumentVersion,
+        pieces: Sequence[ChunkText],
+        *,
+        adopt_from: str | None = None,
+        terms: Mapping[str, int] | None = None,
     ) -> DocumentChange:
         """Store a document and its chunks in one transaction, replacing an older version's.
+
+        ``terms``: how many of ``pieces`` contain each term (the document's part of :meth:`term_counts`),
+        replacing the older version's with its chunks; None stores none.
 
         The document is the one stored under its collection and path; another collection's document of the same
         path is another document. Except: when the collection has none and ``adopt_from`` names a collection that
@@ -372,6 +381,14 @@ class KnowledgeStore(ABC):
         Nothing is written when the document is stored with this ``sha256`` already (but an adopted one is moved,
         and takes this version's source), checked under the write lock, so concurrent ingests of one file write
         it once. A reader never sees a document half replaced.
+
+        Raises:
+            StoreError: the database fails.
+        """
+
+    @abstractmethod
+    def term_counts(self, terms: Sequence[str]) -> TermCounts:
+        """How many chunks the knowledge base holds, and how many contain each of ``terms`` (each once).
 
         Raises:
             StoreError: the database fails.

@@ -148,6 +148,15 @@ class ChunkText:
 
 
 @dataclass(frozen=True)
+class TermCounts:
+    """The knowledge base's term statistics for some terms: its size in chunks, and how many contain each term."""
+
+    chunks: int
+    #: Term -> the number of chunks containing it (0 for a term no chunk has).
+    counts: dict[str, int]
+
+
+@dataclass(frozen=True)
 class ChunkHit:
     """A stored chunk that matched a full-text search, with its backend's relevance score (higher is better)."""
 

@@ -105,6 +105,10 @@ task_states = Table(
     # (migration 0009); NULL for tasks stored before it.
     Column("citations", JSON(none_as_null=True), nullable=True),
     Column("citation_warnings", JSON(none_as_null=True), nullable=True),
+    # How well the retrieved passages support what the task was asked (migration 0015): the level ("strong",
+    # "weak", "none") in a column of its own for the metrics, and the whole assessment; NULL before 0015.
+    Column("support_level", String, nullable=True),
+    Column("support", JSON(none_as_null=True), nullable=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
     # The operator action running on the task (migration 0005): who claimed it and when; NULL when none.
     Column("action_owner", String, nullable=True),
@@ -263,6 +267,23 @@ chunks = Table(
     # Ids are never reused (SQLite would reuse the highest after a delete): a run's stored retrieval results
     # name chunk ids, which must not come to mean another passage when a document is re-ingested.
     sqlite_autoincrement=True,
+)
+
+# Per document, how many of its chunks contain each term (migration 0015): the term statistics the support signal
+# weighs a goal's terms by (marsrag.rag.support). Replaced with the document's chunks.
+document_terms = Table(
+    "document_terms",
+    metadata,
+    Column(
+        "document_id",
+        Integer,
+        ForeignKey("documents.id", name="fk_document_terms_document_id_documents", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("term", Text, nullable=False),
+    Column("chunks", Integer, nullable=False),
+    PrimaryKeyConstraint("document_id", "term", name="pk_document_terms"),
+    Index("ix_document_terms_term", "term"),
 )
 
 #: The full-text objects migration 0002 makes outside this metadata: on SQLite the FTS5 table ``chunks_fts``
