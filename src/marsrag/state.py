@@ -191,9 +191,9 @@ class Support(Record):
 
     @property
     def missing(self) -> list[str]:
-        """The words asked about that the best passage does not have, heaviest first."""
+        """The words asked about that the best passage does not have: the goal's, then the hook's, heaviest first."""
         absent = [term for term in self.terms if self.best is None or self.best not in term.found_in]
-        return [term.word for term in sorted(absent, key=lambda term: -term.weight)]
+        return [term.word for term in sorted(absent, key=lambda term: (term.asked_in == "hook", -term.weight))]
 
 
 class Retrieval(Record):

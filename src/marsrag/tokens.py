@@ -73,20 +73,38 @@ _LEMMA_ORDER = ("VERB", "NOUN", "ADJ", "ADV")
 
 @lru_cache(maxsize=1)
 def _stemmer() -> Any:
-    # Imported on first use: a read-only command never stems.
+    # lazy: a read-only command never stems.
     import snowballstemmer
 
     return snowballstemmer.stemmer("english")
 
 
 @lru_cache(maxsize=65536)
-def _snowball(word: str) -> str:
-    # Imported on first use (its lexicon takes about 0.3 s to load).
+def readings(word: str) -> dict[str, tuple[str, ...]]:
+    """The parts of speech a (case-folded) word can be, each with its dictionary forms: lemminflect's lexicon.
+
+    ``readings("stages")`` is ``{"NOUN": ("stage",), "VERB": ("stage",)}``; a function word ("if", "the") or
+    an unknown one has none.
+    """
+    # lazy: its lexicon takes about 0.3 s to load, and a read-only command never needs it.
     from lemminflect import getAllLemmas
 
-    forms = getAllLemmas(word)
+    return dict(getAllLemmas(word))
+
+
+@lru_cache(maxsize=65536)
+def _snowball(word: str) -> str:
+    forms = readings(word)
     lemma = next((forms[tag][0] for tag in _LEMMA_ORDER if forms.get(tag)), word)
-    return str(_stemmer().stemWord(lemma.casefold()))
+    stem = str(_stemmer().stemWord(lemma.casefold()))
+    # Snowball ends a verb in -y with "i" ("amplify": "amplifi") but stems its -ication noun without it
+    # ("amplification": "amplif"): the "i" goes, so that the verb and its noun meet.
+    if len(stem) > 4 and stem[-1] == "i" and stem[-2] not in _VOWELS:
+        stem = stem[:-1]
+    return stem
+
+
+_VOWELS = frozenset("aeiouy")
 
 
 def stems(text: str) -> list[str]:

@@ -9,6 +9,7 @@ import pytest
 from marsrag.chain.briefing import briefing
 from marsrag.chain.citations import MARKER, resolve
 from marsrag.contract import validate_output
+from marsrag.state import Support
 
 pytestmark = pytest.mark.crewai
 
@@ -173,3 +174,128 @@ def test_plain_removes_markdown_and_keeps_list_items_as_sentences() -> None:
 
     text = "## Steps\n- **Drain** the node with `drainctl`\n- See [the guide](http://x/y)\n|a|b|\n|---|---|\n|1|2|"
     assert plain(text) == "Steps\nDrain the node with drainctl.\nSee the guide.\na, b.\n1, 2."
+
+
+# A runbook's numbered procedure and an incident note, in a domain of the tests' own (signing keys).
+PROCEDURE = {
+    "chunk_id": 21,
+    "source": "kb/runbooks/keys.md#Runbook: Replace a signing key > Planned replacement",
+    "heading": "Runbook: Replace a signing key > Planned replacement",
+    "text": "Plan the replacement a week before the old key expires.\n\n"
+    "1. Create a new signing key in the vault.\n"
+    "2. Publish the new public key next to the old one, so that verifiers trust both.\n"
+    "3. Switch the signer to the new key during a quiet hour.\n"
+    "4. Retire the old key thirty days later.\n",
+    "score": 2.0,
+}
+INCIDENT = {
+    "chunk_id": 22,
+    "source": "kb/incidents/key-expiry.md#INC-7: Expired signing key > Summary",
+    "heading": "INC-7: Expired signing key > Summary",
+    "text": "The signing key expired on a Sunday and logins failed for two hours. "
+    "Ensure that expiry alerts reach a person, not a chat channel.",
+    "score": 3.0,
+}
+KEY_RESULTS = [INCIDENT, PROCEDURE]
+KEY_GOAL = "How do we replace the signing key?"
+
+
+def _support(goal: str, results: list[dict[str, object]], hook: str | None = None) -> Support:
+    from marsrag.rag.support import assess
+
+    return assess(goal, hook, results, None)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Generate a new private key in the secret store.",
+        "Ensure that expiry alerts reach a person.",
+        "Never retry a payment authorization on a timeout.",
+        "If the pool is still full after a minute, recycle the workers one at a time.",
+        "Fix: tighten the axle nut to the torque on the frame.",
+        "Cut retries first; scaling rarely catches up.",
+        "Water deeply twice a week.",
+        "Operators must page the owner before a restart.",
+    ],
+)
+def test_an_instruction_is_told_by_its_grammar(sentence: str) -> None:
+    """A base-form verb opening the sentence (after adverbs, a condition or a label) or a "must" instructs."""
+    from marsrag.llm._passages import is_instruction
+
+    assert is_instruction(sentence)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Stages are 1% then 10% then 100%.",
+        "Black rotten patches at the bottom of the fruit are blossom end rot.",
+        "Slow provider plus retries: a slow provider multiplied the traffic.",
+        "Snapshots are written every fifteen minutes.",
+        "Latency rises first, then errors.",
+        "Record retention is two years.",
+        "Both keys stay valid until the old one expires.",
+    ],
+)
+def test_a_statement_is_no_instruction(sentence: str) -> None:
+    """A noun or adjective opening a statement, even one that can be a verb, does not instruct."""
+    from marsrag.llm._passages import is_instruction
+
+    assert not is_instruction(sentence)
+
+
+def test_payoff_is_the_first_step_of_the_matching_procedure_and_the_loop_its_next_step() -> None:
+    """A "how do we" goal gets the procedure's first step, though another passage ranks first; then step 2."""
+    answer = compose(briefing(KEY_GOAL, None, KEY_RESULTS, support=_support(KEY_GOAL, KEY_RESULTS)))
+    assert validate_output(answer).status == "valid"
+    assert answer["payoff"].startswith("Recommended next step: Create a new signing key in the vault [2].")
+    assert answer["loop"].startswith("Next, step 2 of Planned replacement: Publish the new public key")
+    assert_grounded(answer, KEY_RESULTS)
+    # Chained: the next task, handed that loop, recommends step 2 and points at step 3.
+    hook = answer["loop"]
+    second = compose(briefing(KEY_GOAL, hook, KEY_RESULTS, support=_support(KEY_GOAL, KEY_RESULTS, hook)))
+    assert "Publish the new public key" in second["payoff"]
+    assert second["loop"].startswith("Next, step 3 of Planned replacement: Switch the signer")
+
+
+def test_the_loop_names_a_passage_with_its_document_and_the_goals_words() -> None:
+    """A loop about another passage never names a bare heading ("Summary"): its document comes with it."""
+    results = [PROCEDURE, INCIDENT]
+    goal = "Logins failed after the signing key expired"
+    loop = compose(briefing(goal, None, results, support=_support(goal, results)))["loop"]
+    assert "Summary" not in loop or "INC-7: Expired signing key" in loop
+    assert not loop.startswith("Should we look at")
+
+
+def test_not_covered_says_so_names_what_it_looked_for_and_recommends_nothing() -> None:
+    """Support none: a valid answer saying the knowledge base lacks it; no passage cited; the loop asks for it."""
+    goal = "What is the capital of Australia?"
+    support = _support(goal, RESULTS)
+    assert support.level == "none"
+    answer = compose(briefing(goal, None, RESULTS, support=support))
+    assert validate_output(answer).status == "valid"
+    assert "does not cover" in answer["grip"]
+    assert "capital" in answer["grip"] and "australia" in answer["grip"]
+    assert not MARKER.search(answer["payoff"]) and answer["payoff"].startswith("No recommendation")
+    assert resolve(answer, RESULTS)[0] == []  # nothing cited anywhere
+    assert "ingest" in answer["loop"] and "capital" in answer["loop"]
+
+
+def test_weak_support_hedges_and_quotes_what_the_closest_source_says() -> None:
+    """Support weak: the answer says the sources only touch the goal and offers their instruction as a lead."""
+    goal = "Checkout latency after cache restarts on the new ARM fleet"
+    support = _support(goal, RESULTS).model_copy(update={"level": "weak"})
+    answer = compose(briefing(goal, None, RESULTS, support=support))
+    assert validate_output(answer).status == "valid"
+    assert answer["grip"].startswith("The sources only touch on this") and MARKER.search(answer["grip"])
+    assert "arm" in answer["grip"].casefold()  # names what they lack
+    assert answer["payoff"].startswith("Not a settled answer") and MARKER.search(answer["payoff"])
+    assert_grounded(answer, RESULTS)
+
+
+def test_strong_support_recommends_plainly() -> None:
+    """Support strong: the recommendation is stated as one, with no hedge."""
+    support = _support(GOAL, RESULTS, HOOK).model_copy(update={"level": "strong"})
+    answer = compose(briefing(GOAL, HOOK, RESULTS, support=support))
+    assert answer["payoff"].startswith("Recommended next step: Pre-warm each cache node")

@@ -2,18 +2,26 @@
 
 It is a deterministic ``crewai.BaseLLM`` that writes a valid LoopOutput for each task from what the prompt
 gives it: the goal, the hook handed over by the previous step, the numbered passages retrieved for the step
-(:mod:`marsrag.chain.briefing`) and the questions already asked in the session. It reads each passage
-whole, with its Markdown removed, and only ever quotes whole sentences, each followed by the number of the
-passage it came from:
+(:mod:`marsrag.chain.briefing`), how well they support the step, and the questions already asked in the
+session. It reads each passage whole, with its Markdown removed (:mod:`marsrag.llm._passages`), and only
+ever quotes whole sentences, each followed by the number of the passage it came from. Relevance is shared
+stems (:func:`marsrag.tokens.stems`) with the goal and hook, in the sentence and in its section's heading,
+with retrieval's order breaking ties.
 
 - HOOK: the handed-over question verbatim (the chain rule), else the goal's tension, stated once;
 - GRIP: the most relevant explanatory sentence;
-- PAYOFF: the most relevant action sentence (an instruction, or a "should/must" statement), said plainly to be
-  the recommendation; when no passage gives one, it says so and names the strongest finding to act on;
+- PAYOFF: the instruction that best matches the goal, said plainly to be the recommendation; a procedure's
+  step first (a runbook's numbered steps are what "how do we ..." wants, in their order); when no passage
+  instructs, it says so and names the strongest finding to act on;
 - REINFORCE: supporting sentences from the other passages;
-- LOOP: a question about the most relevant passage this answer did not use and the session has not asked
-  about (so following it retrieves something new); when there is none, it says so and asks the fallback
-  question.
+- LOOP: what the user needs next given the goal and this answer: the procedure's next step, else the part of
+  the goal this answer left open where a passage covers it, else the most relevant passage not used yet,
+  always named with its document and the goal's own words, so that following it stays on the subject.
+
+The support line decides the stance. ``none``: the knowledge base does not cover the goal, and the answer
+says so, names what it looked for, recommends nothing (the payoff cites no passage) and asks for the
+documents that would cover it. ``weak``: the answer says the sources only touch the goal, and quotes what
+the closest one does say as a lead, not as the answer.
 
 It exists so the whole system runs and is testable with no API key and no network; it selects and arranges
 sentences and understands none of them. Use ``--llm`` with a real model for real answers.
@@ -26,49 +34,46 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from marsrag.chain.briefing import ASKED_HEADING, SOURCES_END, SOURCES_HEADING
+from marsrag.chain.briefing import ASKED_HEADING, SOURCES_END, SOURCES_HEADING, SUPPORT_PREFIX
 from marsrag.integrations.calls import report
 from marsrag.llm._local import LocalLLM
+from marsrag.llm._passages import ANAPHORA, Sentence, cited, clip, plain, sentences
 from marsrag.state import FALLBACK_HOOK
-from marsrag.tokens import tokens
+from marsrag.tokens import stems, words
+
+__all__ = ["OfflineComposer", "compose", "plain"]
 
 _HOOK = re.compile(r'open your HOOK with it: "(?P<hook>.+?)"\s*$', re.MULTILINE)
 _GOAL = re.compile(r'The user\'s goal: "(?P<goal>.+?)"\s*$', re.MULTILINE)
 _HEADER = re.compile(r"^\[(?P<number>\d+)\] (?P<source>.+)$", re.MULTILINE)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Za-z0-9\"'(])")
-# A full stop that ends an abbreviation, not a sentence: the piece after it joins the one before.
-_ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|approx|incl|no|fig|ca)|\b[A-Za-z])\.$", re.IGNORECASE)
-# Markdown a passage may hold: stripped so that no markup reaches an answer.
-_LINE_MARK = re.compile(r"^\s*(?:#{1,6}\s+|>\s*|[-*+]\s+|\d{1,3}[.)]\s+)")
-_LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\n]*\)")
-_EMPHASIS = re.compile(r"(\*\*|__|\*|`)")
-_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}")
-# A recommendation reads as an instruction ("Pre-warm each node...") or says what one should do.
-_IMPERATIVES = frozenset(
-    "add alert announce apply avoid block cap check confirm deploy disable drain enable escalate fail flush freeze "
-    "gate hold keep limit lower mark move page pause pin pre-warm prewarm promote raise record reduce rejoin remove "
-    "renew replace restart revert roll rotate route run scale schedule set shed split stagger start stop switch "
-    "throttle treat use verify warm watch water mulch prune feed always never".split()
+_SUPPORT = re.compile(
+    rf"^{re.escape(SUPPORT_PREFIX)} (?P<level>strong|weak|none)(?: \(nothing on: (?P<missing>[^)]*)\))?;",
+    re.MULTILINE,
 )
-_MODAL = re.compile(r"\b(should|must|recommend(?:ed|s)?|needs? to|make sure|the rule is|is required)\b", re.IGNORECASE)
-_CLAUSE = re.compile(r"[:;]\s+")
-# A sentence about the document itself ("Use this runbook to ...", "It exists because ...") says nothing about
-# the problem: never quoted as an insight or a recommendation.
-_ABOUT_ITSELF = re.compile(
-    r"\b(?:this|the present) (?:runbook|document|page|guide|note|section|procedure|playbook)\b|^it exists\b",
-    re.IGNORECASE,
-)
-# A sentence opening with one of these leans on the one before it: weak on its own.
-_ANAPHORA = frozenset("it this that they these those he she its their such".split())
 _LIMIT = 780
-_QUOTE_LIMIT = 300
+#: Goal words named at most when the answer says what it looked for.
+_NAMED = 4
+# The weights of relevance: words shared with the goal and hook count once in the sentence and half in its
+# section's heading; retrieval's rank spreads over _RANK; a sentence leaning on the one before it, or quoted by
+# an earlier task, ranks lower.
+_HEADING = 0.5
+_RANK = 1.5
+_LEANING = 0.75
+_QUOTED = 4.0
+# Among instructions: one that opens its sentence beats one in a later clause or a "should" statement, a
+# procedure's step beats a loose instruction, and an earlier step beats a later one matching as well.
+_OPENS = 0.75
+_STEP = 1.0
+_LATER_STEP = 0.2
 
 
 @dataclass(frozen=True)
 class _Passage:
     number: int
     source: str
-    sentences: tuple[str, ...]
+    sentences: tuple[Sentence, ...]
+    #: Its place in the sources block, from 0: retrieval's rank (its number may be the run's, not a rank).
+    rank: int = 0
 
     @property
     def marker(self) -> str:
@@ -88,36 +93,29 @@ class _Passage:
         heading = self.source.split("#", 1)[1] if "#" in self.source else ""
         return heading.split(" > ", 1)[0].strip() if heading else self.title
 
+    @property
+    def where(self) -> str:
+        """The passage named for a reader: its document, and its section when that is not the document."""
+        return self.document if self.title == self.document else f"{self.document} ({self.title})"
+
+    def step(self, number: int) -> Sentence | None:
+        """The sentence opening step ``number`` of the passage's procedure, when it holds that step."""
+        return next((s for s in self.sentences if s.opens_step and s.step == number), None)
+
 
 @dataclass(frozen=True)
-class _Sentence:
-    text: str
+class _Scored:
+    sentence: Sentence
     passage: _Passage
-    index: int
     score: float
 
     @property
-    def action(self) -> bool:
-        """An instruction (the first word of the sentence or of a clause after a colon or semicolon, as in
-        ``AI-1 (Platform): add ...`` or ``...; treat it like a restart``) or a statement of what one should do."""
-        for clause in _CLAUSE.split(self.text):
-            if clause.split(" ", 1)[0].lower().strip(",.:;\"'") in _IMPERATIVES:
-                return True
-        return bool(_MODAL.search(self.text))
-
-    @property
-    def leans_back(self) -> bool:
-        """Whether the sentence needs the one before it: it opens on a pronoun ("It ...", "This ...") or its
-        instruction's object is one ("Roll it out ...")."""
-        words = [word.lower().strip(",.:;\"'") for word in self.text.split(" ", 3)[:3]]
-        return words[0] in _ANAPHORA or (words[0] in _IMPERATIVES and bool(_ANAPHORA.intersection(words[1:])))
+    def text(self) -> str:
+        return self.sentence.text
 
     def cited(self) -> str:
-        """The sentence with its passage's marker before its final stop (``... database [2].``)."""
-        text = _clip(self.text, _QUOTE_LIMIT)
-        if text[-1:] in ".!?":
-            return f"{text[:-1]} {self.passage.marker}{text[-1]}"
-        return f"{text} {self.passage.marker}."
+        """The sentence with its passage's marker before its final stop."""
+        return cited(self.sentence.text, self.passage.marker)
 
 
 @dataclass
@@ -128,65 +126,28 @@ class _Prompt:
     asked: list[str] = field(default_factory=list)
     #: The prompt outside its sources: where earlier tasks' answers (CrewAI's context) appear.
     elsewhere: str = ""
+    #: The support level the prompt states (None: the prompt states none), and the words the sources lack.
+    support: str | None = None
+    missing: list[str] = field(default_factory=list)
 
     def quoted_before(self, sentence: str) -> bool:
         """Whether an earlier task's answer in the context already quoted ``sentence``."""
         probe = sentence[:80]
         return probe in self.elsewhere or json.dumps(probe)[1:-1] in self.elsewhere
 
+    @property
+    def focus(self) -> set[str]:
+        """The stems of what the task was asked: its hook and the goal."""
+        return set(stems(f"{self.handed or ''} {self.goal}"))
 
-def plain(text: str) -> str:
-    """Markdown text as plain prose: no heading marks, bullets, emphasis, code ticks, links or table rules.
+    def looked_for(self) -> list[str]:
+        """The words the answer says it looked for: the goal's words the sources lack, else the goal's own.
 
-    A list item or a table row becomes a sentence of its own (it gets a full stop when it has none).
-    """
-    lines: list[str] = []
-    headings: set[str] = set()
-    for raw in text.splitlines():
-        if _TABLE_RULE.match(raw):
-            continue
-        heading = raw.lstrip().startswith("#")
-        item = not heading and (_LINE_MARK.match(raw) is not None or raw.lstrip().startswith("|"))
-        line = _LINE_MARK.sub("", raw)
-        line = _LINK.sub(r"\1", line)
-        line = _EMPHASIS.sub("", line)
-        if "|" in line:
-            line = ", ".join(cell.strip() for cell in line.strip().strip("|").split("|") if cell.strip())
-        line = " ".join(line.split())
-        if not line:
-            lines.append("")
-            continue
-        if item and line[-1] not in ".!?:;":
-            line += "."
-        if item or heading or not lines or not lines[-1] or lines[-1] in headings:
-            lines.append(line)
-        else:
-            lines[-1] = f"{lines[-1]} {line}"
-        if heading:
-            headings.add(line)
-    return "\n".join(lines)
-
-
-def _sentences(text: str) -> tuple[str, ...]:
-    found = []
-    for paragraph in plain(text).splitlines():
-        pieces: list[str] = []
-        for piece in _SENTENCE_END.split(paragraph.strip()):
-            if pieces and _ABBREVIATION.search(pieces[-1]):
-                pieces[-1] = f"{pieces[-1]} {piece}"
-            else:
-                pieces.append(piece)
-        for sentence in pieces:
-            sentence = sentence.strip()
-            # A heading-like fragment or a label ends with a colon: no sentence to quote.
-            if len(sentence) > 20 and sentence[-1] != ":":
-                found.append(sentence)
-    return tuple(found)
-
-
-def _clip(text: str, limit: int = _LIMIT) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
+        A chained task's hook may add words of its own (the previous answer's): the goal's come first.
+        """
+        goal = list(dict.fromkeys(word for word in words(self.goal) if len(word) > 2))
+        lacking = [word for word in self.missing if word.casefold() in goal]
+        return (lacking or self.missing or goal)[:_NAMED]
 
 
 def _read(prompt: str) -> _Prompt:
@@ -206,7 +167,7 @@ def _read(prompt: str) -> _Prompt:
             body = "\n".join(
                 line[4:] if line.startswith("    ") else line for line in block[header.end() : stop].splitlines()
             )
-            passages.append(_Passage(int(header["number"]), header["source"].strip(), _sentences(body)))
+            passages.append(_Passage(int(header["number"]), header["source"].strip(), sentences(body), position))
     asked: list[str] = []
     at = prompt.find(ASKED_HEADING)
     if at >= 0:
@@ -214,7 +175,10 @@ def _read(prompt: str) -> _Prompt:
             if not line.startswith("- "):
                 break
             asked.append(line[2:].strip())
-    return _Prompt(goal, handed, passages, asked, elsewhere)
+    support = _SUPPORT.search(elsewhere)
+    level = support["level"] if support else None
+    missing = [word.strip() for word in (support["missing"] or "").split(",") if word.strip()] if support else []
+    return _Prompt(goal, handed, passages, asked, elsewhere, level, missing)
 
 
 class OfflineComposer(LocalLLM):
@@ -265,125 +229,241 @@ def _hook(goal: str, handed: str | None) -> str:
     return f"{goal.rstrip('.!')}: what is behind it, and what should we do first?"
 
 
-def _ranked(read: _Prompt, focus: set[str]) -> list[_Sentence]:
-    """Every sentence with its relevance: words shared with the focus, then the passage's retrieval rank.
-
-    A sentence leaning on the one before it, or already quoted by an earlier task, ranks lower.
-    """
+def _ranked(read: _Prompt) -> list[_Scored]:
+    """Every quotable sentence with its relevance, best first (see the weights above)."""
+    focus = read.focus
     passages = [passage for passage in read.passages if passage.sentences]
     count = len(passages)
     found = []
     for rank, passage in enumerate(passages):
-        for index, text in enumerate(passage.sentences):
-            if _ABOUT_ITSELF.search(text):
+        heading = len(set(stems(passage.source.split("#", 1)[-1])) & focus)
+        for sentence in passage.sentences:
+            if sentence.about_itself:
                 continue
-            # Retrieval already ranked the passages: the better ones break ties and lift near-ties.
-            score = len(set(tokens(text)) & focus) + 1.5 * (count - rank) / count
-            if text.split(" ", 1)[0].lower() in _ANAPHORA:
-                score -= 0.75
-            if read.quoted_before(text):
-                score -= 4
-            found.append(_Sentence(text, passage, index, score))
-    return sorted(found, key=lambda sentence: (-sentence.score, sentence.passage.number, sentence.index))
+            score = len(set(stems(sentence.text)) & focus) + _HEADING * heading + _RANK * (count - rank) / count
+            if sentence.text.split(" ", 1)[0].lower() in ANAPHORA:
+                score -= _LEANING
+            if read.quoted_before(sentence.text):
+                score -= _QUOTED
+            found.append(_Scored(sentence, passage, score))
+    return sorted(found, key=lambda s: (-s.score, s.passage.rank, s.sentence.index))
+
+
+def _instruction(ranked: list[_Scored]) -> _Scored | None:
+    """The instruction that best matches the task: relevance, then its form (see the weights above)."""
+    candidates = [s for s in ranked if s.sentence.instruction]
+    if not candidates:
+        return None
+
+    def weight(scored: _Scored) -> float:
+        sentence = scored.sentence
+        value = scored.score + (_OPENS if sentence.opens_with_instruction else 0.0)
+        if sentence.opens_step and sentence.step is not None:
+            value += _STEP - _LATER_STEP * (sentence.step - 1)
+        return value
+
+    # A sentence leaning on the one before it ("Roll it out ...") reads wrong on its own: the last resort.
+    standing = [s for s in candidates if not s.sentence.leans_back] or candidates
+    return max(standing, key=lambda s: (weight(s), -s.passage.rank, -s.sentence.index))
 
 
 def compose(prompt: str, task: str) -> dict[str, str]:
-    """The five sections for one task, from its prompt (goal, handed-over hook, numbered passages, asked)."""
+    """The five sections for one task, from its prompt (goal, hook, numbered passages, support, asked)."""
     read = _read(prompt)
     hook = _hook(read.goal, read.handed)
-    if not any(passage.sentences for passage in read.passages):
-        return _ungrounded(read, task, hook)
-    focus = set(tokens(f"{read.handed or ''} {read.goal}"))
-    ranked = _ranked(read, focus)
+    ranked = _ranked(read)
     if not ranked:
         return _ungrounded(read, task, hook)
-    # A sentence leaning on the one before it ("Roll it out ...") reads wrong on its own: the last resort.
-    actions = [s for s in ranked if s.action and not s.leans_back] or [s for s in ranked if s.action]
-    payoff = actions[0] if actions else None
+    if read.support == "none":
+        return _not_covered(read, task, hook, ranked)
+    payoff = _instruction(ranked)
     explanations = (
-        [s for s in ranked if not s.action and not s.leans_back]
-        or [s for s in ranked if not s.action and s is not payoff]
+        [s for s in ranked if not s.sentence.instruction and not s.sentence.leans_back]
+        or [s for s in ranked if not s.sentence.instruction and s is not payoff]
         or [s for s in ranked if s is not payoff]
     )
     grip = explanations[0] if explanations else ranked[0]
-    if payoff is not None:
-        payoff_text = f"Recommended next step: {payoff.cited()}"
-    else:
+    if payoff is None:
         payoff = next((s for s in ranked if s is not grip), grip)
         payoff_text = (
             "No source here gives a direct instruction for this, so act on the strongest finding first: "
             f"{payoff.cited()}"
         )
+    elif read.support == "weak":
+        payoff_text = (
+            f"Not a settled answer: the closest instruction in the sources is {payoff.cited()} "
+            "Check that it applies here before acting on it."
+        )
+    else:
+        payoff_text = f"Recommended next step: {payoff.cited()}"
+    grip_text = grip.cited()
+    if read.support == "weak":
+        lacking = f" (they say nothing on {_listing(read.missing[:_NAMED])})" if read.missing else ""
+        grip_text = f"The sources only touch on this{lacking}; the closest, {grip.passage.where}, says: {grip_text}"
     used = {grip.passage.number, payoff.passage.number}
-    support = _support(ranked, grip, payoff, used)
-    used |= {sentence.passage.number for sentence in support}
-    reinforce = " ".join(sentence.cited() for sentence in support)
+    evidence = _evidence(ranked, grip, payoff, used)
+    used |= {scored.passage.number for scored in evidence}
+    answered = [grip, payoff, *evidence]
     return {
-        "hook": _clip(hook),
-        "grip": _clip(grip.cited()),
-        "payoff": _clip(payoff_text),
-        "reinforce": _clip(reinforce),
-        "loop": _clip(_loop(read, ranked, used, task)),
+        "hook": clip(hook, _LIMIT),
+        "grip": clip(grip_text, _LIMIT),
+        "payoff": clip(payoff_text, _LIMIT),
+        "reinforce": clip(" ".join(scored.cited() for scored in evidence), _LIMIT),
+        "loop": clip(_loop(read, ranked, payoff, answered, used), _LIMIT),
     }
 
 
-def _support(ranked: list[_Sentence], grip: _Sentence, payoff: _Sentence, used: set[int]) -> list[_Sentence]:
+def _evidence(ranked: list[_Scored], grip: _Scored, payoff: _Scored, used: set[int]) -> list[_Scored]:
     """Evidence: the best sentence of a passage not quoted yet, then the next best of the quoted ones.
 
     One new passage at most, so that the loop has passages left to point at.
     """
-    unused = [s for s in ranked if s.passage.number not in used and not s.leans_back]
+    unused = [s for s in ranked if s.passage.number not in used and not s.sentence.leans_back]
     # The most relevant result is always used: retrieval ranked it first for a reason.
-    fresh = next((s for s in unused if s.passage is ranked_first(ranked)), None) or next(iter(unused), None)
+    first = min((scored.passage for scored in ranked), key=lambda passage: passage.rank)
+    fresh = next((s for s in unused if s.passage is first), None) or next(iter(unused), None)
     more = next(
-        (s for s in ranked if s.passage.number in used and s is not grip and s is not payoff and not s.leans_back),
+        (
+            s
+            for s in ranked
+            if s.passage.number in used and s is not grip and s is not payoff and not s.sentence.leans_back
+        ),
         None,
     )
-    chosen = [sentence for sentence in (fresh, more) if sentence is not None]
+    chosen = [scored for scored in (fresh, more) if scored is not None]
     return chosen or [grip]
 
 
-def ranked_first(ranked: list[_Sentence]) -> _Passage:
-    """The passage retrieval ranked first (the lowest number among those with sentences)."""
-    return min((sentence.passage for sentence in ranked), key=lambda passage: passage.number)
+def _loop(read: _Prompt, ranked: list[_Scored], payoff: _Scored, answered: list[_Scored], used: set[int]) -> str:
+    """What the user needs next: the procedure's next step, the part of the goal left open, a relevant passage.
 
-
-def _loop(read: _Prompt, ranked: list[_Sentence], used: set[int], task: str) -> str:
-    """A next question about the most relevant passage not used here and not asked about in the session."""
+    Never a question the session asked, never a passage this answer quoted, and never a heading on its own: a
+    passage is named with its document, and a question carries the goal's words it is about.
+    """
     asked = " ".join([read.handed or "", read.goal, *read.asked]).casefold()
-    best: dict[int, _Sentence] = {}
-    for sentence in ranked:
-        best.setdefault(sentence.passage.number, sentence)
-    documents = {sentence.passage.document for sentence in ranked if sentence.passage.number in used}
-    for sentence in sorted(best.values(), key=lambda s: (-s.score, s.passage.number)):
-        passage = sentence.passage
-        if passage.number in used or (passage.document in documents and passage.title.casefold() in asked):
-            continue
-        steps = any(s.action for s in ranked if s.passage is passage)
-        # Within a document this answer already quotes, the section's own title is what is new (and what the
-        # next retrieval should match); elsewhere the document's title says where to look.
-        if passage.document in documents or passage.title == passage.document:
-            where = f'"{passage.title}"' if passage.document in documents else passage.title
-        else:
-            where = f"{passage.document} ({passage.title})"
-        question = f"Want the steps from {where}?" if steps else f"Should we look at {where} next?"
-        if question.casefold() not in asked:
+    for question in (
+        _next_step(read, payoff),
+        _open_part(read, ranked, answered, used),
+        *_further(read, ranked, used),
+    ):
+        if question and question.casefold() not in asked:
             return question
     return f"The knowledge base has nothing new on this beyond the sources above. {FALLBACK_HOOK}"
 
 
-def _ungrounded(read: _Prompt, task: str, hook: str) -> dict[str, str]:
-    goal = read.goal
+def _next_step(read: _Prompt, payoff: _Scored) -> str | None:
+    """The step after the recommended one, when the recommendation is a procedure's step and the next is here."""
+    step = payoff.sentence.step if payoff.sentence.opens_step else None
+    following = payoff.passage.step(step + 1) if step is not None else None
+    if following is None or read.quoted_before(following.text):
+        return None
+    return f"Next, step {step + 1} of {payoff.passage.title}: {clip(following.text, 300)}"  # type: ignore[operator]
+
+
+def _open_part(read: _Prompt, ranked: list[_Scored], answered: list[_Scored], used: set[int]) -> str | None:
+    """A question on the goal's words this answer did not cover, about the passage that covers most of them."""
+    covered = set(stems(" ".join(scored.text for scored in answered)))
+    goal = _goal_words(read.goal)
+    open_part = {stem: word for stem, word in goal.items() if stem not in covered}
+    best: tuple[int, _Scored] | None = None
+    for scored in ranked:
+        if scored.passage.number in used:
+            continue
+        found = len(set(stems(f"{scored.passage.title} {scored.text}")) & open_part.keys())
+        if found and (best is None or found > best[0]):
+            best = (found, scored)
+    if best is None:
+        return None
+    passage = best[1].passage
+    have = set(stems(f"{passage.title} {best[1].text}"))
+    named = [word for stem, word in open_part.items() if stem in have]
+    return f"What does {passage.where} say about {_listing(named[:_NAMED])}?"
+
+
+def _further(read: _Prompt, ranked: list[_Scored], used: set[int]) -> list[str]:
+    """Questions about the relevant passages not used here, best first, each carrying the goal's words it has."""
+    goal = _goal_words(read.goal)
+    best: dict[int, _Scored] = {}
+    for scored in ranked:
+        best.setdefault(scored.passage.number, scored)
+    found = []
+    for scored in sorted(best.values(), key=lambda s: (-s.score, s.passage.rank)):
+        passage = scored.passage
+        if passage.number in used:
+            continue
+        have = set(stems(" ".join([passage.source.split("#", 1)[-1], *(s.text for s in passage.sentences)])))
+        shared = [word for stem, word in goal.items() if stem in have]
+        if not shared and not (have & read.focus):
+            continue  # about something else: following it would leave the subject
+        if any(sentence.opens_step for sentence in passage.sentences):
+            found.append(f"Want the steps from {passage.where}?")
+        else:
+            subject = f" on {_listing(shared[:_NAMED])}" if shared else ""
+            found.append(f"What more does {passage.where} say{subject}?")
+    return found
+
+
+def _goal_words(goal: str) -> dict[str, str]:
+    """The goal's content words by stem (the first form of each), in order."""
+    found: dict[str, str] = {}
+    for word in words(goal):
+        if len(word) > 2:
+            for stem in stems(word):
+                found.setdefault(stem, word)
+    return found
+
+
+def _listing(items: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    if len(items) <= 1:
+        return "".join(items)
+    return f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def _not_covered(read: _Prompt, task: str, hook: str, ranked: list[_Scored]) -> dict[str, str]:
+    """The answer when the sources do not support the task: it says so, recommends nothing, asks for documents."""
+    looked = _listing(read.looked_for())
+    nearest = min((scored.passage for scored in ranked), key=lambda passage: passage.rank)
+    count = len([passage for passage in read.passages if passage.sentences])
+    retrieved = f"none of the {count} passages" if count > 1 else "the one passage"
     return {
-        "hook": _clip(hook),
-        "grip": _clip(
-            f"No sources in the knowledge base matched this {task} step, so this answer rests on the goal alone: "
-            f"{goal}."
+        "hook": clip(hook, _LIMIT),
+        "grip": clip(
+            f"The knowledge base does not cover this: {retrieved} retrieved for the {task} step is about {looked}.",
+            _LIMIT,
         ),
-        "payoff": _clip(
-            f"Gather the facts this {task} step needs first: when it started, what changed just before, and "
-            "which users or regions are affected."
+        "payoff": clip(
+            "No recommendation: the retrieved sources are about other things, and advice drawn from them would be "
+            "a guess presented as an answer.",
+            _LIMIT,
+        ),
+        "reinforce": clip(
+            f"The nearest the knowledge base comes is {nearest.where}, which does not address it.", _LIMIT
+        ),
+        "loop": clip(
+            f"Which documents on {looked} should be ingested (marsrag ingest PATH) so that the knowledge base "
+            "can answer this?",
+            _LIMIT,
+        ),
+    }
+
+
+def _ungrounded(read: _Prompt, task: str, hook: str) -> dict[str, str]:
+    """The answer when nothing was retrieved: no sources matched, nothing to recommend from, what to ingest."""
+    looked = _listing(read.looked_for())
+    return {
+        "hook": clip(hook, _LIMIT),
+        "grip": clip(
+            f"No sources in the knowledge base matched this {task} step; it holds nothing on {looked}.", _LIMIT
+        ),
+        "payoff": clip(
+            "No recommendation: there is nothing in the knowledge base to ground one, and a guess would read as "
+            "advice.",
+            _LIMIT,
         ),
         "reinforce": "No sources were found to cite; run marsrag ingest PATH to ground the answers.",
-        "loop": _clip(f"After the {task} step, which evidence about {goal.rstrip('.?!')} should we collect first?"),
+        "loop": clip(
+            f"Which documents on {looked} should be ingested so that the {task} step can be answered from them?",
+            _LIMIT,
+        ),
     }
