@@ -15,9 +15,9 @@ EXAMPLE_GOAL: Final = "Our sourdough loaves come out flat since we moved the bak
 
 #: The example answer, one value per field, in contract order.
 WORKED_EXAMPLE: Final[dict[str, str]] = {
-    "hook": "Flat loaves since the move put the whole morning bake at risk.",
-    "grip": "The new kitchen is four degrees cooler, so the starter is still weak when the dough is shaped.",
-    "payoff": "Proof the dough two hours longer, or keep the starter in the warming cabinet overnight.",
-    "reinforce": "Both trial batches proofed two hours longer rose fully [1].",
-    "loop": "Should we move the starter to the warming cabinet tonight?",
+    "hook": "Flat loaves since the move put the morning bake at risk.",
+    "grip": "The new kitchen is colder, so the starter is still weak when the dough is shaped.",
+    "payoff": "Proof the dough two hours longer until the kitchen is warmed.",
+    "reinforce": "Trial batches proofed two hours longer rose fully [1].",
+    "loop": "Should we keep the starter in the warming cabinet overnight?",
 }

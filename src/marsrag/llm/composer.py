@@ -26,14 +26,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from marsrag.chain.briefing import ASKED_HEADING, SOURCES_END, SOURCES_HEADING
+from marsrag.chain.briefing import ASKED_HEADING, GOAL_PREFIX, SOURCES_END, SOURCES_HEADING
 from marsrag.integrations.calls import report
 from marsrag.llm._local import LocalLLM
 from marsrag.state import FALLBACK_HOOK
 from marsrag.tokens import tokens
 
 _HOOK = re.compile(r'open your HOOK with it: "(?P<hook>.+?)"\s*$', re.MULTILINE)
-_GOAL = re.compile(r'The user\'s goal: "(?P<goal>.+?)"\s*$', re.MULTILINE)
+_GOAL = re.compile(re.escape(GOAL_PREFIX) + r' "(?P<goal>.+?)"\s*$', re.MULTILINE)
 _HEADER = re.compile(r"^\[(?P<number>\d+)\] (?P<source>.+)$", re.MULTILINE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Za-z0-9\"'(])")
 # A full stop that ends an abbreviation, not a sentence: the piece after it joins the one before.
