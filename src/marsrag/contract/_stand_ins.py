@@ -30,7 +30,7 @@ from typing import Final
 
 from marsrag.contract.example import WORKED_EXAMPLE
 from marsrag.contract.fields import FIELDS, SECTION_INSTRUCTIONS
-from marsrag.tokens import words
+from marsrag.tokens import stems, words
 
 # -- bare source references -----------------------------------------------------------------------------------
 
@@ -143,8 +143,6 @@ _LABEL: Final = re.compile(r"^\W*(?:" + "|".join(FIELDS) + r")\W*[:\-–—]\s*"
 @lru_cache(maxsize=1)
 def _vocabulary() -> tuple[frozenset[str], frozenset[str], tuple[frozenset[str], ...]]:
     """The template's stems, the instruction verbs' stems and each example field's stems (stemming loads here)."""
-    from marsrag.tokens import stems
-
     template = " ".join([*SECTION_INSTRUCTIONS.values(), *META_WORDS])
     return (
         frozenset(stems(template)),
@@ -168,8 +166,6 @@ def restated_instruction(value: str) -> str | None:
     prefixes = _prefixes()
     if sum(1 for word in words(body) if word[:4] in prefixes) < MIN_ALL:
         return None
-    from marsrag.tokens import stems
-
     found = stems(body)
     if not found:
         return None
