@@ -124,6 +124,34 @@ def test_1_1_0_adds_only_rejections_of_non_answers_which_is_minor() -> None:
         assert required_bump(old, with_rule) == "minor" and required_bump(with_rule, old) == "major"
 
 
+STAND_IN_REJECTIONS = (
+    "reject_reference_only",
+    "placeholder_bracketed_spans",
+    "reject_template_reworded",
+    "reject_example_echo",
+)
+
+
+def test_1_2_0_adds_only_rejections_of_stand_ins_which_is_minor() -> None:
+    """1.1.0 -> 1.2.0 adds only rules rejecting stand-ins for content, and keeps every 1.1.0 rule as it was.
+
+    A bare source reference, bracketed placeholders, a reworded template instruction, the prompt's example
+    copied: none is an answer's content, so adding them is minor and dropping or changing one is major.
+    """
+    snapshots = {str(version): snapshot for version, snapshot in load_snapshots().items()}
+    old, new = snapshots["1.1.0"], snapshots["1.2.0"]
+    assert set(new["rules"]) - set(old["rules"]) == set(STAND_IN_REJECTIONS)
+    assert {key: value for key, value in new["rules"].items() if key in old["rules"]} == old["rules"]
+    assert required_bump(old, new) == "minor"
+    for key in STAND_IN_REJECTIONS:
+        with_rule = copy.deepcopy(old)
+        with_rule["rules"][key] = new["rules"][key]
+        assert required_bump(old, with_rule) == "minor" and required_bump(with_rule, old) == "major"
+        changed = copy.deepcopy(new)
+        changed["rules"][key] = {**new["rules"][key], "changed": True}
+        assert required_bump(new, changed) == "major"
+
+
 def test_released_1_0_0_snapshot_is_kept() -> None:
     """The 1.0.0 snapshot stays as released: no truncation rule, its own schema $id."""
     old = load_snapshots()[parse_version("1.0.0")]

@@ -15,14 +15,14 @@ from marsrag.contract import (
 from marsrag.errors import ContractVersionError
 
 
-def test_running_contract_is_1_1_0() -> None:
-    """The running contract is 1.1.0: 1.0.0 plus ``truncated`` and the no-content placeholders, a minor change."""
-    assert LOOP_CONTRACT_VERSION == "1.1.0"
+def test_running_contract_is_1_2_0() -> None:
+    """The running contract is 1.2.0: 1.1.0 plus the stand-ins for content (references, placeholders, rewordings)."""
+    assert LOOP_CONTRACT_VERSION == "1.2.0"
 
 
-def test_configs_declaring_1_0_0_run_on_1_1_0() -> None:
-    """An older minor of the same major runs: configs written for 1.0.0 need no change."""
-    assert compatibility_problem("1.0.0") is None
+def test_configs_declaring_1_0_0_or_1_1_0_run_on_1_2_0() -> None:
+    """An older minor of the same major runs: configs written for 1.0.0 or 1.1.0 need no change."""
+    assert compatibility_problem("1.0.0") is None and compatibility_problem("1.1.0") is None
     assert check_compatible("1.0.0") == Version(1, 0, 0)
 
 

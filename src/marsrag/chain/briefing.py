@@ -3,6 +3,10 @@
 One wording for the run and for operator actions, so a task re-run by an operator sees what it saw in the
 run. The composer LLM reads these exact phrases back (``llm/composer.py``).
 
+Small models use what comes last: the sources come first, then how well they cover the step, what was already
+asked and the hook handed over, and the goal last (a contract task's expected output ends with it instead,
+:data:`ANSWER_REQUEST`, right before the answer is asked for, so it is said once).
+
 Sources are numbered in retrieval order, ``[1]`` first, each a header line (number, then ``path#Heading``)
 and the whole passage below it, indented so that no line of a passage can read as another header; an
 end line closes the list. Answers cite a passage by its number (:mod:`marsrag.chain.citations`).
@@ -24,31 +28,50 @@ def briefing(
     asked: Sequence[str] = (),
     extra: str | None = None,
     support: Support | None = None,
+    goal_line: bool = True,
 ) -> str:
-    """The text appended to a task's description: goal, hook (when chained), sources, support, asked, ``extra``.
+    """The text appended to a task's description: sources, support, asked, hook (when chained), ``extra``, goal.
 
     ``asked``: the questions and actions the session already asked (its runs' goals), so that the LOOP offers
     something new; the newest :data:`MAX_ASKED` are listed. ``support``: how well the sources support the step
-    (:mod:`marsrag.rag.support`), stated with the rule for its level; None states nothing.
+    (:mod:`marsrag.rag.support`), stated with the rule for its level; None states nothing. ``goal_line``:
+    False when the task's expected output already ends with the goal (:func:`asks_goal`).
     """
-    parts = [f'The user\'s goal: "{goal}"']
-    if hook is not None:
-        parts.append(f'The previous step handed over this question or action; open your HOOK with it: "{hook}"')
+    parts = []
     if results:
         parts.append(sources(results))
     if support is not None:
         parts.append(support_rule(support))
-    if asked:
-        listed = "\n".join(f"- {' '.join(item.split())}" for item in list(asked)[-MAX_ASKED:])
+    # The goal itself is said once, last; listing it as asked too would only repeat it.
+    others = [item for item in asked if " ".join(item.split()) != " ".join(goal.split())]
+    if others:
+        listed = "\n".join(f"- {' '.join(item.split())}" for item in others[-MAX_ASKED:])
         parts.append(f"{ASKED_HEADING}\n{listed}")
+    if hook is not None:
+        parts.append(f'The previous step handed over this question or action; open your HOOK with it: "{hook}"')
     if extra:
         parts.append(extra)
+    if goal_line:
+        parts.append(f'{GOAL_PREFIX} "{goal}"')
     return "\n\n".join(parts)
 
 
+#: Opens the goal's line; the offline composer reads the goal back from it.
+GOAL_PREFIX = "The user's goal:"
+#: The last words a contract task's expected output says to ask for the answer.
+ANSWER_NOW = "Now write the JSON answer for this goal."
+#: Ends a contract task's expected output: the goal (``{goal}``, filled in by CrewAI at kickoff), then the request.
+ANSWER_REQUEST = f'{GOAL_PREFIX} "{{goal}}"\n{ANSWER_NOW}'
+
+
+def asks_goal(expected_output: object) -> bool:
+    """Whether a task's expected output ends with the goal and the request to answer it (:data:`ANSWER_REQUEST`)."""
+    return isinstance(expected_output, str) and ANSWER_NOW in expected_output
+
+
 SOURCES_HEADING = (
-    "Sources retrieved for this step. Cite a source by its number in brackets, like [1], right after the "
-    "sentence it supports (in REINFORCE above all); cite only these numbers:"
+    "Sources for this step. Cite one by its number in brackets, like [1], right after the sentence it supports "
+    "(in REINFORCE above all); cite only these numbers:"
 )
 SOURCES_END = "(end of sources)"
 ASKED_HEADING = "Already asked in this session (offer a different next question or action in LOOP):"

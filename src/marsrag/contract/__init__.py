@@ -20,7 +20,9 @@ from marsrag.contract.rules import FIELD_LIMITS
 from marsrag.contract.template import (
     EXPECTED_OUTPUT_TEMPLATE,
     FIELDS,
+    INSTRUCTIONS_NOT_ANSWER,
     SECTION_INSTRUCTIONS,
+    render_example,
     render_expected_output,
     render_sections,
 )
@@ -64,6 +66,7 @@ __all__ = [
     "EXPECTED_OUTPUT_TEMPLATE",
     "FIELDS",
     "FIELD_LIMITS",
+    "INSTRUCTIONS_NOT_ANSWER",
     "LOOP_CONTRACT_VERSION",
     "SECTION_INSTRUCTIONS",
     "ContractIssue",
@@ -79,6 +82,7 @@ __all__ = [
     "is_cut_finish",
     "loop_output_json_schema",
     "parse_version",
+    "render_example",
     "render_expected_output",
     "render_sections",
     "section_labels",

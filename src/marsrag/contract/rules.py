@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from marsrag.contract import _stand_ins
 from marsrag.contract.fields import FIELDS, SECTION_INSTRUCTIONS
 
 #: Maximum characters per field, counted after trimming surrounding whitespace.
@@ -91,7 +92,10 @@ def non_content_reason(value: str) -> tuple[str, str] | None:
 
     Two things look like answers but are not: a placeholder (``"string"``, ``"<hook>"``) and the canonical
     template's own instruction echoed back. Cheap length and prefix checks come first, because this runs
-    on every field of every output and real answers must pay almost nothing for it.
+    on every field of every output and real answers must pay almost nothing for it. Since 1.2.0 both are
+    found in more shapes (:mod:`marsrag.contract._stand_ins`): a bare source reference or a bracketed
+    placeholder is a ``placeholder``; a reworded instruction, or a copy of the prompt's worked example, is a
+    ``template_echo``. Each message says what to write instead, for the repair.
     """
     size = len(value)
     if size <= 44:
@@ -114,6 +118,30 @@ def non_content_reason(value: str) -> tuple[str, str] | None:
         label, _, rest = folded.partition(": ")
         if folded in _INSTRUCTION_FOLDS or (label in FIELDS and rest in _INSTRUCTION_FOLDS):
             return "template_echo", "echoes the template's instruction instead of answering"
+    return _stand_in_reason(value)
+
+
+def _stand_in_reason(value: str) -> tuple[str, str] | None:
+    """The 1.2.0 rules: a bare reference, a bracketed placeholder, a reworded instruction, the example copied."""
+    shown = repr(value) if len(value) <= 60 else f"{value[:57]!r}…"
+    if _stand_ins.reference_only(value):
+        return "placeholder", (
+            f"is only a source reference ({shown}), not content: write what the source says, then cite its number"
+        )
+    if _stand_ins.bracketed_placeholder(value):
+        return "placeholder", (
+            f"is a bracketed placeholder ({shown}), not content: write the actual text instead of the brackets"
+        )
+    restated = _stand_ins.restated_instruction(value)
+    if restated == "instruction":
+        return "template_echo", (
+            f"restates the template's instruction ({shown}) instead of answering: write this section's content "
+            "about the user's goal"
+        )
+    if restated == "example":
+        return "template_echo", (
+            f"copies the prompt's example answer ({shown}), which is about another topic: answer the user's goal"
+        )
     return None
 
 
@@ -173,4 +201,6 @@ def rules_snapshot() -> dict[str, object]:
         # Since 1.1.0: a field cut off before it ended (an open JSON string, or the provider's cut) fails.
         "reject_truncated": True,
         "template": [f"{field.upper()}: {SECTION_INSTRUCTIONS[field]}" for field in FIELDS],
+        # Since 1.2.0: a bare source reference, a bracketed placeholder, a reworded instruction, the example copied.
+        **_stand_ins.snapshot(),
     }

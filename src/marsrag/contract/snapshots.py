@@ -26,10 +26,20 @@ _WORDING_KEYS = frozenset({"$id", "x-loop-contract-version", "description", "tit
 
 # Rules that reject what never was an answer's content: a field cut off before it ended (reject_truncated), a
 # value that is only a template placeholder, only a field's name, or has no letter or digit (the placeholder_*
-# and reject_no_letter_or_digit rules, 1.1.0). Adding one fails no answer whose fields a model finished with
-# content, so it is an addition (minor); dropping or changing one is major.
+# and reject_no_letter_or_digit rules, 1.1.0); a value that is only a source reference, only bracketed
+# placeholders, a reworded template instruction or a copy of the prompt's example (1.2.0). Adding one fails no
+# answer whose fields a model finished with content, so it is an addition (minor); dropping or changing one is major.
 _ADDITIVE_REJECTIONS = frozenset(
-    {"reject_truncated", "placeholder_template", "placeholder_field_name", "reject_no_letter_or_digit"}
+    {
+        "reject_truncated",
+        "placeholder_template",
+        "placeholder_field_name",
+        "reject_no_letter_or_digit",
+        "reject_reference_only",
+        "placeholder_bracketed_spans",
+        "reject_template_reworded",
+        "reject_example_echo",
+    }
 )
 
 

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Final, Literal
 
+from marsrag.contract.example import EXAMPLE_GOAL, WORKED_EXAMPLE
 from marsrag.contract.fields import FIELDS, SECTION_INSTRUCTIONS
 from marsrag.contract.rules import FIELD_LIMITS
 
 __all__ = [
     "EXPECTED_OUTPUT_TEMPLATE",
     "FIELDS",
+    "INSTRUCTIONS_NOT_ANSWER",
     "SECTION_INSTRUCTIONS",
     "TemplateFormat",
+    "render_example",
     "render_expected_output",
     "render_sections",
 ]
@@ -29,6 +33,12 @@ _JSON_HINT: Final = (
 _LABELS_HINT: Final = "Answer with the five labelled sections above, in this order, each on its own line."
 
 TemplateFormat = Literal["plain", "json", "labels"]
+
+#: Said before the template in a task's prompt: small models otherwise write the instructions into the fields.
+INSTRUCTIONS_NOT_ANSWER: Final = (
+    "The five lines below say what each section must do; they are not the answer. Never copy them: write "
+    "your own sentences about the user's goal."
+)
 
 
 def render_expected_output(format: TemplateFormat = "plain", *, extra: str | None = None) -> str:
@@ -52,6 +62,12 @@ def render_expected_output(format: TemplateFormat = "plain", *, extra: str | Non
     if extra and extra.strip():
         parts.append(extra.strip())
     return "\n\n".join(parts)
+
+
+def render_example() -> str:
+    """The worked example as a prompt shows it: one JSON answer for an unrelated goal, its form to follow."""
+    answer = json.dumps(WORKED_EXAMPLE, ensure_ascii=False)
+    return f'Example for another goal ("{EXAMPLE_GOAL}"), to follow in form only:\n{answer}'
 
 
 def render_sections(values: Mapping[str, str | None]) -> str:

@@ -17,7 +17,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from marsrag.contract import LOOP_CONTRACT_VERSION, LoopOutput, Mode, render_expected_output
+from marsrag.chain.briefing import ANSWER_REQUEST
+from marsrag.contract import (
+    INSTRUCTIONS_NOT_ANSWER,
+    LOOP_CONTRACT_VERSION,
+    LoopOutput,
+    Mode,
+    render_example,
+    render_expected_output,
+)
 from marsrag.errors import ConfigError
 from marsrag.integrations.crewai import (
     Agent,
@@ -189,10 +197,13 @@ def build_task(
         expected = config.expected_output if not config.narrative and config.expected_output else MACHINE_FIRST_OUTPUT
         return BuiltTask(config, ContractTask(expected_output=expected, **common), None, agent)
     guardrail = ContractGuardrail(loop_mode)
-    # With response_model set CrewAI adds no format text to the prompt, so the template says it.
-    expected = f"{config.expected_output}\n\n{_JSON_HINT}"
+    # With response_model set CrewAI adds no format text to the prompt, so the template says it: framed as
+    # instructions (small models copy them otherwise), then the format, an example from an unrelated domain,
+    # and last the goal (CrewAI fills in {goal} at kickoff) right before CrewAI asks for the answer.
+    parts = [f"{INSTRUCTIONS_NOT_ANSWER}\n{config.expected_output}", _JSON_HINT, render_example()]
     if managed:
-        expected = f"{expected}\n\n{MANAGED_HINT}"
+        parts.append(MANAGED_HINT)
+    expected = "\n\n".join([*parts, ANSWER_REQUEST])
     task = ContractTask(
         expected_output=expected,
         output_pydantic=LoopOutput,

@@ -34,7 +34,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from marsrag.chain.briefing import ASKED_HEADING, SOURCES_END, SOURCES_HEADING, SUPPORT_PREFIX
+from marsrag.chain.briefing import ASKED_HEADING, GOAL_PREFIX, SOURCES_END, SOURCES_HEADING, SUPPORT_PREFIX
 from marsrag.integrations.calls import report
 from marsrag.llm._local import LocalLLM
 from marsrag.llm._passages import ANAPHORA, Sentence, cited, clip, plain, sentences
@@ -44,7 +44,7 @@ from marsrag.tokens import stems, words
 __all__ = ["OfflineComposer", "compose", "plain"]
 
 _HOOK = re.compile(r'open your HOOK with it: "(?P<hook>.+?)"\s*$', re.MULTILINE)
-_GOAL = re.compile(r'The user\'s goal: "(?P<goal>.+?)"\s*$', re.MULTILINE)
+_GOAL = re.compile(re.escape(GOAL_PREFIX) + r' "(?P<goal>.+?)"\s*$', re.MULTILINE)
 _HEADER = re.compile(r"^\[(?P<number>\d+)\] (?P<source>.+)$", re.MULTILINE)
 _SUPPORT = re.compile(
     rf"^{re.escape(SUPPORT_PREFIX)} (?P<level>strong|weak|none)(?: \(nothing on: (?P<missing>[^)]*)\))?;",

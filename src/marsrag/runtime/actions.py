@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
-from marsrag.chain.briefing import briefing, without_placeholders
+from marsrag.chain.briefing import asks_goal, briefing, without_placeholders
 from marsrag.contract import FIELD_LIMITS, FIELDS, render_sections, validate_output
 from marsrag.errors import ActionConflictError, TaskNotFoundError
 from marsrag.integrations.calls import JOURNAL, AttemptCalls
@@ -219,7 +219,8 @@ def _describe(task: Any, run: RunRecord, state: TaskState, request: str) -> None
     results = state.retrieval.results if state.retrieval is not None else []
     support = state.retrieval.support if state.retrieval is not None else None
     # Added before kickoff, so interpolated with its inputs: stray braces would be read as inputs.
-    text = without_placeholders(briefing(run.goal, hook, results, extra=request, support=support))
+    goal_line = not asks_goal(task.expected_output)
+    text = without_placeholders(briefing(run.goal, hook, results, extra=request, support=support, goal_line=goal_line))
     task.description = f"{task.description}\n\n{text}"
     PASSAGES.given(str(task.id), results)  # the agent's knowledge tool numbers what it finds after these
 

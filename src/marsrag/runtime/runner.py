@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
-from marsrag.chain.briefing import briefing, without_placeholders
+from marsrag.chain.briefing import asks_goal, briefing, without_placeholders
 from marsrag.chain.planner import asked_before, plan_next_action
 from marsrag.errors import ActionConflictError, StoreError
 from marsrag.events.sinks import EventSink
@@ -456,6 +456,7 @@ class _Execution:
             results,
             asked=list(dict.fromkeys([*self.asked, *handed])),
             support=retrieval.support,
+            goal_line=not asks_goal(task.expected_output),
         )
         if first:
             # Text added before kickoff is interpolated with its inputs: stray braces would be read as inputs.
