@@ -49,6 +49,8 @@ def print_run_rows(rows: list[dict[str, Any]]) -> None:
     out.print(table)
 
 
+#: A support badge's style: a task not in the knowledge base stands out, a weakly supported one less.
+SUPPORT_STYLE = {"none": "bold yellow", "weak": "yellow"}
 _RUN_STYLE = {
     "completed": "green",
     "partial": "yellow",
@@ -82,6 +84,8 @@ def print_run(view: RunView) -> None:
 def _print_task(out: Console, task: TaskView) -> None:
     line = shown(f"\n{task.task_id}  ")
     line.append_text(shown(f"[{task.badge.label.upper()}]", BADGE_STYLE.get(task.badge.status, "bold")))
+    if task.support is not None:
+        line.append_text(shown(f" [{task.support.label}]", SUPPORT_STYLE.get(task.support.level, "")))
     line.append_text(shown(f"  hook from: {task.hook_source}"))
     if task.transition_in is not None:
         line.append_text(shown(f" ({task.transition_in.reason})", "dim"))

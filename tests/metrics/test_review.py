@@ -19,6 +19,7 @@ import pytest
 
 from marsrag.contract import ContractIssue
 from marsrag.errors import InputError
+from marsrag.metrics.definitions import METRIC_NAMES
 from marsrag.metrics.review import (
     Ranking,
     last_complete_week,
@@ -34,7 +35,7 @@ from tests.contract.samples import CONTENT
 from tests.metrics.history import D1, D2, EXPECTED_ALL, EXPECTED_REVIEW, approx, write_history
 from tests.metrics.test_failures import add_run
 
-METRICS = tuple(EXPECTED_ALL)
+METRICS = METRIC_NAMES  # the six (helpful_rate and unsupported_rate have no chart)
 P1 = datetime(2026, 10, 27, 10, 0, tzinfo=UTC)
 EXPECTED_W44: dict[str, dict[str, Any]] = {
     "loop_schema_pass_rate": {"value": 0.5, "numerator": 1, "denominator": 2},

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -23,11 +23,14 @@ from sqlalchemy import table as sa_table
 
 from marsrag.metrics.verify import GROUPINGS, verify
 from marsrag.state import (
+    SUPPORT_LEVELS,
     AttemptRecord,
     LoopEvent,
     LoopFields,
+    Retrieval,
     Routing,
     RunRecord,
+    Support,
     TaskState,
     TransitionRecord,
     Validation,
@@ -76,6 +79,7 @@ class SaveTask:
     routes_to: str | None
     handoff: str | None  # the mode of the transition stored with it, if any
     operator: str | None  # an operator action's attempt kind appended after the task's own attempts
+    support: str | None = None  # its retrieval's support level; None: not assessed (as before migration 0015)
 
 
 @dataclass(frozen=True)
@@ -130,6 +134,7 @@ later_ops = st.one_of(
         routes_to=st.none() | st.sampled_from(WORKFLOWS),
         handoff=st.none() | st.sampled_from(MODES),
         operator=st.none() | st.sampled_from(("operator_repair", "regenerate")),
+        support=st.none() | st.sampled_from(SUPPORT_LEVELS),
     ),
     st.builds(SaveTransition, run=st.integers(0, 30), task=st.integers(0, 2), mode=st.sampled_from(MODES)),
     st.builds(SetStatus, run=st.integers(0, 30), status=st.sampled_from(("completed", "running", "failed"))),
@@ -204,6 +209,7 @@ def _task(store: RunStore, run: RunRecord, step: SaveTask) -> TaskState:
         run_id=run.run_id, task_id=TASKS[step.task], position=step.task, agent="agent", loop_mode="hard",
         validation=Validation(status=step.status), loop_output=LoopFields(hook="h", grip="g", payoff="p"),  # type: ignore[arg-type]
         attempts=tried, hook_source="goal", rendered="text", routing=Routing(next_workflow=step.routes_to),
+        retrieval=Retrieval(query="q", support=Support(level=step.support, score=0.5) if step.support else None),  # type: ignore[arg-type]
     )  # fmt: skip
 
 
@@ -299,7 +305,8 @@ def test_generated_histories_match_the_raw_rows(
     shared_store: RunStore, history: list[Operation], window: tuple[int | None, int | None, bool]
 ) -> None:
     """Runs in and out of experiment arms, repairs, fallbacks, follows (edited, suggested), superseded transitions,
-    operator actions, ratings and re-votes: rollups == raw rows."""
+    operator actions, ratings and re-votes, first tasks' support (strong, weak, none, unassessed, changed by a
+    re-save): rollups == raw rows."""
     _empty(shared_store)
     apply(shared_store, history)
     assert_rollups_match(shared_store, window)
@@ -313,15 +320,15 @@ def test_generated_histories_match_the_raw_rows(
 # workflow run later, a follow, an operator repair, superseded transitions, a partial task and its fallback.
 HISTORY: list[Operation] = [
     NewRun(0, "support", 60, "running", None),
-    SaveTask(0, 0, "valid", True, False, "review", "direct", None),
-    SaveTask(0, 1, "partial", False, True, None, "fallback", None),
+    SaveTask(0, 0, "valid", True, False, "review", "direct", None, "none"),
+    SaveTask(0, 1, "partial", False, True, None, "fallback", None, "none"),
     SetStatus(0, "completed"),
     NewRun(0, "review", 26 * 60, "running", None),
-    SaveTask(1, 0, "skipped", False, False, None, None, None),
+    SaveTask(1, 0, "skipped", False, False, None, None, None, "weak"),
     SetStatus(1, "completed"),
     NewRun(1, "support", 27 * 60, "completed", None),
-    SaveTask(2, 0, "failed", False, True, None, "fallback", None),
-    SaveTask(2, 0, "valid", False, True, None, None, "operator_repair"),
+    SaveTask(2, 0, "failed", False, True, None, "fallback", None, "none"),
+    SaveTask(2, 0, "valid", False, True, None, None, "operator_repair", "strong"),
     SaveTransition(2, 0, "direct"),
     Followed(2),
 ]
@@ -338,6 +345,9 @@ def test_the_scripted_history_matches_and_counts_what_it_should(store: RunStore)
     # nothing; nothing acted on it), r2 (followed; an operator repair).
     assert (counts.completed, counts.offering, counts.followed, counts.downstream) == (3, 2, 1, 2)
     assert counts.depths == {2: 1, 1: 1}
+    # First tasks' support: r0 none (its second task's none is not a first task's), r1 weak (a task without the
+    # contract is assessed too), r2 none then strong after the operator's re-save.
+    assert (counts.assessed, counts.unsupported) == (3, 1)
 
 
 @pytest.mark.parametrize("shards", [1, 8])
@@ -480,7 +490,11 @@ def test_the_migration_backfills_a_store_from_before_it(db_url: str, tmp_path: A
     source_url = f"sqlite:///{tmp_path}/source.db"
     with open_store(source_url) as source:
         apply(source, HISTORY + (IN_ARMS if revision == "0012" else []))
-        expected = {by: source.loop_counts(by=by) for by in GROUPINGS}
+        # Support is from 0015 on: the rows copied to an older revision have none, so nothing counts as assessed.
+        expected = {
+            by: {key: replace(counts, assessed=0, unsupported=0) for key, counts in source.loop_counts(by=by).items()}
+            for by in GROUPINGS
+        }
         assert isinstance(source, SqlRunStore)
         with source.engine.connect() as connection:
             copied = {

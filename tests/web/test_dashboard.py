@@ -19,13 +19,15 @@ import pytest
 from fastapi import FastAPI
 
 from marsrag.metrics.compute import compute_metrics
+from marsrag.metrics.definitions import METRIC_NAMES
 from marsrag.metrics.window import window
+from marsrag.state import Retrieval, Support, SupportTerm
 from tests.metrics.history import D2, EXPECTED_ALL, EXPECTED_D2, EXPECTED_REVIEW, EXPECTED_SUPPORT, approx
 from tests.metrics.history import write_history as write_scripted_history
 from tests.metrics.test_failures import add_run
 from tests.web.conftest import Site, answer
 
-METRICS = tuple(EXPECTED_ALL)
+METRICS = METRIC_NAMES  # the six (helpful_rate and unsupported_rate have no chart)
 ROW = re.compile(r'<tr data-metric="(?P<name>[a-z_]+)">(?P<body>.*?)</tr>', re.S)
 CELL = re.compile(
     r'<td class="num metric-cell[^"]*" data-scope="(?P<scope>[^"]*)">'
@@ -90,8 +92,14 @@ def test_the_page_lists_the_six_metrics_with_the_hand_computed_values(history: S
     response = history.client.get("/dashboard")
     assert response.status_code == 200
     table = now_table(response.text)
-    assert list(table) == [*METRICS, "helpful_rate"]
+    assert list(table) == [*METRICS, "helpful_rate", "unsupported_rate"]
     assert set(table["helpful_rate"].values()) == {("n/a", "0/0")}
+    # r1 and r5 of the four runs whose first task was assessed (r4, unassessed, is left out): all in support.
+    assert table["unsupported_rate"] == {
+        "All workflows": ("50.0%", "2/4"),
+        "review": ("n/a", "0/0"),
+        "support": ("50.0%", "2/4"),
+    }
     for name in METRICS:
         assert list(table[name]) == ["All workflows", "review", "support"]
         assert table[name]["All workflows"] == shown(EXPECTED_ALL[name]), name
@@ -131,6 +139,30 @@ def test_failures_link_to_their_runs(history: Site) -> None:
     assert "grip is missing" in section and "goal of r1" in section
     run_page = history.client.get("/runs/r1")
     assert run_page.status_code == 200 and 'id="task-t2"' in run_page.text
+
+
+def test_unsupported_goals_link_to_their_runs_newest_first(history: Site) -> None:
+    """The runs whose first task was not supported (r5, then r1) link to that task, with the goal and what was
+    missing; weakly supported and unassessed runs are not listed, and a workflow without any says so."""
+    store = history.backend.store
+    r1 = store.get_tasks("r1")[0]
+    missing = Support(
+        level="none",
+        score=0.1,
+        best=1,
+        terms=[SupportTerm(term="tyre", word="tyres", asked_in="goal", chunks=0, weight=3.0, found_in=[])],
+    )
+    retrieval = r1.retrieval.model_copy(update={"support": missing})  # type: ignore[union-attr]
+    store.save_task(r1.model_copy(update={"retrieval": retrieval}))
+    page = history.client.get("/dashboard").text
+    section = page.split('id="gaps"', 1)[1].split("</section>", 1)[0]
+    assert re.findall(r'<li class="gap" data-run-id="([^"]+)"', section) == ["r5", "r1"]
+    assert '<a class="gap-link" href="/runs/r5#task-t1">run r5</a>' in section
+    assert "goal of r1" in section and "Missing: tyres" in section
+    assert "goal of r3" not in section and "goal of r4" not in section
+    review = history.client.get("/dashboard", params={"workflow": "review"}).text
+    assert "No unsupported goals in review." in review.split('id="gaps"', 1)[1]
+    assert history.client.get("/runs/r5").status_code == 200
 
 
 def test_the_workflow_filter(history: Site) -> None:
@@ -261,10 +293,15 @@ def test_goals_and_workflow_names_are_escaped(history: Site) -> None:
     goal = "<script>alert('goal')</script>"
     workflow = '<img src=x onerror="alert(1)">'
     add_run(history.backend.store, "evil", at, [("t1", "failed", "<b>loud</b>")], goal=goal, workflow=workflow)
+    evil = history.backend.store.get_tasks("evil")[0]
+    unsupported = Retrieval(query=goal, support=Support(level="none", score=0.0))
+    history.backend.store.save_task(evil.model_copy(update={"retrieval": unsupported}))
     response = history.client.get("/dashboard", params={"end": at.date().isoformat()})
     page = response.text
     assert "<script" not in page and "<img" not in page and "<b>loud" not in page
     assert "&lt;script&gt;alert(&#39;goal&#39;)&lt;/script&gt;" in page  # autoescaped failure goal
+    gaps = page.split('id="gaps"', 1)[1].split("</section>", 1)[0]
+    assert "&lt;script&gt;alert(&#39;goal&#39;)&lt;/script&gt;" in gaps  # and unsupported goal
     assert "&lt;b&gt;loud&lt;/b&gt;" in page
     assert 'data-series="&lt;img src=x onerror=&quot;alert(1)&quot;&gt;"' in page  # escaped by the chart module
     assert re.search(r"\sstyle=", page) is None  # the CSP allows no inline style
@@ -281,6 +318,7 @@ def test_an_empty_store_and_the_nav_link(site_factory: Callable[..., Site]) -> N
     table = now_table(page)
     assert all(table[name]["All workflows"][0] == "n/a" for name in METRICS)
     assert "No runs in these 30 days." in page and "No failed or partial tasks." in page
+    assert "No unsupported goals." in page
     assert page.count("<svg") == len(METRICS) and 'class="chart-series"' not in page
     assert f"to {datetime.now(UTC).date().isoformat()} (UTC)" in page  # the series ends today (UTC) by default
     assert '<a href="/dashboard">Dashboard</a>' in site.client.get("/").text

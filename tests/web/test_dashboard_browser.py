@@ -158,6 +158,15 @@ def test_the_dashboard_shows_the_metrics_charts_and_failures(served: str, open_p
     expect(first.locator(".badge")).to_have_text("✗ Failed")
     page.screenshot(path=str(ARTIFACTS / "dashboard-desktop.png"), full_page=True)
 
+    # The knowledge base's gaps: unsupported_rate beside the others, and the goals it lacked, newest first.
+    unsupported = page.locator('tr[data-metric="unsupported_rate"] td[data-scope="All workflows"]')
+    expect(unsupported.locator(".metric-value")).to_have_text("50.0%")
+    expect(unsupported.locator(".metric-counts")).to_have_text("2/4")
+    gaps = page.locator("li.gap")
+    expect(gaps).to_have_count(2)
+    expect(gaps.first.locator(".gap-goal")).to_have_text("goal of r5")
+    expect(gaps.first.locator("a.gap-link")).to_have_attribute("href", "/runs/r5#task-t1")
+
     failures.nth(1).locator("a.failure-link").click()
     page.wait_for_url(re.compile(r"/runs/r1#task-t2$"))
     expect(page.locator('section.task[data-task-id="t2"]')).to_be_visible()

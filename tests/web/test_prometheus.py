@@ -202,10 +202,14 @@ def test_gauges_are_the_hand_computed_history_and_the_library(
         same(figures_of(scrape, workflow), expected)
         same(figures_of(scrape, workflow), as_figures(library[(workflow,)]))
     # review has no contract task: its rates (but downstream 0/1) have no sample, their counts are 0.
-    for name in ("loop_schema_pass_rate", "loop_follow_rate", "repair_rate", "fallback_rate"):
+    for name in ("loop_schema_pass_rate", "loop_follow_rate", "repair_rate", "fallback_rate", "unsupported_rate"):
         assert "review" not in scrape.by_workflow(rate_family(name))
         assert scrape.by_workflow(rate_family(name) + "_denominator")["review"] == 0
     assert scrape.by_workflow("marsrag_downstream_action_rate")["review"] == 0.0
+    # The knowledge base's gaps: 2 of support's 4 assessed first tasks had no support (r4's, unassessed, is out).
+    assert scrape.by_workflow("marsrag_unsupported_rate") == {"support": 0.5}
+    assert scrape.by_workflow("marsrag_unsupported_rate_numerator") == {"support": 2, "review": 0}
+    assert scrape.by_workflow("marsrag_unsupported_rate_denominator") == {"support": 4, "review": 0}
     # Pooled over the workflows: the all-history figures, session depth from its own gauges.
     same(overall_figures_of(scrape), EXPECTED_ALL)
     same(overall_figures_of(scrape), as_figures(overall))

@@ -66,4 +66,5 @@ def loop_metrics(count: LoopCounts) -> LoopMetrics:
         repair_rate=Rate(count.repaired, count.executions),
         fallback_rate=Rate(count.fallbacks, count.transitions),
         helpful_rate=SplitRate(up, votes, target, ratings),
+        unsupported_rate=Rate(count.unsupported, count.assessed),
     )

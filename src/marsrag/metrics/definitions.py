@@ -1,8 +1,13 @@
-"""The six loop metrics of spec section 6 and the readers' ``helpful_rate``: names, definitions, records.
+"""The six loop metrics of spec section 6, the readers' ``helpful_rate`` and the operators' ``unsupported_rate``:
+names, definitions, records.
 
 ``loop_follow_rate`` is also reported per follow kind (``by_kind``: the next action taken as suggested, or with
 the user's own edited goal) and ``helpful_rate`` per rated part (``by_target``), each part a rate of its own
-beside the metric's ``{value, numerator, denominator}``.
+beside the metric's ``{value, numerator, denominator}``. ``unsupported_rate`` is the share of runs whose first
+task's support (:class:`marsrag.state.Support`) was ``none``: what users ask that the knowledge base lacks. Its
+denominator is the runs whose first task was assessed, so runs stored before support was (migration 0015) are
+left out rather than counted as supported: a store upgraded with a long history would otherwise show a rate
+diluted by its age, falling for months as old runs dominate, with nothing about the knowledge base changed.
 
 Every number comes from the store's counts (``marsrag.metrics.compute``: rollups the writes keep, equal to an
 aggregation over the stored states, transitions and events), so the CLI, Prometheus, the dashboard and the
@@ -27,9 +32,11 @@ METRIC_NAMES: tuple[str, ...] = (
 RATE_NAMES: tuple[str, ...] = tuple(name for name in METRIC_NAMES if name != "session_depth")
 #: The readers' feedback: thumbs up among the latest ratings of answers and next actions.
 HELPFUL_RATE = "helpful_rate"
-#: Every reported metric (the six, then helpful_rate) and every reported rate.
-REPORTED_NAMES: tuple[str, ...] = (*METRIC_NAMES, HELPFUL_RATE)
-REPORTED_RATE_NAMES: tuple[str, ...] = (*RATE_NAMES, HELPFUL_RATE)
+#: The operators' view of the knowledge base's gaps: runs whose first task's retrieval did not support it.
+UNSUPPORTED_RATE = "unsupported_rate"
+#: Every reported metric (the six, then helpful_rate and unsupported_rate) and every reported rate.
+REPORTED_NAMES: tuple[str, ...] = (*METRIC_NAMES, HELPFUL_RATE, UNSUPPORTED_RATE)
+REPORTED_RATE_NAMES: tuple[str, ...] = (*RATE_NAMES, HELPFUL_RATE, UNSUPPORTED_RATE)
 #: The parts a split rate is reported by, per metric: the key beside its figures, and the parts' names.
 SPLITS: dict[str, tuple[str, tuple[str, ...]]] = {
     "loop_follow_rate": ("by_kind", ("suggested", "edited")),
@@ -50,6 +57,10 @@ DEFINITIONS: dict[str, str] = {
     HELPFUL_RATE: (
         "runs' answers and next actions whose latest rating is a thumbs up / runs' answers and next actions rated "
         "(a re-vote replaces the earlier one)"
+    ),
+    UNSUPPORTED_RATE: (
+        "runs whose first task's retrieved passages did not support it (support none) / runs whose first task's "
+        "support was assessed (runs stored before migration 0015 were not: left out)"
     ),
 }
 
@@ -120,7 +131,8 @@ class Depth:
 
 @dataclass(frozen=True)
 class LoopMetrics:
-    """The six metrics and helpful_rate over one slice of history (a window, a workflow, a day, an arm)."""
+    """The six metrics, helpful_rate and unsupported_rate over one slice of history (a window, a workflow, a day,
+    an arm)."""
 
     loop_schema_pass_rate: Rate
     loop_follow_rate: Rate
@@ -129,6 +141,7 @@ class LoopMetrics:
     repair_rate: Rate
     fallback_rate: Rate
     helpful_rate: Rate
+    unsupported_rate: Rate
 
     def rate(self, name: str) -> Rate:
         """One of the rates by name."""
@@ -137,5 +150,5 @@ class LoopMetrics:
         return value
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON shape of ``marsrag metrics --format json``: metric name -> its record (helpful_rate last)."""
+        """The JSON shape of ``marsrag metrics --format json``: metric name -> its record (the six first)."""
         return {name: getattr(self, name).to_dict() for name in REPORTED_NAMES}

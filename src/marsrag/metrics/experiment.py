@@ -29,7 +29,7 @@ from marsrag.experiments.statistics import (
     sample_ratio,
 )
 from marsrag.metrics.compute import loop_metrics
-from marsrag.metrics.definitions import REPORTED_NAMES, REPORTED_RATE_NAMES, Rate
+from marsrag.metrics.definitions import REPORTED_NAMES, REPORTED_RATE_NAMES, UNSUPPORTED_RATE, Rate
 from marsrag.store import LoopCounts
 from marsrag.tasks.config import ExperimentConfig
 
@@ -52,8 +52,9 @@ GUARDRAILS: tuple[str, ...] = ("fallback_rate", "repair_rate")
 #: Metrics where less is better; on the others (the pass, follow, downstream and helpful rates, session depth:
 #: a loop that carries people on) more is.
 LOWER_IS_BETTER = frozenset(GUARDRAILS)
-#: The metrics of an arm, in report order: the six, then helpful_rate.
-REPORT_METRICS: tuple[str, ...] = REPORTED_NAMES
+#: The metrics of an arm, in report order: the six, then helpful_rate. Not unsupported_rate: whether the knowledge
+#: base has what a goal asks does not depend on the arm its session was assigned.
+REPORT_METRICS: tuple[str, ...] = tuple(name for name in REPORTED_NAMES if name != UNSUPPORTED_RATE)
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,8 @@ class ArmResult:
     def to_dict(self) -> dict[str, Any]:
         """``{"sessions", "loop_mode", metric name: its record...}``."""
         metrics = loop_metrics(self.counts).to_dict()
-        return {"sessions": self.sessions, "loop_mode": self.loop_mode, **metrics}
+        reported = {name: metrics[name] for name in REPORT_METRICS}
+        return {"sessions": self.sessions, "loop_mode": self.loop_mode, **reported}
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from marsrag.store.queries import (
     OutcomeCount,
     TaskFailure,
     TermCounts,
+    UnsupportedGoal,
 )
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "RunStore",
     "TaskFailure",
     "TermCounts",
+    "UnsupportedGoal",
     "default_db_url",
     "open_store",
     "still_holds",

@@ -32,8 +32,9 @@ from typing import Any, Literal
 from sqlalchemy import Connection, Date, Exists, and_, case, cast, func, literal_column, or_, select
 from sqlalchemy.sql import ColumnElement, FromClause, Select
 
+from marsrag.state import Support
 from marsrag.store._rows import as_utc
-from marsrag.store.queries import GroupedCounts, GroupKey, LoopCounts, OutcomeCount, TaskFailure
+from marsrag.store.queries import GroupedCounts, GroupKey, LoopCounts, OutcomeCount, TaskFailure, UnsupportedGoal
 from marsrag.store.schema import attempts, events, runs, task_states, transitions
 
 #: Attempt kinds that are an operator action after the run.
@@ -51,8 +52,10 @@ FAILED_STATUSES = ("failed", "partial")
 _OFFERS, _FOLLOWED, _ACTED, _EDITED = 1, 2, 4, 8
 #: What the queries here group by: a :data:`GroupKey`, or the experiment (the rollups' own key, with the arm).
 Grouping = GroupKey | Literal["experiment"]
-# The counts the task and transition queries return, by column label.
-_COUNTED = ("executions", "first_valid", "repaired", "transitions", "fallbacks")
+# The counts the task, transition and support queries return, by column label.
+_COUNTED = ("executions", "first_valid", "repaired", "transitions", "fallbacks", "assessed", "unsupported")
+#: The position of a run's first task: the one whose support says whether the knowledge base has what was asked.
+FIRST_POSITION = 0
 
 
 @dataclass(frozen=True)
@@ -84,7 +87,7 @@ def loop_counts(
         # These aggregations take a fraction of a second; compiling them (JIT, on by default when a plan
         # looks expensive) costs tens of milliseconds each and gains nothing. For this transaction only.
         connection.exec_driver_sql("SET LOCAL jit = off")
-    for query in (_task_query, _transition_query):
+    for query in (_task_query, _transition_query, _support_query):
         statement = query(by, dialect, window, workflow, experiment)
         for row in connection.execute(statement).mappings():
             count = counts[_key(row, by)]
@@ -251,6 +254,35 @@ def _transition_query(
         )
         .select_from(source)
         .where(transitions.c.superseded.is_(False), *run_filters(window, workflow, experiment))
+    )
+    return _grouped(statement, groups)
+
+
+def _support_query(
+    by: Sequence[Grouping], dialect: str, window: Span, workflow: str | None, experiment: str | None = None
+) -> Select[Any]:
+    """Runs whose first task's support was assessed, and those among them it was ``none`` for.
+
+    A run's first task is the one at :data:`FIRST_POSITION`, whatever its validation (a task without the contract
+    retrieves too). A task stored before migration 0015 has no support (NULL) and is left out of both counts:
+    it was never assessed, and counting it as supported would dilute the rate by the store's age.
+    """
+    groups = _groups(by, dialect)
+    source: FromClause = task_states
+    if _needs_runs(by, window, workflow, experiment):
+        source = source.join(runs, runs.c.run_id == task_states.c.run_id)
+    statement = (
+        select(
+            *groups,
+            func.count().label("assessed"),
+            count_if(task_states.c.support_level == "none").label("unsupported"),
+        )
+        .select_from(source)
+        .where(
+            task_states.c.position == FIRST_POSITION,
+            task_states.c.support_level.is_not(None),
+            *run_filters(window, workflow, experiment),
+        )
     )
     return _grouped(statement, groups)
 
@@ -520,6 +552,55 @@ def task_failures(connection: Connection, limit: int, window: Span, workflow: st
         )
         for row in rows
     ]
+
+
+def unsupported_goals(connection: Connection, limit: int, window: Span, workflow: str | None) -> list[UnsupportedGoal]:
+    """The ``limit`` most recent runs of ``window`` (of ``workflow``) whose first task's support was ``none``.
+
+    Newest first by the run's creation (then its id, for a stable order); each with the words asked that the best
+    retrieved passage did not have, from the stored assessment.
+    """
+    if limit <= 0:
+        return []
+    statement = (
+        select(
+            runs.c.run_id,
+            runs.c.workflow,
+            runs.c.goal,
+            runs.c.status,
+            runs.c.created_at,
+            task_states.c.task_id,
+            task_states.c.support,
+        )
+        .select_from(task_states.join(runs, runs.c.run_id == task_states.c.run_id))
+        .where(
+            task_states.c.position == FIRST_POSITION,
+            task_states.c.support_level == "none",
+            *run_filters(window, workflow),
+        )
+        .order_by(runs.c.created_at.desc(), runs.c.run_id)
+        .limit(limit)
+    )
+    return [
+        UnsupportedGoal(
+            run_id=row["run_id"],
+            task_id=row["task_id"],
+            workflow=row["workflow"],
+            goal=row["goal"],
+            run_status=row["status"],
+            created_at=as_utc(row["created_at"]),
+            missing=tuple(_missing(row["support"])),
+        )
+        for row in connection.execute(statement).mappings()
+    ]
+
+
+def _missing(stored: Any) -> list[str]:
+    """The asked words a stored assessment's best passage lacks (none when it cannot be read)."""
+    try:
+        return Support.model_validate(stored).missing
+    except ValueError:
+        return []
 
 
 def _first_message(errors: Any) -> str | None:

@@ -22,7 +22,7 @@ from sqlalchemy.sql import ColumnElement, Select
 
 import marsrag.store._metrics_sql as _metrics_sql
 from marsrag.store._metrics_sql import Ranked, Span
-from marsrag.store._rollups import ALL_TIME, DEPTH_PREFIX, EVENT_PREFIX, EVERY, FEEDBACK_COUNTERS
+from marsrag.store._rollups import ALL_TIME, DEPTH_PREFIX, EVENT_PREFIX, EVERY, FEEDBACK_COUNTERS, SUPPORT_COUNTERS
 from marsrag.store._rows import as_utc
 from marsrag.store.queries import GroupedCounts, GroupKey, LoopCounts, MetricTotals, OutcomeCount
 from marsrag.store.schema import rollups
@@ -30,7 +30,7 @@ from marsrag.store.schema import rollups
 #: The rollup counters that are fields of :class:`LoopCounts` (the others: depth, events, partial ones).
 LOOP_FIELDS = frozenset(
     ("executions", "first_valid", "repaired", "transitions", "fallbacks", "completed", "offering", "followed")
-    + ("downstream", "followed_edited", *FEEDBACK_COUNTERS)
+    + ("downstream", "followed_edited", *FEEDBACK_COUNTERS, *SUPPORT_COUNTERS)
 )
 
 

@@ -10,6 +10,9 @@ others):
 - per narrative task execution (a task state that is not ``skipped``), under its run's workflow, arm and day and
   its task: ``executions``, ``first_valid`` (attempt 1 valid), ``repaired`` (attempt 2 is the in-run repair),
   ``partial`` (its final status);
+- per run whose first task (position 0) had its support assessed, whatever that task's validation, under its
+  run's workflow, arm and day and that task: ``assessed``, and ``unsupported`` (its support level is ``none``).
+  A task stored before migration 0015 has no support and counts in neither (nothing to backfill);
 - per current transition, under its source task: ``transitions``, ``fallbacks``, ``fallbacks_after_partial``
   (a fallback whose source task is partial now);
 - per completed run: ``completed``, ``offering`` (it offers a next action), ``followed`` (offers it and was
@@ -61,6 +64,7 @@ from marsrag.store.schema import attempts, events, rollups, runs, task_states, t
 
 #: Counters of a task execution, of a transition and of a completed run (see the module docstring).
 TASK_COUNTERS = ("executions", "first_valid", "repaired", "partial")
+SUPPORT_COUNTERS = ("assessed", "unsupported")
 TRANSITION_COUNTERS = ("transitions", "fallbacks", "fallbacks_after_partial")
 RUN_COUNTERS = ("completed", "offering", "followed", "followed_edited", "downstream")
 #: The rated parts and the counters of each (``answer_votes``, ``answer_up``, ...).
@@ -106,8 +110,13 @@ class Tally:
         self.deltas[(workflow, on, task, counter, *arm)] += n
 
     def task(self, workflow: str, arm: Arm, on: date, task_id: str, facts: TaskFacts | None, sign: int) -> None:
-        """Count (``sign`` 1) or uncount (-1) a task state's execution."""
-        if facts is None or facts.status == "skipped":
+        """Count (``sign`` 1) or uncount (-1) a task state's execution, and a first task's support."""
+        if facts is None:
+            return
+        if facts.position == _metrics_sql.FIRST_POSITION and facts.support is not None:
+            self.add(workflow, arm, on, task_id, "assessed", sign)
+            self.add(workflow, arm, on, task_id, "unsupported", sign * (facts.support == "none"))
+        if facts.status == "skipped":
             return
         self.add(workflow, arm, on, task_id, "executions", sign)
         self.add(workflow, arm, on, task_id, "first_valid", sign * (facts.first == "valid"))
@@ -164,23 +173,29 @@ class Tally:
 
 
 class TaskFacts:
-    """What a task state's execution counts: its final status, attempt 1's status, attempt 2's kind."""
+    """What a task state counts: its final status, attempt 1's status, attempt 2's kind; its position and support
+    level (None: not assessed)."""
 
-    __slots__ = ("first", "second_kind", "status")
+    __slots__ = ("first", "position", "second_kind", "status", "support")
 
-    def __init__(self, status: str, first: str | None, second_kind: str | None) -> None:
+    def __init__(
+        self, status: str, first: str | None, second_kind: str | None, position: int = -1, support: str | None = None
+    ) -> None:
         self.status, self.first, self.second_kind = status, first, second_kind
+        self.position, self.support = position, support
 
     @classmethod
-    def of(cls, status: str, attempts: Iterable[tuple[int, str, str]]) -> TaskFacts:
-        """From the status and the attempts as (number, status, kind)."""
+    def of(
+        cls, status: str, attempts: Iterable[tuple[int, str, str]], position: int = -1, support: str | None = None
+    ) -> TaskFacts:
+        """From the status, the attempts as (number, status, kind), the position and the support level."""
         first = second = None
         for number, attempt_status, kind in attempts:
             if number == 1:
                 first = attempt_status
             elif number == 2:
                 second = kind
-        return cls(status, first, second)
+        return cls(status, first, second, position, support)
 
 
 # -- writing ------------------------------------------------------------------------------------------------------
@@ -460,6 +475,21 @@ def recount(connection: Connection) -> dict[Key, int]:
     )
     for row in connection.execute(executions).mappings():
         for counter in TASK_COUNTERS:
+            keep(row, row["workflow"], row["task_id"], counter, row[counter])
+
+    supported = (
+        select(
+            *group,
+            task_states.c.task_id,
+            func.count().label("assessed"),
+            _metrics_sql.count_if(task_states.c.support_level == "none").label("unsupported"),
+        )
+        .select_from(task_states.join(runs, runs.c.run_id == task_states.c.run_id))
+        .where(task_states.c.position == _metrics_sql.FIRST_POSITION, task_states.c.support_level.is_not(None))
+        .group_by(*group, task_states.c.task_id)
+    )
+    for row in connection.execute(supported).mappings():
+        for counter in SUPPORT_COUNTERS:
             keep(row, row["workflow"], row["task_id"], counter, row[counter])
 
     source = task_states.alias("source")

@@ -27,6 +27,7 @@ from marsrag.store.queries import (
     OutcomeCount,
     TaskFailure,
     TermCounts,
+    UnsupportedGoal,
 )
 
 #: The collection of the documents stored before documents had collections (migration 0008 put them there).
@@ -289,6 +290,18 @@ class RunStore(ABC):
         The status is the task's stored one (what ``marsrag runs show`` reports); the message is the first
         error of its validation, else of its latest attempt that recorded one.
         """
+
+    @abstractmethod
+    def unsupported_goals(
+        self,
+        *,
+        limit: int = 10,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        workflow: str | None = None,
+    ) -> list[UnsupportedGoal]:
+        """The ``limit`` most recent runs whose first task's support was ``none``, newest first: what users ask
+        that the knowledge base lacks (runs created in the window, of ``workflow`` if given)."""
 
     @abstractmethod
     def repair_rankings(

@@ -26,6 +26,7 @@ __all__ = [
     "MetricTotals",
     "OutcomeCount",
     "TaskFailure",
+    "UnsupportedGoal",
 ]
 
 #: What the loop counts can be grouped by: the run's workflow, the UTC day the run was created, or the
@@ -41,7 +42,8 @@ class LoopCounts:
     ``followed_edited`` counts the followed runs whose follow took the user's own edited goal (the rest of
     ``followed`` took the next action as suggested). The feedback counts are per completed-or-not run and
     rated part (``answer``, ``next_action``): a run's latest rating of a part counts once, ``*_votes`` all
-    ratings, ``*_up`` the thumbs up.
+    ratings, ``*_up`` the thumbs up. ``assessed`` counts the runs whose first task (position 0) had its support
+    assessed (NULL before migration 0015: not counted), ``unsupported`` those among them whose level is ``none``.
     """
 
     executions: int = 0
@@ -59,6 +61,8 @@ class LoopCounts:
     answer_votes: int = 0
     next_action_up: int = 0
     next_action_votes: int = 0
+    assessed: int = 0
+    unsupported: int = 0
 
 
 #: Group key (a tuple in the order of ``by``; days as :class:`datetime.date`) -> its counts.
@@ -88,6 +92,20 @@ class TaskFailure:
     run_status: str
     created_at: datetime
     message: str | None
+
+
+@dataclass(frozen=True)
+class UnsupportedGoal:
+    """A run whose first task's retrieved passages did not support it (support ``none``): what was asked that the
+    knowledge base lacks, with the asked words the best passage did not have (heaviest first)."""
+
+    run_id: str
+    task_id: str
+    workflow: str
+    goal: str
+    run_status: str
+    created_at: datetime
+    missing: tuple[str, ...]
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,15 @@ from marsrag.store._prepared import Cursor, Prepared
 from marsrag.store._rollups import Tally, TaskFacts
 from marsrag.store._transactions import Transactions
 from marsrag.store.base import KnowledgeStore, Rankings, RunStore
-from marsrag.store.queries import Claim, GroupedCounts, GroupKey, Holder, MetricTotals, TaskFailure
+from marsrag.store.queries import (
+    Claim,
+    GroupedCounts,
+    GroupKey,
+    Holder,
+    MetricTotals,
+    TaskFailure,
+    UnsupportedGoal,
+)
 from marsrag.store.schema import attempts, events, metadata, runs, task_states, transitions
 
 # Write statements built once: building the expression each call cost more than executing it on SQLite.
@@ -68,7 +76,7 @@ _DELETE_ATTEMPTS = (
 _DELETE_TASK = (
     delete(task_states)
     .where((task_states.c.run_id == bindparam("run_id")) & (task_states.c.task_id == bindparam("task_id")))
-    .returning(task_states.c.validation_status)
+    .returning(task_states.c.validation_status, task_states.c.position, task_states.c.support_level)
 )
 # A task has at most one current outgoing transition: a new one marks the current one superseded (kept).
 _SUPERSEDE = (
@@ -351,7 +359,8 @@ class SqlRunStore(RunStore):
         # secrets.token_hex(16) returns, without importing secrets (and random, hmac) on every command's start.
         token = os.urandom(16).hex()
         row = {**_rows.task_row(state), "commit_id": token}
-        new = TaskFacts.of(state.validation.status, [(a.number, a.status, a.kind) for a in state.attempts])
+        attempted = [(a.number, a.status, a.kind) for a in state.attempts]
+        new = TaskFacts.of(state.validation.status, attempted, state.position, row["support_level"])
 
         def body(connection: Connection) -> bool:
             # The common statements run on the DBAPI cursor, compiled once (see marsrag.store._prepared).
@@ -382,7 +391,8 @@ class SqlRunStore(RunStore):
             # what the rollups counted of them.
             if cursor.one(self._prepared("new task", self._insert_new_task, tuple(row)), row) is None:
                 old_attempts = [tuple(a) for a in connection.execute(_DELETE_ATTEMPTS, key)]
-                old = TaskFacts.of(connection.execute(_DELETE_TASK, key).scalar_one(), old_attempts)
+                status, position, support = connection.execute(_DELETE_TASK, key).one()
+                old = TaskFacts.of(status, old_attempts, position, support)
                 connection.execute(_INSERT_TASK, [row])
             tally.task(workflow, arm, on, state.task_id, old, -1)
             tally.task(workflow, arm, on, state.task_id, new, 1)
@@ -758,6 +768,20 @@ class SqlRunStore(RunStore):
         return self._reading(
             "read the failed tasks",
             lambda connection: _metrics_sql.task_failures(connection, limit, Span(since, until), workflow),
+        )
+
+    def unsupported_goals(
+        self,
+        *,
+        limit: int = 10,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        workflow: str | None = None,
+    ) -> list[UnsupportedGoal]:
+        """The most recent runs whose first task's support was none, newest first (see RunStore)."""
+        return self._reading(
+            "read the unsupported goals",
+            lambda connection: _metrics_sql.unsupported_goals(connection, limit, Span(since, until), workflow),
         )
 
     def repair_rankings(

@@ -4,7 +4,8 @@ Pure functions over stored records, with no web framework: the web pages and the
 what these return, and the tests check the mapping on its own. Section cards come in the contract's fixed
 order with their exact titles; the badge shows the stored ``validation.status`` in words (never by colour
 alone); a task that is not valid gets a fallback message and the operator action the spec names for its
-status; the run's header says how its tasks ended.
+status; a task whose retrieved passages support it weakly or not at all gets a support badge beside it (the
+terminal and the page share its words, :func:`support_badge`); the run's header says how its tasks ended.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from marsrag.state import (
     FeedbackTarget,
     LoopEvent,
     RunRecord,
+    Support,
     TaskState,
     TransitionRecord,
 )
@@ -43,6 +45,14 @@ _BADGES = {
     "partial": ("Partial", "◐", "Some sections failed the contract; at least three passed."),
     "failed": ("Failed", "✗", "The output failed the contract: fewer than three sections passed."),
     "skipped": ("No contract", "–", "This step runs machine-first (loop_mode none): its output is shown as is."),
+}
+#: A support level's badge: label and sentence. A strongly supported task has none (nothing to flag).
+_SUPPORT_BADGES = {
+    "none": (
+        "not in the knowledge base",
+        "No retrieved passage supports what this step was asked: its answer does not rest on the knowledge base.",
+    ),
+    "weak": ("weakly supported", "The retrieved passages cover only part of what this step was asked."),
 }
 _ACTIONS: dict[str, tuple[ActionKind, str]] = {
     "partial": ("regenerate", "Regenerate section"),
@@ -101,6 +111,16 @@ class StatusBadge:
     status: str
     label: str
     symbol: str
+    description: str
+
+
+@dataclass(frozen=True)
+class SupportBadge:
+    """How well a task's retrieved passages support it, as text: the stored level, a label and a sentence (with
+    the asked words the best passage lacks)."""
+
+    level: str
+    label: str
     description: str
 
 
@@ -193,6 +213,8 @@ class TaskView:
     citation_warnings: tuple[str, ...] = ()
     #: The machine output split at its citation markers (empty for a contract task).
     machine_parts: tuple[TextPart, ...] = ()
+    #: How well its retrieved passages support it, when weakly or not at all (None: strong, or not assessed).
+    support: SupportBadge | None = None
 
 
 @dataclass(frozen=True)
@@ -260,6 +282,18 @@ def status_badge(status: str) -> StatusBadge:
     return StatusBadge(status, label, symbol, description)
 
 
+def support_badge(support: Support | None) -> SupportBadge | None:
+    """The badge of a task's support: "not in the knowledge base" (none), "weakly supported" (weak); None for a
+    strongly supported task and one stored before support was assessed."""
+    if support is None or support.level not in _SUPPORT_BADGES:
+        return None
+    label, description = _SUPPORT_BADGES[support.level]
+    missing = support.missing[:6]
+    if missing:
+        description += f" Not found: {', '.join(missing)}."
+    return SupportBadge(support.level, label, description)
+
+
 def operator_action(status: str) -> OperatorAction | None:
     """The operator action for a status: Regenerate section (partial), Run repair task (failed), else None."""
     action = _ACTIONS.get(status)
@@ -324,6 +358,7 @@ def task_view(
         sources=source_views(state),
         citation_warnings=tuple(state.citation_warnings),
         machine_parts=cited_parts(_machine_output(state), citation_anchors(state)) if skipped else (),
+        support=support_badge(state.retrieval.support if state.retrieval else None),
     )
 
 
@@ -592,6 +627,7 @@ __all__ = [
     "SourceView",
     "StatusBadge",
     "SummaryLine",
+    "SupportBadge",
     "TaskView",
     "TextPart",
     "TransitionView",
@@ -607,6 +643,7 @@ __all__ = [
     "source_views",
     "status_badge",
     "summary_lines",
+    "support_badge",
     "task_view",
     "transition_view",
 ]

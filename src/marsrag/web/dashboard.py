@@ -1,6 +1,6 @@
-"""The ops dashboard page: the six loop metrics now and as daily series per workflow, the latest failures, and a
-panel per workflow running an experiment (:mod:`marsrag.metrics.experiment`: the arms, their differences, the
-warnings).
+"""The ops dashboard page: the six loop metrics now and as daily series per workflow, the latest unsupported goals
+and failures, and a panel per workflow running an experiment (:mod:`marsrag.metrics.experiment`: the arms, their
+differences, the warnings).
 
 Two routers: ``router`` serves the page (``GET /dashboard``), ``api_router`` its data as JSON
 (``GET /api/metrics``, ``/api/metrics/daily``, ``/api/metrics/failures``). Both call the same library functions
@@ -24,6 +24,7 @@ from marsrag.metrics.definitions import DEFINITIONS, METRIC_NAMES, REPORTED_NAME
 from marsrag.metrics.experiment import ExperimentReport
 from marsrag.metrics.experiment_service import read_report
 from marsrag.metrics.failures import Failure, latest_failures
+from marsrag.metrics.gaps import latest_gaps
 from marsrag.metrics.review import (
     daily_metrics,
     day_text,
@@ -56,8 +57,9 @@ UntilQuery = Annotated[
 #: Days in the dashboard's daily series, and the most the API gives at once.
 DEFAULT_DAYS = 30
 MAX_DAYS = 366
-#: Failures listed on the page.
+#: Failures listed on the page, and unsupported goals.
 FAILURES_SHOWN = 20
+GAPS_SHOWN = 10
 
 
 #: A day in a query: ``YYYY-MM-DD`` only (a bare number would otherwise be read as a Unix timestamp).
@@ -266,8 +268,8 @@ def dashboard_page(
     end: EndQuery = None,
     days: Annotated[int, Query(ge=1, le=MAX_DAYS)] = DEFAULT_DAYS,
 ) -> Response:
-    """The six metrics and helpful_rate now (all history, per workflow), the six's daily charts, the experiments'
-    panels, and the latest failures."""
+    """The six metrics, helpful_rate and unsupported_rate now (all history, per workflow), the six's daily charts,
+    the experiments' panels, the latest unsupported goals and the latest failures."""
     store = backend.store
     chosen = workflow or None
     scopes: list[tuple[str, LoopMetrics]] = []
@@ -283,7 +285,7 @@ def dashboard_page(
             DEFINITIONS[name],
             tuple(_cell(metrics, name) for _, metrics in scopes),
         )
-        # The six, then the readers' helpful_rate (its daily chart would be mostly empty days: not drawn).
+        # The six, then the readers' helpful_rate and the operators' unsupported_rate (no daily charts: not drawn).
         for name in REPORTED_NAMES
     )
     day_list = series_days(end, days)
@@ -307,6 +309,7 @@ def dashboard_page(
         FailureRow(failure, status_badge(failure.status))
         for failure in latest_failures(store, FAILURES_SHOWN, workflow=chosen)
     )
+    gaps = tuple(latest_gaps(store, GAPS_SHOWN, workflow=chosen))
     experiments = tuple(
         experiment_panel(read_report(store, config))
         for name, config in backend.project.workflows.items()
@@ -323,6 +326,7 @@ def dashboard_page(
         "last_day": day_list[-1].isoformat(),
         "days": days,
         "failures": failures,
+        "gaps": gaps,
         "experiments": experiments,
     }
     return render(request, "dashboard.html", context)

@@ -194,6 +194,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("event_counts", lambda s, _c: s.event_counts(), lambda _s, _c, r: _expect(bool(r), "counts"), _with_task),
     Operation("metric_totals", lambda s, _c: s.metric_totals(), _no_check, _with_task),
     Operation("task_failures", lambda s, _c: s.task_failures(), _no_check, _with_task),
+    Operation("unsupported_goals", lambda s, _c: s.unsupported_goals(), _no_check, _with_task),
     Operation("repair_rankings", lambda s, _c: s.repair_rankings(), _no_check, _with_task),
     Operation("fallback_rankings", lambda s, _c: s.fallback_rankings(), _no_check, _with_task),
     Operation("partial_counts", lambda s, _c: s.partial_counts(), _no_check, _with_task),
