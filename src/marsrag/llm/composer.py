@@ -69,6 +69,8 @@ class _Passage:
     number: int
     source: str
     sentences: tuple[str, ...]
+    #: Its place in the sources block, from 0: retrieval's rank (its number is the run's, not a rank).
+    rank: int = 0
 
     @property
     def marker(self) -> str:
@@ -206,7 +208,7 @@ def _read(prompt: str) -> _Prompt:
             body = "\n".join(
                 line[4:] if line.startswith("    ") else line for line in block[header.end() : stop].splitlines()
             )
-            passages.append(_Passage(int(header["number"]), header["source"].strip(), _sentences(body)))
+            passages.append(_Passage(int(header["number"]), header["source"].strip(), _sentences(body), position))
     asked: list[str] = []
     at = prompt.find(ASKED_HEADING)
     if at >= 0:
@@ -284,7 +286,7 @@ def _ranked(read: _Prompt, focus: set[str]) -> list[_Sentence]:
             if read.quoted_before(text):
                 score -= 4
             found.append(_Sentence(text, passage, index, score))
-    return sorted(found, key=lambda sentence: (-sentence.score, sentence.passage.number, sentence.index))
+    return sorted(found, key=lambda sentence: (-sentence.score, sentence.passage.rank, sentence.index))
 
 
 def compose(prompt: str, task: str) -> dict[str, str]:
@@ -344,8 +346,8 @@ def _support(ranked: list[_Sentence], grip: _Sentence, payoff: _Sentence, used: 
 
 
 def ranked_first(ranked: list[_Sentence]) -> _Passage:
-    """The passage retrieval ranked first (the lowest number among those with sentences)."""
-    return min((sentence.passage for sentence in ranked), key=lambda passage: passage.number)
+    """The passage retrieval ranked first (the first listed among those with sentences)."""
+    return min((sentence.passage for sentence in ranked), key=lambda passage: passage.rank)
 
 
 def _loop(read: _Prompt, ranked: list[_Sentence], used: set[int], task: str) -> str:
@@ -355,7 +357,7 @@ def _loop(read: _Prompt, ranked: list[_Sentence], used: set[int], task: str) -> 
     for sentence in ranked:
         best.setdefault(sentence.passage.number, sentence)
     documents = {sentence.passage.document for sentence in ranked if sentence.passage.number in used}
-    for sentence in sorted(best.values(), key=lambda s: (-s.score, s.passage.number)):
+    for sentence in sorted(best.values(), key=lambda s: (-s.score, s.passage.rank)):
         passage = sentence.passage
         if passage.number in used or (passage.document in documents and passage.title.casefold() in asked):
             continue
