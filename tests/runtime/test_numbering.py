@@ -170,3 +170,27 @@ def test_a_repair_and_a_resume_keep_the_runs_numbers(sample_run: tuple[Any, Any,
     repaired = repair_task(runner, run_id, last.task_id)
     assert repaired.citations and repaired.citation_warnings == []
     assert run_numbers(store.get_tasks(run_id)) == before
+
+
+@pytest.mark.crewai
+def test_a_tools_passages_take_the_runs_numbers_and_a_chunk_of_a_given_section_joins_its_passage() -> None:
+    """The knowledge tool's hits: a new chunk of given section a.md#A is [1] and joins it; z.md#Z is new: [3]."""
+    from types import SimpleNamespace
+
+    from marsrag.integrations.passages import PASSAGES
+    from marsrag.runtime.states import with_found
+
+    numbers = SourceNumbers()
+    given = numbers.number([chunk(1, "a.md#A", "First."), chunk(5, "b.md#B", "Bee.")])
+    PASSAGES.given("numbering-task", given, numbers.assign)
+    found = [chunk(2, "a.md#A", "Second."), chunk(9, "z.md#Z", "Zed."), chunk(5, "b.md#B", "Bee.")]
+    assert PASSAGES.found("numbering-task", found) == [1, 3, 2]
+    stored = with_found(Retrieval(query="q", results=given), SimpleNamespace(id="numbering-task"))
+    assert stored is not None
+    assert [(item["ref"], item["source"], item["text"]) for item in stored.results] == [
+        ("1", "a.md#A", f"First.{GAP}Second."),
+        ("2", "b.md#B", "Bee."),
+        ("3", "z.md#Z", "Zed."),
+    ]
+    citations, warnings = resolve({"grip": "[1] [3]."}, stored.results, numbers.sources())
+    assert [(c.ref, c.source) for c in citations] == [("1", "a.md#A"), ("3", "z.md#Z")] and warnings == []
