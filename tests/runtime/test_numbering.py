@@ -194,3 +194,18 @@ def test_a_tools_passages_take_the_runs_numbers_and_a_chunk_of_a_given_section_j
     ]
     citations, warnings = resolve({"grip": "[1] [3]."}, stored.results, numbers.sources())
     assert [(c.ref, c.source) for c in citations] == [("1", "a.md#A"), ("3", "z.md#Z")] and warnings == []
+
+
+@pytest.mark.crewai
+def test_a_followed_run_keeps_the_numbers_of_the_run_it_follows(sample_run: tuple[Any, Any, str]) -> None:
+    """The next run of a follow numbers a source the first run was given by that run's number, new ones after."""
+    store, runner, run_id = sample_run
+    first = run_numbers(store.get_tasks(run_id))
+    followed = runner.follow(run_id)
+    assert followed.status == "completed"
+    second = run_numbers(store.get_tasks(followed.run_id))
+    by_source = {source: ref for ref, source in first.items()}
+    assert set(by_source) & set(second.values()), "the followed run is given sources of the first"
+    assert all(by_source.get(source, ref) == ref for ref, source in second.items())
+    new = [int(ref) for ref, source in second.items() if source not in by_source]
+    assert all(number > max(map(int, first)) for number in new)

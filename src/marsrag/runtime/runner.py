@@ -401,8 +401,10 @@ class _Execution:
         self.states: list[TaskState] = list(stored)
         self.hooks: dict[int, tuple[str | None, HookSource]] = {0: (None, "goal")}
         self.retrievals: dict[int, Retrieval] = {}
-        #: The run's sources by number, the committed tasks' first (a resumed run numbers on from them).
-        self.numbers = SourceNumbers.of(stored)
+        #: The run's sources by number, the committed tasks' first (a resumed run numbers on from them); a run
+        #: following another keeps its numbers, so a marker in the next action it asks names the same source.
+        followed = runner.store.get_tasks(run.followed_from) if run.followed_from else []
+        self.numbers = SourceNumbers.of([*followed, *stored])
         #: The session's questions so far, read once: each task's LOOP is asked to offer something new.
         self.asked = runner.asked(run)
         for index, item in enumerate(self.built.tasks):
