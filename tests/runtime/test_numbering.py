@@ -209,3 +209,24 @@ def test_a_followed_run_keeps_the_numbers_of_the_run_it_follows(sample_run: tupl
     assert all(by_source.get(source, ref) == ref for ref, source in second.items())
     new = [int(ref) for ref, source in second.items() if source not in by_source]
     assert all(number > max(map(int, first)) for number in new)
+
+
+def test_a_long_section_retrieved_as_two_chunks_is_one_numbered_passage(tmp_path: Path) -> None:
+    """A section ingested as two chunks, both retrieved, is given to the task as one passage [1], in order."""
+    from marsrag.rag import KnowledgeBase
+    from marsrag.runtime.retrieval import retrieve
+    from tests.rag.conftest import write
+
+    first = " ".join(["Tomatoes split when watering swings from dry to soaked."] * 12)
+    second = " ".join(["Tomatoes split less under mulch that keeps watering even."] * 12)
+    write(tmp_path / "kb", "garden/tomatoes.md", f"# Tomatoes\n\n## Splitting\n\n{first}\n\n{second}\n")
+    write(tmp_path / "kb", "garden/soil.md", "# Soil\n\n## Lime\n\nTomatoes rarely need lime; test the soil first.\n")
+    with KnowledgeBase.open(f"sqlite:///{tmp_path}/kb.db") as kb:
+        kb.ingest([tmp_path / "kb" / "garden"])
+        raw = kb.search("tomatoes split watering", 5)
+        assert [hit["source"] for hit in raw].count("garden/tomatoes.md#Tomatoes > Splitting") == 2
+        retrieval = retrieve(kb, None, "Why do my tomatoes split after watering?", 5, numbers=SourceNumbers())
+    splitting = [item for item in retrieval.results if item["source"].endswith("#Tomatoes > Splitting")]
+    assert len(splitting) == 1 and splitting[0]["ref"] == "1"
+    assert splitting[0]["text"] == f"{first}\n\n{second}" and len(splitting[0]["chunk_ids"]) == 2
+    assert retrieval.support is not None and retrieval.support.best == 1
