@@ -402,6 +402,10 @@ def summary_lines(summary: str, tasks: Sequence[TaskState]) -> tuple[SummaryLine
             continue
         listed = _SUMMARY_SOURCE.match(line) if listing else None
         payoff = _SUMMARY_PAYOFF.match(line)
+        # A payoff several tasks gave names them all (``(diagnose, plan)``): under the run's numbering its
+        # markers name the same sources in each, so the first task's panel is linked.
+        names = [payoff["task_id"], *payoff["task_id"].split(", ")] if payoff else []
+        quoted = next((by_id[name] for name in names if name in by_id), None)
         if line == SOURCES_LINE:
             listing = True
             lines.append(SummaryLine("sources", (TextPart(line),)))
@@ -411,9 +415,8 @@ def summary_lines(summary: str, tasks: Sequence[TaskState]) -> tuple[SummaryLine
             anchor = source_anchor(task.task_id, ref) if task is not None else None
             parts = (TextPart(f"[{ref}]", ref if anchor else None, anchor), TextPart(line[listed.end("marker") :]))
             lines.append(SummaryLine("source", parts, task.task_id if task else None, ref))
-        elif payoff and payoff["task_id"] in by_id:
-            task = by_id[payoff["task_id"]]
-            lines.append(SummaryLine("payoff", cited_parts(line[2:], citation_anchors(task)), task.task_id))
+        elif quoted is not None:
+            lines.append(SummaryLine("payoff", cited_parts(line[2:], citation_anchors(quoted)), quoted.task_id))
         elif line.startswith(_SUMMARY_EVIDENCE):
             evidence = line[len(_SUMMARY_EVIDENCE) :]
             quoted = next((task for task in reversed(tasks) if task.loop_output.reinforce == evidence), None)
