@@ -74,7 +74,7 @@ def print_run(view: RunView) -> None:
         _print_task(out, task)
     if view.summary:
         out.print(shown("\nSummary", "bold"))
-        out.print(shown(view.summary))
+        _print_summary(out, view)
     if view.next_action is not None:
         out.print(shown(f"\n{view.next_action.heading}: ", "bold") + shown(view.next_action.text))
         if view.next_action.note:
@@ -104,25 +104,43 @@ def _print_task(out: Console, task: TaskView) -> None:
             out.print(shown(f"{heading}: {attempt.call}", "dim"))
 
 
+def _print_summary(out: Console, view: RunView) -> None:
+    """The summary's text, then the run's sources as a task's are printed (the full ``path#Heading`` is in JSON)."""
+    listed = [line for line in view.summary_lines if line.kind == "source"]
+    if not listed:
+        out.print(shown(view.summary))
+        return
+    text = [line for line in view.summary.splitlines() if line.strip()]
+    out.print(shown("\n".join(text[: len(text) - len(listed) - 1])))
+    rows = []
+    for line in listed:
+        path, _, heading = "".join(part.text for part in line.parts[1:]).strip().partition("#")
+        rows.append((line.ref or "", path, heading))
+    _print_grid(out, rows)
+
+
 def _print_sources(out: Console, task: TaskView) -> None:
     """The sources the task cites, by number: its document and its own heading (the full path is in JSON)."""
-    cited = [source for source in task.sources if source.cited]
-    if cited:
-        # A grid, so that a long path folds inside its column instead of leaving its number alone on a line.
-        table = Table(show_header=False, box=None, padding=(0, 1), expand=False)
-        table.add_column(style="bold", no_wrap=True)
-        table.add_column(no_wrap=True)
-        table.add_column(overflow="fold")
-        for number, source in enumerate(cited):
-            heading = source.heading.rsplit(" > ", 1)[-1] if source.heading else ""
-            table.add_row(
-                shown("SOURCES" if number == 0 else ""),
-                shown(f"[{source.ref}]"),
-                shown(source.title + (f" · {heading}" if heading else "")),
-            )
-        out.print(table)
+    _print_grid(out, [(source.ref, source.title, source.heading) for source in task.sources if source.cited])
     for warning in task.citation_warnings:
         out.print(shown(f"! {warning}", "yellow"))
+
+
+def _print_grid(out: Console, rows: list[tuple[str, str, str]]) -> None:
+    """``SOURCES  [ref]  document · own heading`` rows (none: nothing printed)."""
+    if not rows:
+        return
+    # A grid, so that a long path folds inside its column instead of leaving its number alone on a line.
+    table = Table(show_header=False, box=None, padding=(0, 1), expand=False)
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(no_wrap=True)
+    table.add_column(overflow="fold")
+    for number, (ref, title, heading) in enumerate(rows):
+        own = heading.rsplit(" > ", 1)[-1] if heading else ""
+        table.add_row(
+            shown("SOURCES" if number == 0 else ""), shown(f"[{ref}]"), shown(title + (f" · {own}" if own else ""))
+        )
+    out.print(table)
 
 
 def _print_cards(out: Console, task: TaskView) -> None:

@@ -95,15 +95,17 @@ def _run_store(tmp_path: Path) -> tuple[object, object]:
 
 
 def test_stored_citations_match_the_markers_and_the_retrieval(tmp_path: Path) -> None:
-    """A real kickoff stores, per task, citations whose source and chunk id are its retrieval results'."""
+    """A real kickoff stores, per task, citations whose source and chunk id are its retrieval results' (by the
+    run's number, ``ref``)."""
     store, runner = _run_store(tmp_path)
     try:
         run = runner.run(SAMPLE_GOALS[0])  # type: ignore[attr-defined]
         for task in store.get_tasks(run.run_id):  # type: ignore[attr-defined]
             assert task.retrieval is not None and task.citations
             assert task.citation_warnings == []
+            by_ref = {str(result["ref"]): result for result in task.retrieval.results}
             for citation in task.citations:
-                result = task.retrieval.results[int(citation.ref) - 1]
+                result = by_ref[citation.ref]
                 assert (citation.source, citation.chunk_id) == (result["source"], result["chunk_id"])
                 assert {"chunk_id", "source", "heading", "text", "score"} <= set(result)
                 for name in citation.fields:

@@ -52,8 +52,9 @@ def test_make_run_path(tmp_path: Path) -> None:
         markers = set(re.findall(r"\[(\d+)\]", task["loop_output"]["reinforce"]))
         citations = {citation["ref"]: citation for citation in task["citations"]}
         assert results and markers and markers <= set(citations)
+        by_ref = {str(result["ref"]): result for result in results}  # the run's number of each source
         for ref in markers:
-            hit = results[int(ref) - 1]
+            hit = by_ref[ref]
             assert (citations[ref]["source"], citations[ref]["chunk_id"]) == (hit["source"], hit["chunk_id"])
         assert task["citation_warnings"] == []
     listed = json.loads(marsrag("runs", "list", "--format", "json", home=tmp_path).stdout)
@@ -69,8 +70,9 @@ def test_text_output_shows_sections_badges_next_action_and_store(tmp_path: Path)
     for label in ("HOOK", "GRIP", "PAYOFF", "REINFORCE", "LOOP"):
         assert proc.stdout.count(label) >= 3
     assert "Next recommended question/action:" in proc.stdout
-    # A short sources list under each task: the cited passages by number, document and own heading.
-    assert proc.stdout.count(" SOURCES ") == 3
-    assert re.search(r"\[1\]\s+knowledge_base/\S+\.md · ", proc.stdout)
+    # A short sources list under each task and under the summary (the run's): the cited passages by number,
+    # document and own heading.
+    assert proc.stdout.count(" SOURCES ") == 4
+    assert re.search(r"\[\d+\]\s+knowledge_base/\S+\.md · ", proc.stdout)
     assert f"State stored in sqlite:///{tmp_path}/marsrag.db" in proc.stdout
     assert "diagnose: valid" in proc.stderr  # progress while the tasks ran

@@ -103,12 +103,15 @@ def support_rule(support: Support) -> str:
 
 
 def sources(results: Sequence[dict[str, Any]]) -> str:
-    """The numbered sources block: ``[N] path#Heading`` then the whole passage, indented; then the end line."""
-    entries = [passage(number, item) for number, item in enumerate(results, start=1)]
+    """The numbered sources block: ``[N] path#Heading`` then the whole passage, indented; then the end line.
+
+    ``N`` is the passage's run-wide ``ref`` (:mod:`marsrag.chain.numbering`), else its position from 1.
+    """
+    entries = [passage(item.get("ref") or number, item) for number, item in enumerate(results, start=1)]
     return "\n\n".join([SOURCES_HEADING, *entries, SOURCES_END])
 
 
-def passage(number: int, item: dict[str, Any]) -> str:
+def passage(number: int | str, item: dict[str, Any]) -> str:
     """One numbered source: ``[N] path#Heading``, then the whole passage indented (the knowledge tool's too)."""
     text = "\n".join(f"    {line}" if line.strip() else "" for line in str(item.get("text", "")).strip().splitlines())
     return f"[{number}] {item.get('source', '?')}\n{text}"

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from marsrag.chain.briefing import briefing, without_placeholders
+from marsrag.chain.numbering import SourceNumbers
 from marsrag.chain.planner import asked_before
 from marsrag.contract import Mode
 from marsrag.errors import ActionConflictError, InputError
@@ -89,6 +90,8 @@ class FlowExecution:
         #: A completed run walked again: nothing is stored, its steps are all reused.
         self.finished = finished
         self.states: list[TaskState] = []
+        #: The run's sources by number, the committed steps' first (a resumed run numbers on from them).
+        self.numbers = SourceNumbers.of(stored)
         self.runs_of: dict[str, int] = {}
         #: The session's questions so far, read once: each step's LOOP is asked to offer something new. A session
         #: id made up for this run has no other runs: nothing to read.
@@ -181,7 +184,9 @@ class FlowExecution:
         chained: bool,
         after: TaskState | None,
     ) -> TaskState:
-        retrieval = retrieve(self.binding.retriever, hook, self.run.goal, self.binding.retrieval_limit)
+        retrieval = retrieve(
+            self.binding.retriever, hook, self.run.goal, self.binding.retrieval_limit, numbers=self.numbers
+        )
         # The hooks handed within this run were asked too: a later step's LOOP should not circle back to them.
         handed = [state.loop_output.hook for state in self.states if state.hook_source != "goal"]
         asked = list(dict.fromkeys([*self.asked, *(item for item in [*handed, hook] if item)]))
@@ -202,6 +207,7 @@ class FlowExecution:
             retrieval=retrieval,
             router=self.binding.router,
             candidates=self.binding.candidates,
+            known=self.numbers.sources(),
         )
         self.binding.commits.commit(self.run, state, state.attempts, after=after, holder=self.holder)
         self.states.append(state)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 from typing import Any, ClassVar
@@ -204,6 +204,10 @@ class LoopFlow(Flow[LoopFlowState]):
             raise InputError(f"flow {type(self).__name__} has no run store: give store= or call bind(store)")
         return self._binding
 
+    def _numbering(self) -> Callable[[Mapping[str, Any]], int] | None:
+        """How the run numbers the passages a step's tools find (its sources', :mod:`marsrag.chain.numbering`)."""
+        return self._execution.numbers.assign if self._execution is not None else None
+
     def _opened(self) -> FlowExecution:
         with self._open_lock:
             if self._execution is None:
@@ -250,7 +254,7 @@ class LoopFlow(Flow[LoopFlowState]):
                 narrative=narrative,
             )
             item = build_task(config, built_agent, self.loop_mode)
-            PASSAGES.given(str(item.task.id), passages)
+            PASSAGES.given(str(item.task.id), passages, self._numbering())
             crew = Crew(agents=[built_agent], tasks=[item.task], process=Process.sequential, verbose=False)
             crew.kickoff(inputs={"goal": self.state.goal})
             return Answer(item, item.task.output, agent_name)
@@ -273,7 +277,7 @@ class LoopFlow(Flow[LoopFlowState]):
             built = crews(
                 project, workflow, binding.llm, retriever=binding.retriever, retrieval_limit=binding.retrieval_limit
             )
-            PASSAGES.given(str(built.tasks[0].task.id), passages)
+            PASSAGES.given(str(built.tasks[0].task.id), passages, self._numbering())
             built.tasks[0].task.description += f"\n\n{text}"
             for index, item in enumerate(built.tasks[:-1]):
                 item.task.callback = partial(self._hand_on, built, index)

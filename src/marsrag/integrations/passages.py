@@ -6,7 +6,9 @@ for that task (:mod:`marsrag.integrations.knowledge_tool`) numbers what it finds
 (:meth:`PassageJournal.found`): a passage the task was already shown keeps its number, a new one takes the
 next. When the task is done the runner drains the new ones (:meth:`PassageJournal.drain`) and stores them
 after its own retrieval results, so a marker in the answer names the same passage on the stored task as it
-did in the prompt, and citations resolve against both.
+did in the prompt, and citations resolve against both. Passages numbered by the run (``ref``,
+:mod:`marsrag.chain.numbering`) keep their numbers, and a passage a tool finds takes its source's number in
+the run (``numbering``): a chunk of a section the run was given already is cited as that section.
 
 Tasks are known by CrewAI's task id (``str(task.id)``), the one CrewAI puts in context while a task runs.
 """
@@ -16,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -44,21 +46,33 @@ class _Shown:
     count: int = 0
     numbers: dict[tuple[Any, ...], int] = field(default_factory=dict)
     added: list[dict[str, Any]] = field(default_factory=list)
+    #: The run's numbering of a new passage's source (None: the next number after the task's).
+    numbering: Callable[[Mapping[str, Any]], int] | None = None
 
     @classmethod
-    def of(cls, given: Sequence[Mapping[str, Any]]) -> _Shown:
-        """The briefing's passages, numbered by position as the briefing does (a repeated one by its first)."""
-        shown = cls(count=len(given))
-        for number, passage in enumerate(given, start=1):
+    def of(
+        cls, given: Sequence[Mapping[str, Any]], numbering: Callable[[Mapping[str, Any]], int] | None = None
+    ) -> _Shown:
+        """The briefing's passages as it numbers them: by ``ref``, else by position (a repeated one by its first)."""
+        shown = cls(numbering=numbering)
+        for position, passage in enumerate(given, start=1):
+            ref = passage.get("ref")
+            number = int(ref) if ref is not None and str(ref).isdigit() else position
             shown.numbers.setdefault(passage_key(passage), number)
+            shown.count = max(shown.count, number)
         return shown
 
     def number(self, passage: Mapping[str, Any]) -> int:
         key = passage_key(passage)
         if key not in self.numbers:
-            self.count += 1
-            self.numbers[key] = self.count
-            self.added.append(dict(passage))
+            if self.numbering is not None:
+                number = self.numbering(passage)
+                self.added.append({**passage, "ref": str(number)})
+            else:
+                number = self.count + 1
+                self.added.append(dict(passage))
+            self.count = max(self.count, number)
+            self.numbers[key] = number
         return self.numbers[key]
 
 
@@ -77,9 +91,18 @@ class PassageJournal:
             self._tasks.popitem(last=False)
         return shown
 
-    def given(self, task: str, passages: Sequence[Mapping[str, Any]]) -> None:
-        """The passages task ``task``'s briefing numbered ``[1]``, ``[2]`` ... (replacing any given before)."""
-        shown = _Shown.of(passages)
+    def given(
+        self,
+        task: str,
+        passages: Sequence[Mapping[str, Any]],
+        numbering: Callable[[Mapping[str, Any]], int] | None = None,
+    ) -> None:
+        """The passages task ``task``'s briefing numbered (replacing any given before).
+
+        ``numbering``: the run's (:meth:`~marsrag.chain.numbering.SourceNumbers.assign`), which numbers the
+        passages its tools find; without it they take the numbers after the task's.
+        """
+        shown = _Shown.of(passages, numbering)
         with self._lock:
             self._keep(task, shown)
 

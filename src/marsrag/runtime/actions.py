@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from typing import Any, Literal
 
 from marsrag.chain.briefing import asks_goal, briefing, without_placeholders
+from marsrag.chain.numbering import SourceNumbers, numbered
 from marsrag.contract import FIELD_LIMITS, FIELDS, render_sections, validate_output
 from marsrag.errors import ActionConflictError, TaskNotFoundError
 from marsrag.integrations.calls import JOURNAL, AttemptCalls
@@ -51,6 +52,7 @@ def _repair(runner: WorkflowRunner, run: RunRecord, state: TaskState, holder: Ho
     problems = "; ".join(issue.message for issue in state.validation.errors) or "the output was invalid"
     previous = state.attempts[-1].raw if state.attempts else state.rendered
     _describe(
+        runner,
         item.task,
         run,
         state,
@@ -91,6 +93,7 @@ def _regenerate(runner: WorkflowRunner, run: RunRecord, state: TaskState, holder
     problems = "; ".join(issue.message for issue in state.validation.errors if issue.field in failing)
     labels = ", ".join(name.upper() for name in failing)
     _describe(
+        runner,
         item.task,
         run,
         state,
@@ -213,7 +216,7 @@ def _crew(runner: WorkflowRunner, run: RunRecord, state: TaskState, *, machine_f
     return crew
 
 
-def _describe(task: Any, run: RunRecord, state: TaskState, request: str) -> None:
+def _describe(runner: WorkflowRunner, task: Any, run: RunRecord, state: TaskState, request: str) -> None:
     """Give the task what it had in the run (goal, hook, sources) and the operator's request."""
     hook = state.loop_output.hook if state.hook_source != "goal" else None
     results = state.retrieval.results if state.retrieval is not None else []
@@ -222,7 +225,9 @@ def _describe(task: Any, run: RunRecord, state: TaskState, request: str) -> None
     goal_line = not asks_goal(task.expected_output)
     text = without_placeholders(briefing(run.goal, hook, results, extra=request, support=support, goal_line=goal_line))
     task.description = f"{task.description}\n\n{text}"
-    PASSAGES.given(str(task.id), results)  # the agent's knowledge tool numbers what it finds after these
+    # The agent's knowledge tool numbers what it finds by the run's sources (after these for an older run).
+    numbers = SourceNumbers.of(runner.store.get_tasks(run.run_id)) if numbered(state) else None
+    PASSAGES.given(str(task.id), results, numbers.assign if numbers is not None else None)
 
 
 def _with_found(state: TaskState, task: Any) -> TaskState:
@@ -264,9 +269,11 @@ def _commit(
     """
     attempts = [*state.attempts, *new_attempts]
     candidates = [Outcome.stored(state), *outcomes]
-    updated = settle(state, attempts, candidates, router=runner.router, candidates=runner.candidates)
+    stored = runner.store.get_tasks(run.run_id)
+    known = SourceNumbers.of([*stored, state]).sources() if numbered(state) else None
+    updated = settle(state, attempts, candidates, router=runner.router, candidates=runner.candidates, known=known)
     runner.commits.commit(run, updated, new_attempts, replan=True, holder=holder)
-    tasks = [updated if task.task_id == updated.task_id else task for task in runner.store.get_tasks(run.run_id)]
+    tasks = [updated if task.task_id == updated.task_id else task for task in stored]
     runner.store.set_run_status(run.run_id, run.status, summary=summarize(tasks, runner.asked(run)), seen=run)
     return updated
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from marsrag.chain.citations import resolve
 from marsrag.chain.planner import plan_transition
@@ -115,19 +116,22 @@ def settle(
     *,
     router: Router,
     candidates: Sequence[Candidate],
+    known: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> TaskState:
     """The task's state after ``attempts`` (all of them, earlier ones first), built from the best of ``outcomes``.
 
     ``outcomes`` are what the task could end with, earlier ones first (an action gives the stored outcome and
     its new one); :func:`best_outcome` picks. A chained task (``hook_source`` other than ``goal``) keeps its
     derived hook (spec section 3); the loop is routed anew when there is one, else the earlier routing stays.
+    ``known``: the run's sources by number, which a marker naming none of the task's passages may cite
+    (:func:`~marsrag.chain.citations.resolve`).
     """
     chosen = best_outcome(outcomes)
     fields = LoopFields(**dict(chosen.values))
     if base.hook_source != "goal":
         fields.hook = base.loop_output.hook
     routing = router.route(fields.loop, candidates) if fields.loop else base.routing
-    citations, warnings = resolve(fields.model_dump(), base.retrieval.results if base.retrieval else [])
+    citations, warnings = resolve(fields.model_dump(), base.retrieval.results if base.retrieval else [], known)
     return base.model_copy(
         update={
             "validation": Validation(status=chosen.status, errors=list(chosen.errors)),

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from marsrag.chain.numbering import SourceNumbers
 from marsrag.rag.support import asked_terms, assess
 from marsrag.state import Retrieval
 from marsrag.store import TermCounts
@@ -47,14 +48,19 @@ def retrieval_query(hook: str | None, goal: str) -> str:
     return f"{hook.strip()} {goal.strip()}"
 
 
-def retrieve(retriever: Retriever, hook: str | None, goal: str, limit: int) -> Retrieval:
+def retrieve(
+    retriever: Retriever, hook: str | None, goal: str, limit: int, *, numbers: SourceNumbers | None = None
+) -> Retrieval:
     """A task's retrieval: the query its hook shapes, the passages found, and their support of the task.
 
     A retriever without term statistics (one of the user's own) has its support measured with every term
-    weighed alike.
+    weighed alike. ``numbers``: the run's sources (:mod:`marsrag.chain.numbering`); the passages are then
+    one per section, each with its run-wide ``ref``, before support is assessed on them.
     """
     query = retrieval_query(hook, goal)
     results = retriever.search(query, limit)
+    if numbers is not None:
+        results = numbers.number(results)
     counts = None
     if isinstance(retriever, NoRetriever):
         counts = TermCounts(0, {})

@@ -17,6 +17,7 @@ from functools import partial
 from typing import Any
 
 from marsrag.chain.briefing import asks_goal, briefing, without_placeholders
+from marsrag.chain.numbering import SourceNumbers
 from marsrag.chain.planner import asked_before, plan_next_action
 from marsrag.errors import ActionConflictError, StoreError
 from marsrag.events.sinks import EventSink
@@ -400,6 +401,10 @@ class _Execution:
         self.states: list[TaskState] = list(stored)
         self.hooks: dict[int, tuple[str | None, HookSource]] = {0: (None, "goal")}
         self.retrievals: dict[int, Retrieval] = {}
+        #: The run's sources by number, the committed tasks' first (a resumed run numbers on from them); a run
+        #: following another keeps its numbers, so a marker in the next action it asks names the same source.
+        followed = runner.store.get_tasks(run.followed_from) if run.followed_from else []
+        self.numbers = SourceNumbers.of([*followed, *stored])
         #: The session's questions so far, read once: each task's LOOP is asked to offer something new.
         self.asked = runner.asked(run)
         for index, item in enumerate(self.built.tasks):
@@ -442,11 +447,13 @@ class _Execution:
     def _prepare(self, index: int, hook: str | None, *, first: bool = False) -> None:
         """Give task ``index`` its hook and retrieval results, in its description."""
         task = self.built.tasks[index].task
-        retrieval = retrieve(self.runner.retriever, hook, self.run.goal, self.runner.retrieval_limit)
+        retrieval = retrieve(
+            self.runner.retriever, hook, self.run.goal, self.runner.retrieval_limit, numbers=self.numbers
+        )
         self.retrievals[index] = retrieval
         results = retrieval.results
-        # The agent's knowledge tool numbers what it finds after these (see _retrieval).
-        PASSAGES.given(str(task.id), results)
+        # The agent's knowledge tool numbers what it finds by the run's sources too (see _retrieval).
+        PASSAGES.given(str(task.id), results, self.numbers.assign)
         chained = hook if hook is not None and self.built.tasks[index].has_contract else None
         # The hooks handed within this run were asked too: a later task's LOOP should not circle back to them.
         handed = [item for position, (item, _) in sorted(self.hooks.items()) if position <= index and item]
@@ -508,4 +515,5 @@ class _Execution:
             retrieval=self.retrievals.get(index),
             router=self.runner.router,
             candidates=self.runner.candidates,
+            known=self.numbers.sources(),
         )

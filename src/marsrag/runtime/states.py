@@ -6,9 +6,10 @@ the run page, in the metrics and in the UI.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from marsrag.chain.numbering import GAP
 from marsrag.contract import LOOP_CONTRACT_VERSION
 from marsrag.integrations.calls import JOURNAL, AttemptCalls
 from marsrag.integrations.crewai_builders import BuiltTask
@@ -28,8 +29,27 @@ def with_found(retrieval: Retrieval | None, task: Any) -> Retrieval | None:
     if not found:
         return retrieval
     if retrieval is None:
-        return Retrieval(query="", results=found)
-    return retrieval.model_copy(update={"results": [*retrieval.results, *found]})
+        return Retrieval(query="", results=_by_ref([], found))
+    return retrieval.model_copy(update={"results": _by_ref(retrieval.results, found)})
+
+
+def _by_ref(results: Sequence[dict[str, Any]], found: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``results`` then ``found``; a found chunk of a source listed already (the same run number) joins its text."""
+    merged = [dict(item) for item in results]
+    at = {str(item["ref"]): index for index, item in enumerate(merged) if "ref" in item}
+    for item in found:
+        ref = str(item["ref"]) if "ref" in item else None
+        if ref is None or ref not in at:
+            if ref is not None:
+                at[ref] = len(merged)
+            merged.append(dict(item))
+            continue
+        kept = merged[at[ref]]
+        text = str(item.get("text", "")).strip()
+        if text and text not in str(kept.get("text", "")):
+            kept["text"] = f"{str(kept.get('text', '')).rstrip()}{GAP}{text}"
+            kept["chunk_ids"] = [*kept.get("chunk_ids", [kept.get("chunk_id")]), item.get("chunk_id")]
+    return merged
 
 
 def task_state(
@@ -45,13 +65,15 @@ def task_state(
     retrieval: Retrieval | None,
     router: Router,
     candidates: Sequence[Candidate],
+    known: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> TaskState:
     """The state of task ``item`` after CrewAI finished it with ``output``: its attempts, verdict, loop and routing.
 
     A task with the contract is settled from its guardrail's attempts (:func:`settle`); one without it stores
     its raw output, ``skipped``. ``hook`` and ``source`` are what the task was handed (``goal`` for the first);
     ``loop_mode`` is the run's (a task without the contract is stored under ``none``); ``retrieval`` is what the
-    task was briefed with, to which the passages its agent's tools found are added (:func:`with_found`).
+    task was briefed with, to which the passages its agent's tools found are added (:func:`with_found`);
+    ``known``: the run's sources by number (markers may cite one the task was not given).
     """
     raw = output.raw if isinstance(getattr(output, "raw", None), str) else str(output)
     base = TaskState(
@@ -77,4 +99,4 @@ def task_state(
     ]
     outcomes = [Outcome.of(attempt.result) for attempt in item.guardrail.attempts]
     base.loop_contract_version = item.task.loop_contract_version or LOOP_CONTRACT_VERSION
-    return settle(base, attempts, outcomes, router=router, candidates=candidates)
+    return settle(base, attempts, outcomes, router=router, candidates=candidates, known=known)

@@ -33,6 +33,7 @@ from marsrag.state import (
 from marsrag.store.base import RunStore
 from marsrag.views.feedback import FeedbackView, feedback_views
 from marsrag.views.outcome import RunHeader, outcome_text, run_header, task_outcome
+from marsrag.views.summary import SOURCES_LINE
 
 #: Card titles, in the contract's fixed order.
 SECTION_TITLES: tuple[str, ...] = tuple(name.title() for name in FIELDS)
@@ -60,6 +61,8 @@ _ACTIONS: dict[str, tuple[ActionKind, str]] = {
 }
 #: A summary line quoting a task's payoff ends with the task's id in brackets: ``- Pre-warm caches. (plan)``.
 _SUMMARY_PAYOFF = re.compile(r"^- (?P<text>.*) \((?P<task_id>[^()]+)\)$")
+#: A line of the summary's source list: ``[3] kb/runbooks/cache.md#Restarts``.
+_SUMMARY_SOURCE = re.compile(r"^(?P<marker>\[(?P<ref>\d+)\]) \S")
 _SUMMARY_EVIDENCE = "Evidence: "
 _SUMMARY_NEXT = "Next: "
 
@@ -225,9 +228,11 @@ class SummaryLine:
     task can be named: its markers stay text).
     """
 
-    kind: Literal["payoff", "evidence", "next", "text"]
+    kind: Literal["payoff", "evidence", "next", "text", "sources", "source"]
     parts: tuple[TextPart, ...]
     task_id: str | None = None
+    #: A ``source`` line's run-wide number (its ``[n]`` links to the first task given that source).
+    ref: str | None = None
 
 
 @dataclass(frozen=True)
@@ -399,12 +404,16 @@ def cited_parts(text: str, anchors: Mapping[str, str]) -> tuple[TextPart, ...]:
 def source_views(state: TaskState) -> tuple[SourceView, ...]:
     """The sources panel of a task: each retrieved passage by its number, then any cited source not among them.
 
-    Result ``i`` (from 0) is marker ``[i+1]``. A citation whose ref names no retrieved passage still gets an
-    entry (its source, no passage), so every marker that links has a target.
+    A result's marker is its run-wide ``ref`` (:mod:`marsrag.chain.numbering`); in a task stored before that,
+    result ``i`` (from 0) is marker ``[i+1]``. A citation whose ref names no retrieved passage (a source an
+    earlier task was given) still gets an entry (its source, no passage), so every marker that links has a target.
     """
     cited = {citation.ref: citation for citation in state.citations}
     results = state.retrieval.results if state.retrieval else []
-    views = [_source(state.task_id, str(number), item, cited) for number, item in enumerate(results, start=1)]
+    views = [
+        _source(state.task_id, str(item.get("ref") or number), item, cited)
+        for number, item in enumerate(results, start=1)
+    ]
     listed = {view.ref for view in views}
     for citation in state.citations:
         if citation.ref not in listed:
@@ -417,17 +426,32 @@ def summary_lines(summary: str, tasks: Sequence[TaskState]) -> tuple[SummaryLine
     """The run's summary line by line, each line's markers linked to the sources of the task it quotes.
 
     A payoff line names its task (``- ... (plan)``); the evidence line is the reinforce of the last task
-    whose reinforce says exactly that. Lines quoting no task keep their markers as text.
+    whose reinforce says exactly that. Lines quoting no task keep their markers as text. After ``Sources:``
+    each ``[n] path#Heading`` line is a ``source`` of the run, its marker linked to the first task that cites it.
     """
     by_id = {task.task_id: task for task in tasks}
     lines: list[SummaryLine] = []
+    listing = False
     for line in summary.splitlines():
         if not line.strip():
             continue
+        listed = _SUMMARY_SOURCE.match(line) if listing else None
         payoff = _SUMMARY_PAYOFF.match(line)
-        if payoff and payoff["task_id"] in by_id:
-            task = by_id[payoff["task_id"]]
-            lines.append(SummaryLine("payoff", cited_parts(line[2:], citation_anchors(task)), task.task_id))
+        # A payoff several tasks gave names them all (``(diagnose, plan)``): under the run's numbering its
+        # markers name the same sources in each, so the first task's panel is linked.
+        names = [payoff["task_id"], *payoff["task_id"].split(", ")] if payoff else []
+        quoted = next((by_id[name] for name in names if name in by_id), None)
+        if line == SOURCES_LINE:
+            listing = True
+            lines.append(SummaryLine("sources", (TextPart(line),)))
+        elif listed:
+            ref = listed["ref"]
+            task = next((task for task in tasks if ref in citation_anchors(task)), None)
+            anchor = source_anchor(task.task_id, ref) if task is not None else None
+            parts = (TextPart(f"[{ref}]", ref if anchor else None, anchor), TextPart(line[listed.end("marker") :]))
+            lines.append(SummaryLine("source", parts, task.task_id if task else None, ref))
+        elif quoted is not None:
+            lines.append(SummaryLine("payoff", cited_parts(line[2:], citation_anchors(quoted)), quoted.task_id))
         elif line.startswith(_SUMMARY_EVIDENCE):
             evidence = line[len(_SUMMARY_EVIDENCE) :]
             quoted = next((task for task in reversed(tasks) if task.loop_output.reinforce == evidence), None)
