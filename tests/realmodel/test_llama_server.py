@@ -1,9 +1,10 @@
-"""Real-model tests: MarsRAG against llama-cpp-python's OpenAI-compatible server running SmolLM2-135M.
+"""Real-model tests: MarsRAG against llama-cpp-python's OpenAI-compatible server, SmolLM2-135M and Qwen2.5-Coder.
 
 The server accepts ``response_format`` only as ``text`` or ``json_object`` (with an optional ``schema``, which
 it turns into a grammar): ``auto`` must step down from ``json_schema`` once per process, record it, and then
 get constrained, structurally valid answers from even this tiny model. Under ``prompt`` the model writes
-what it likes; the run still completes, each task with a stored verdict. Kept few: a call takes seconds.
+what it likes; the run still completes, each task with a stored verdict. Kept few: a call takes seconds
+(SmolLM2), 20-45 s (Qwen2.5-Coder-0.5B, one run only). One file, so one worker runs them, a model at a time.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ pytestmark = pytest.mark.realmodel
 
 GOAL = "Checkout latency breached its SLO in three regions right after cache nodes restarted. What should we do?"
 STATUSES = {"valid", "partial", "failed"}
+#: Error codes of an answer without the contract's shape: what decoding under the schema rules out.
+SHAPE = {"missing", "not_string", "unparseable"}
 
 
 def marsrag(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
@@ -150,3 +153,38 @@ def test_grammar_mode_sends_the_contract_grammar_and_the_answer_has_its_shape(mo
     [record] = JOURNAL.drain(task)
     assert (record.structured_output, record.structured_output_refused) == ("grammar", ())
     assert record.finish_reason == "stop" and record.completion_tokens
+
+
+def test_qwen_answers_each_task_through_the_users_path(qwen_server: ModelServer, home: Path) -> None:
+    """Qwen2.5-Coder-0.5B via the CLI (auto, --base-url, no key): every task gets a verdict and a parsed answer.
+
+    ``auto`` steps down to ``json_object`` with the contract's schema, so the server decodes under it: an answer it
+    did not cut parses into the five fields (no ``missing``, ``not_string`` or ``unparseable``), and a valid task's
+    loop is the next task's hook. Whether a task is valid is the model's doing and is not asserted. The sample's
+    two-task workflow (change_review) keeps it to two answers: Qwen takes tens of seconds for one.
+    """
+    _, document = run(qwen_server, home, "--workflow", "change_review")
+    assert document["status"] == "completed" and document["workflow"] == "change_review"
+    tasks = document["tasks"]
+    assert [task["validation"]["status"] in STATUSES for task in tasks] == [True] * 2
+    every = attempts(document)
+    host = qwen_server.base_url.split("//", 1)[1].split("/", 1)[0]
+    assert {(a["model"], a["endpoint"], a["structured_output"]) for a in every} == {
+        ("qwen2.5-coder", host, "json_object")
+    }
+    assert every[0]["structured_output_refused"] == ["json_schema"]
+    assert all(a["prompt_tokens"] and a["completion_tokens"] and a["finish_reason"] for a in every), every
+    uncut = [a for a in every if a["finish_reason"] != "length"]
+    assert uncut and all(not {e["code"] for e in a["errors"]} & SHAPE for a in uncut), every
+    for task in tasks:
+        if task["validation"]["status"] == "valid":
+            assert all(
+                str(task["loop_output"][name]).strip() for name in ("hook", "grip", "payoff", "reinforce", "loop")
+            )
+    by_id = {task["task_id"]: task for task in tasks}
+    assert len(document["transitions"]) == 1
+    for transition in document["transitions"]:
+        source = by_id[transition["transition_source_task_id"]]
+        if source["validation"]["status"] == "valid":
+            assert transition["transition_mode"] in ("direct", "repair")
+            assert transition["hook"] == source["loop_output"]["loop"]
