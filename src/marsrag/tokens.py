@@ -110,3 +110,16 @@ _VOWELS = frozenset("aeiouy")
 def stems(text: str) -> list[str]:
     """The Snowball stems of the content words of more than two characters (and at most MAX_STEM_CHARS), in order."""
     return [_snowball(word) for word in words(text) if 2 < len(word) <= MAX_STEM_CHARS]
+
+
+@lru_cache(maxsize=65536)
+def _snowball_only(word: str) -> str:
+    return str(_stemmer().stemWord(word))
+
+
+def surface_stems(text: str) -> list[str]:
+    """Snowball stems of the words as written (no dictionary form first), as :func:`stems` selects them.
+
+    For the contract's rules: ``marsrag validate`` must start fast, and lemminflect's lexicon loads NumPy.
+    """
+    return [_snowball_only(word) for word in words(text) if 2 < len(word) <= MAX_STEM_CHARS]

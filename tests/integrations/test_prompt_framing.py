@@ -14,6 +14,7 @@ import pytest
 from marsrag.chain.briefing import ANSWER_NOW, GOAL_PREFIX, SOURCES_HEADING, SUPPORT_PREFIX, briefing
 from marsrag.contract import EXPECTED_OUTPUT_TEMPLATE, INSTRUCTIONS_NOT_ANSWER, validate_output
 from marsrag.contract.example import WORKED_EXAMPLE
+from marsrag.contract.template import render_example
 from marsrag.state import Support
 from marsrag.tasks import ProjectConfig
 from marsrag.tokens import words
@@ -46,24 +47,25 @@ def first_prompt(project: ProjectConfig) -> str:
 
 
 def test_the_expected_output_frames_the_template_and_ends_with_the_goal(sample_project: ProjectConfig) -> None:
-    """Framing line, the template word for word, the format, the example, then the goal and the request."""
+    """The example, the framing line, the template word for word, the format, then the goal and the request."""
     from marsrag.integrations.crewai_builders import build_crew
     from marsrag.llm.replay import ReplayLLM
 
     expected = build_crew(sample_project, "support_answer", ReplayLLM.from_outputs([])).tasks[0].task.expected_output
-    assert expected.startswith(f"{INSTRUCTIONS_NOT_ANSWER}\n{EXPECTED_OUTPUT_TEMPLATE}")
-    assert json.dumps(WORKED_EXAMPLE) in expected
+    assert expected.startswith(render_example())
+    assert f"{INSTRUCTIONS_NOT_ANSWER}\n{EXPECTED_OUTPUT_TEMPLATE}" in expected
+    assert expected.index(json.dumps(WORKED_EXAMPLE)) < expected.index(EXPECTED_OUTPUT_TEMPLATE)
     assert expected.endswith(f'{GOAL_PREFIX} "{{goal}}"\n{ANSWER_NOW}')
 
 
 def test_the_prompt_gives_sources_first_and_the_goal_last_once(sample_project: ProjectConfig) -> None:
-    """Sources, support line, template, example, goal: in that order; the goal line once, near the end."""
+    """Sources, support line, example, template, goal: in that order; the goal line once, near the end."""
     prompt = first_prompt(sample_project)
     order = [
         prompt.index(SOURCES_HEADING),
         prompt.index(SUPPORT_PREFIX),
-        prompt.index(EXPECTED_OUTPUT_TEMPLATE.splitlines()[0]),
         prompt.index(WORKED_EXAMPLE["hook"]),
+        prompt.index(EXPECTED_OUTPUT_TEMPLATE.splitlines()[0]),
         prompt.index(f'{GOAL_PREFIX} "{GOAL}"'),
     ]
     assert order == sorted(order)

@@ -32,12 +32,13 @@ HOSTILE_TASK = 'task"><img src=x onerror=window.__pwned=1>'
 HOSTILE_SESSIONS = ('s"><svg onload=window.__pwned=1>', "javascript:alert(1)", "{{7*7}}" + RTL)
 
 #: One payload per Loop Contract section, so each section's card is checked.
+#: Each is content (a few words of its own) beside its payload: a bare payload would be a placeholder (1.2.0).
 SECTIONS = {
-    "hook": f"Hook {SCRIPT}",
-    "grip": f"Grip {IMG}",
-    "payoff": f"Payoff {SVG}",
-    "reinforce": f"Reinforce {TEMPLATE} {RTL}",
-    "loop": f"{JS_URL} Loop {SCRIPT}?",
+    "hook": f"Hook: why did checkout slow down {SCRIPT}",
+    "grip": f"Grip: the cache restarted cold {IMG}",
+    "payoff": f"Payoff: pre-warm each cache node first {SVG}",
+    "reinforce": f"Reinforce: misses tripled after restarts {TEMPLATE} {RTL}",
+    "loop": f"{JS_URL} Loop: which region should go first {SCRIPT}?",
 }
 #: Not a contract answer: the task fails, and its raw text and errors are shown.
 BROKEN = f"HOOK: {SCRIPT}\nnothing else {IMG}"

@@ -9,7 +9,8 @@ Three shapes, each found by what it is made of, never by a list of observed outp
   (``[insert action/topic here]``, ``<your answer>``, ``[{json}}``), or its spans hold more words than the
   few outside them (``Next: [describe the action to take]``). Citation markers, Markdown links and lone markup
   tags are not spans; a span holding a sentence (it ends in ``.``, ``!`` or ``?``) or many words is content;
-- **a reworded instruction**: most of the field's content words (stems, :func:`marsrag.tokens.stems`) are the
+- **a reworded instruction**: most of the field's content words (Snowball stems as written,
+  :func:`marsrag.tokens.surface_stems`) are the
   vocabulary of the canonical template's instruction lines and the words a prompt uses about the answer
   itself (``answer``, ``section``, ``write``...): "To deliver specific value, recommendation, or
   resolution" is PAYOFF's instruction, not a payoff. A field naming anything specific (a number, an acronym,
@@ -18,7 +19,7 @@ Three shapes, each found by what it is made of, never by a list of observed outp
   a field that copies it.
 
 Each check starts with a test of one or two characters or of the length, so most real answers pay a few
-microseconds; stems (whose lexicon loads on first use) are taken only for a short field whose words already
+microseconds; stems (Snowball, loaded on first use) are taken only for a short field whose words already
 look like the template's.
 """
 
@@ -30,7 +31,7 @@ from typing import Final
 
 from marsrag.contract.example import WORKED_EXAMPLE
 from marsrag.contract.fields import FIELDS, SECTION_INSTRUCTIONS
-from marsrag.tokens import stems, words
+from marsrag.tokens import surface_stems, words
 
 # -- bare source references -----------------------------------------------------------------------------------
 
@@ -145,9 +146,9 @@ def _vocabulary() -> tuple[frozenset[str], frozenset[str], tuple[frozenset[str],
     """The template's stems, the instruction verbs' stems and each example field's stems (stemming loads here)."""
     template = " ".join([*SECTION_INSTRUCTIONS.values(), *META_WORDS])
     return (
-        frozenset(stems(template)),
-        frozenset(stems(" ".join(INSTRUCTION_VERBS))),
-        tuple(frozenset(stems(text)) for text in WORKED_EXAMPLE.values()),
+        frozenset(surface_stems(template)),
+        frozenset(surface_stems(" ".join(INSTRUCTION_VERBS))),
+        tuple(frozenset(surface_stems(text)) for text in WORKED_EXAMPLE.values()),
     )
 
 
@@ -166,7 +167,7 @@ def restated_instruction(value: str) -> str | None:
     prefixes = _prefixes()
     if sum(1 for word in words(body) if word[:4] in prefixes) < MIN_ALL:
         return None
-    found = stems(body)
+    found = surface_stems(body)
     if not found:
         return None
     distinct = set(found)

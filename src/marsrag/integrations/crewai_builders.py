@@ -197,10 +197,11 @@ def build_task(
         expected = config.expected_output if not config.narrative and config.expected_output else MACHINE_FIRST_OUTPUT
         return BuiltTask(config, ContractTask(expected_output=expected, **common), None, agent)
     guardrail = ContractGuardrail(loop_mode)
-    # With response_model set CrewAI adds no format text to the prompt, so the template says it: framed as
-    # instructions (small models copy them otherwise), then the format, an example from an unrelated domain,
-    # and last the goal (CrewAI fills in {goal} at kickoff) right before CrewAI asks for the answer.
-    parts = [f"{INSTRUCTIONS_NOT_ANSWER}\n{config.expected_output}", _JSON_HINT, render_example()]
+    # With response_model set CrewAI adds no format text to the prompt, so the template says it: an example from
+    # an unrelated domain first (shown last, SmolLM2-135M copied it into 3 of 3 answers; shown first, none),
+    # then the template framed as instructions (small models copy them otherwise), the format, and last the
+    # goal (CrewAI fills in {goal} at kickoff) right before CrewAI asks for the answer.
+    parts = [render_example(), f"{INSTRUCTIONS_NOT_ANSWER}\n{config.expected_output}", _JSON_HINT]
     if managed:
         parts.append(MANAGED_HINT)
     expected = "\n\n".join([*parts, ANSWER_REQUEST])
