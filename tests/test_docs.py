@@ -1,8 +1,10 @@
 """The docs cannot go stale: the CLI reference is what the app says, and every offline example runs.
 
-Examples to run are fenced as ``console`` blocks; each ``$ `` line is a command, run from the repository
-root in a fresh data directory per page (so a page's commands build on each other, as a reader types them).
-``marsrag`` is this checkout's CLI. A line ending in ``# exit N`` expects that exit code, else 0.
+Examples to run are fenced as ``console`` blocks; each ``$ `` line is a command, run in a fresh folder per
+page that sees the repository's ``examples/`` and ``src/`` (as a reader in the repository root does), with a
+fresh data directory (so a page's commands build on each other, as a reader types them). ``marsrag`` is this
+checkout's CLI; ``cd DIR`` moves the following commands into DIR. A line ending in ``# exit N`` expects that
+exit code, else 0.
 """
 
 from __future__ import annotations
@@ -52,16 +54,25 @@ def test_every_offline_example_of_a_page_runs(page: Path, tmp_path: Path) -> Non
     """Each `$` line of the page's console blocks exits as the page says, in a fresh data directory."""
     env = {key: value for key, value in os.environ.items() if not key.startswith(("MARSRAG_", "OTEL_EXPORTER"))}
     env.update(MARSRAG_HOME=str(tmp_path / "home"), NO_COLOR="1", COLUMNS="100")
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), env.get("PYTHONPATH", "")])
+    here = tmp_path / "work"
+    here.mkdir()
+    for name in ("examples", "src"):
+        (here / name).symlink_to(REPO / name)
     for command in examples(page):
         expected = _EXIT.search(command)
         line = _EXIT.sub("", command)
         words = shlex.split(line)
+        if words[0] == "cd":
+            here = here / words[1]
+            assert here.is_dir(), f"{page.name}: `{line}`: no such folder"
+            continue
         assert words[0] == "marsrag", f"{page.name}: only marsrag commands run here: {line}"
         proc = subprocess.run(
             [sys.executable, "-m", "marsrag", *words[1:]],
             capture_output=True,
             text=True,
-            cwd=REPO,
+            cwd=here,
             env=env,
             stdin=subprocess.DEVNULL,
             timeout=600,

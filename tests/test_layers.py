@@ -44,6 +44,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("marsrag.state",),
     ("marsrag.contract",),
     ("marsrag.settings", "marsrag.files"),
+    ("marsrag.project", "marsrag.urls"),
     ("marsrag.errors", "marsrag.text", "marsrag.tokens", "marsrag.paths", "marsrag.faults", "marsrag.terminal"),
     ("marsrag",),
     ("marsrag._version",),

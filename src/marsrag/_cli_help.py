@@ -13,9 +13,12 @@ from collections.abc import Callable
 from typing import Any
 
 import typer
-from typer.core import TyperArgument, TyperCommand
+from typer.core import TyperArgument, TyperCommand, TyperGroup
 
-__all__ = ["HelpCommand", "HelpTyper", "usage_message"]
+__all__ = ["STATIC_HELP", "HelpCommand", "HelpTyper", "usage_message", "where_group"]
+
+#: Set in a help context's ``meta`` for help that must not depend on where it is printed (the CLI reference).
+STATIC_HELP = "marsrag.static_help"
 
 #: Typer's type labels, as the help shows them.
 _TYPE_NAMES = {"str": "TEXT", "int": "INTEGER", "float": "NUMBER", "path": "PATH", "Path": "PATH", "bool": "BOOLEAN"}
@@ -68,6 +71,21 @@ class HelpCommand(TyperCommand):
             if rows:
                 with formatter.section(title):
                     formatter.write_dl(rows)
+
+
+def where_group(where: Callable[[], str]) -> type[TyperGroup]:
+    """The root command group's class: its help ends with ``Here: {where()}.``, which project and store a command
+    run here would use (computed when the help is shown; not in :data:`STATIC_HELP` contexts)."""
+
+    class WhereGroup(TyperGroup):
+        def format_epilog(self, ctx: Any, formatter: Any) -> None:
+            super().format_epilog(ctx, formatter)
+            if not ctx.meta.get(STATIC_HELP):
+                formatter.write_paragraph()
+                # Not wrapped: a path or URL broken at a hyphen cannot be copied whole.
+                formatter.write(f"{' ' * formatter.current_indent}Here: {where()}.\n")
+
+    return WhereGroup
 
 
 class HelpTyper(typer.Typer):

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from marsrag._cli_help import HelpTyper, usage_message
+from marsrag._cli_help import HelpTyper, usage_message, where_group
 from marsrag._version import __version__
 from marsrag.errors import (
     IncompatibleRecordError,
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 app = HelpTyper(
     name="marsrag",
+    cls=where_group(lambda: _where()),
     help="MarsRAG: CrewAI retrieval assistants whose answers follow the Loop Contract.",
     no_args_is_help=True,
     add_completion=False,
@@ -110,10 +111,27 @@ def _settings(
     broker: str | None = None,
     structured_output: str | None = None,
 ) -> Settings:
-    """The settings of this command: its flags, else the environment, else the settings file, else defaults."""
-    return resolve_settings(
+    """The settings of this command: its flags, else the environment, else the settings file, else defaults.
+
+    Kept for the command's error lines, which name the project and store when a store error is reported.
+    """
+    settings = resolve_settings(
         config=config, llm=llm, db=db, base_url=base_url, broker=broker, structured_output=structured_output
     )
+    _RESOLVED[:] = [settings]
+    return settings
+
+
+#: The settings the running command resolved (at most one): its error lines say where it looked.
+_RESOLVED: list[Settings] = []
+
+
+def _where() -> str:
+    """Which project and store a command run here without flags would use (the root help's last line)."""
+    try:
+        return resolve_settings().where()
+    except MarsRAGError as error:
+        return f"the settings cannot be read: {error}"
 
 
 def _progress(format: FormatChoice) -> "list[EventSink]":
@@ -189,7 +207,8 @@ def schema(indent: Annotated[int, typer.Option(min=0, max=8, help="Spaces per in
 @app.command()
 def lint(
     paths: Annotated[
-        list[Path] | None, typer.Argument(help="YAML files or config folders; default ./config when present.")
+        list[Path] | None,
+        typer.Argument(help="YAML files or config folders; default the project's config folder, else ./config."),
     ] = None,
     module: Annotated[
         list[str] | None, typer.Option(help="Lint Python-defined configs: package.module:factory (repeatable).")
@@ -212,12 +231,13 @@ def lint(
     from marsrag.tasks.sources import config_set_from_factory, config_sets_from_paths
 
     if not paths and not module:
-        if not Path("config").is_dir():
+        folder = _settings().config or Path("config")  # the project's config folder, inside a project
+        if not folder.is_dir():
             _error(
                 "no ./config folder here (nor tasks.yaml to lint): name the config folder, e.g. marsrag lint config/"
             )
             raise typer.Exit(1)
-        paths = [Path("config")]
+        paths = [folder]
     config_sets = config_sets_from_paths(paths or [])
     config_sets += [config_set_from_factory(spec) for spec in module or []]
     for problem in filter(None, map(missing_tasks, config_sets)):
@@ -268,7 +288,12 @@ def init(
 
 @app.command()
 def ingest(
-    paths: Annotated[list[Path], typer.Argument(help="Markdown, text or HTML files, or folders (recursively).")],
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Markdown, text or HTML files, or folders (recursively); default, in a project: its knowledge folder."
+        ),
+    ] = None,
     db: DbOption = None,
     collection: Annotated[
         str | None,
@@ -283,12 +308,20 @@ def ingest(
     file replaces its chunks, and each replacement is printed with its reason. Unreadable or binary files are
     skipped with a warning naming them.
 
+    Inside a project (see `marsrag init`), PATHS default to the project's knowledge folder and the documents go
+    to the project's own store.
+
     Example: marsrag ingest docs/ runbooks/restart.md --collection handbook
     """
     # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.compose import ingest as ingest_into
 
-    report = ingest_into(_settings(db=db), list(paths), progress=format is FormatChoice.text, collection=collection)
+    settings = _settings(db=db)
+    if not paths:
+        if settings.knowledge is None:
+            raise InputError("name the files or folders to ingest (only a project has a default knowledge folder)")
+        paths = [settings.knowledge]
+    report = ingest_into(settings, paths, progress=format is FormatChoice.text, collection=collection)
     # Each skipped path reaches stderr once, as the library's own warning line (see _report_warnings).
     if format is FormatChoice.json:
         _out_json(report.to_dict(), default=str)
@@ -335,7 +368,7 @@ def run(
     settings = _settings(config=config, llm=llm, db=db, base_url=base_url, structured_output=structured_output)
     with _stdout_kept_for(format):
         document = run_goal(settings, goal, workflow=workflow, session=session, sinks=_progress(format))
-    _print_run(document, format, settings.db)
+    _print_run(document, format, settings)
     raise typer.Exit(0 if document["status"] == "completed" else 1)
 
 
@@ -364,7 +397,7 @@ def resume(
     settings = _settings(config=config, llm=llm, db=db, base_url=base_url, structured_output=structured_output)
     with _stdout_kept_for(format):
         document = resume_run(settings, run_id, sinks=_progress(format))
-    _print_run(document, format, settings.db)
+    _print_run(document, format, settings)
     raise typer.Exit(0 if document["status"] == "completed" else 1)
 
 
@@ -399,7 +432,7 @@ def follow(
     settings = _settings(config=config, llm=llm, db=db, base_url=base_url, structured_output=structured_output)
     with _stdout_kept_for(format):
         document = follow_run(settings, run_id, workflow=workflow, goal=goal, sinks=_progress(format))
-    _print_run(document, format, settings.db)
+    _print_run(document, format, settings)
     raise typer.Exit(0 if document["status"] == "completed" else 1)
 
 
@@ -746,7 +779,7 @@ def runs_show(
 
     # One store opened for both the prefix and the view (opening it checks the schema version: not free).
     with open_store(settings.db) as store:
-        _print_run_text(store, store.resolve_run_id(run_id), settings.db)
+        _print_run_text(store, store.resolve_run_id(run_id), settings)
 
 
 @contextmanager
@@ -768,7 +801,7 @@ def _act(action: str, run_id: str, task_id: str, settings: Settings, format: For
 
     with _stdout_kept_for(format):
         document = act_on_task(settings, action, run_id, task_id)
-    _print_run(document, format, settings.db)
+    _print_run(document, format, settings)
     status = next(t["validation"]["status"] for t in document["tasks"] if t["task_id"] == task_id)
     raise typer.Exit(0 if status == "valid" else 1)
 
@@ -864,28 +897,35 @@ def runs_feedback(
     _out(f"Recorded: the {what} of run {event['run_id']} rated {said} ({rating.value}).\n")
 
 
-def _print_run(document: dict[str, Any], format: FormatChoice, db: str | None = None) -> None:
+def _print_run(document: dict[str, Any], format: FormatChoice, settings: Settings) -> None:
     if format is FormatChoice.json:
         _out_json(document)
         return
     # lazy: SQLAlchemy, kept off the fast commands (validate, schema, lint)
     from marsrag.store import open_store
 
-    with open_store(db) as store:
-        _print_run_text(store, document["run_id"], db)
+    with open_store(settings.db) as store:
+        _print_run_text(store, document["run_id"], settings)
 
 
-def _print_run_text(store: "RunStore", run_id: str, db: str | None) -> None:
-    """The run as text: the view model the web pages render (cards, badge, header, next action), read back stored."""
+def _print_run_text(store: "RunStore", run_id: str, settings: Settings) -> None:
+    """The run as text: the view model the web pages render (cards, badge, header, next action), read back stored,
+    then where it is stored and how to show it again."""
     # lazy: Rich, kept off the fast commands (validate, schema, lint)
     from marsrag.render_runs import print_run
-    from marsrag.store import default_db_url
-    from marsrag.store.urls import mask
+    from marsrag.urls import mask
     from marsrag.views.viewmodel import read_run_view
 
     print_run(read_run_view(store, run_id))
-    where = mask(db or default_db_url())  # never print a password
-    _out(f"\nState stored in {where}; show it again with: marsrag runs show {run_id} --db '{where}'\n")
+    where = mask(settings.db)  # never print a password
+    if settings.project is not None:
+        # Inside the project the store needs no naming: any folder of it finds the same one.
+        _out(
+            f"\nState stored in project {settings.project_name}'s store {where}; "
+            f"show it again with: marsrag runs show {run_id}\n"
+        )
+    else:
+        _out(f"\nState stored in {where}; show it again with: marsrag runs show {run_id} --db '{where}'\n")
 
 
 def _print_json(source: str, result: dict[str, Any]) -> None:
@@ -967,7 +1007,9 @@ def main(argv: list[str] | None = None) -> None:
         _error("aborted")
         code = 130
     except MarsRAGError as error:
-        _error(str(error))
+        # A store's error names the project and store looked in: "no run" means nothing in the wrong store.
+        where = f" ({_RESOLVED[0].where(brief=True)})" if _RESOLVED and isinstance(error, StoreError) else ""
+        _error(str(error) + where)
         code = exit_code(error)
     except Exception as error:  # noqa: BLE001 - a bug is reported in one line; MARSRAG_DEBUG=1 shows the traceback
         if os.environ.get("MARSRAG_DEBUG"):

@@ -11,6 +11,7 @@ from typing import Any
 
 import typer
 
+from marsrag._cli_help import STATIC_HELP
 from marsrag.cli import app
 
 _HEAD = """\
@@ -36,7 +37,9 @@ def render() -> str:
 
 # Typer carries its own copy of Click: its commands are read by what they have, not by Click's classes.
 def _context(command: Any, info_name: str) -> Any:
-    return command.context_class(command, info_name=info_name, terminal_width=100, max_content_width=100)
+    context = command.context_class(command, info_name=info_name, terminal_width=100, max_content_width=100)
+    context.meta[STATIC_HELP] = True  # the page is the same wherever it is generated: no "Here:" line
+    return context
 
 
 def _commands(command: Any, path: list[str]) -> Iterator[tuple[list[str], Any]]:

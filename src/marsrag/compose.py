@@ -10,6 +10,7 @@ Importing this module stays cheap: CrewAI and SQLAlchemy load when a runner or k
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
@@ -33,11 +34,13 @@ from marsrag.settings import Settings
 from marsrag.store import open_store as open_store_at
 from marsrag.store import still_holds
 from marsrag.store.base import RunStore
-from marsrag.store.urls import mask
 from marsrag.tasks.loader import load_config
+from marsrag.urls import mask
 from marsrag.views.document import list_runs as list_runs_at
 from marsrag.views.document import run_document
 from marsrag.views.document import show_run as show_run_at
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -213,8 +216,21 @@ def run_goal(
         StoreError: the store failed during the run, or no longer holds it after (see :func:`kept`).
     """
     with open_runner(settings, workflow=workflow, sinks=sinks) as runner:
+        _warn_when_empty(settings, runner.store)
         record = runner.run(goal, workflow=workflow, session_id=session)
         return kept(settings, run_document(runner.store, record.run_id))
+
+
+def _warn_when_empty(settings: Settings, store: RunStore) -> None:
+    """Warn (the CLI prints it on one line) that a run will find nothing: the knowledge base holds no document."""
+    if store.knowledge().term_counts(()).chunks:
+        return
+    how = "marsrag ingest" if settings.knowledge is not None else "marsrag ingest PATH"
+    logger.warning(
+        "the knowledge base is empty (%s): answers will say it does not cover the goal; add documents with %s",
+        settings.where(brief=True),
+        how,
+    )
 
 
 def resume_run(settings: Settings, run_id: str, *, sinks: Sequence[EventSink] = ()) -> dict[str, Any]:

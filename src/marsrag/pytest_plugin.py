@@ -23,7 +23,7 @@ import pytest
 
 from marsrag.errors import MarsRAGError
 
-__all__ = ["LoopContractItem"]
+__all__ = ["LoopContractFile", "LoopContractItem"]
 
 _ENV_KEYS = ("HOME", "MARSRAG_HOME", "CREWAI_STORAGE_DIR")
 
@@ -101,12 +101,27 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         where = source.resolve().relative_to(config.rootpath.resolve()).as_posix()
     except ValueError:
         where = source.resolve().as_posix()
-    for task in tasks:
-        for check in checks:
-            name = f"loop_contract[{task}-{check}]"
-            items.append(
-                LoopContractItem.from_parent(session, name=name, nodeid=f"{where}::{name}", task=task, check=check)
-            )
+    tests = LoopContractFile.from_parent(session, path=source, nodeid=where, tasks=tasks, checks=checks)
+    # Collected as pytest collects a test file (its report counted, "collected N items" included), after the
+    # files of the test paths, before -k and -m select among the items.
+    items.extend(session.genitems(tests))
+
+
+class LoopContractFile(pytest.File):
+    """A config folder's ``tasks.yaml``, collected: one :class:`LoopContractItem` per narrative task and check."""
+
+    def __init__(self, *, tasks: list[str], checks: list[str], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.tasks = tasks
+        self.checks = checks
+
+    def collect(self) -> list[pytest.Item]:
+        """The items, task by task."""
+        return [
+            LoopContractItem.from_parent(self, name=f"loop_contract[{task}-{check}]", task=task, check=check)
+            for task in self.tasks
+            for check in self.checks
+        ]
 
 
 class LoopContractItem(pytest.Item):

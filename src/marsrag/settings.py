@@ -1,5 +1,10 @@
 """MarsRAG's settings, resolved once: a command-line flag, else the environment, else the settings file, else a default.
 
+Inside a project (a folder with ``marsrag.toml`` at its root, see :mod:`marsrag.project`), the settings file is
+the project's ``marsrag.toml``, and the defaults are the project's: its config folder, its knowledge folder and
+a store in its own data folder; ``$MARSRAG_CONFIG`` and the data directory's ``config.toml`` are not read, so
+that no setting of theirs makes projects share a store again. Outside any project:
+
 The settings file is TOML, named by ``$MARSRAG_CONFIG``, else ``<data dir>/config.toml``; it may set ``llm``,
 ``base_url``, ``db``, ``broker`` and ``structured_output``, each a string. It is read only when a flag or the
 environment leaves one of those unset, and then it says when it is wrong: a file ``$MARSRAG_CONFIG`` names
@@ -29,6 +34,8 @@ from urllib.parse import quote
 
 from marsrag.errors import InputError
 from marsrag.paths import data_dir
+from marsrag.project import MARKER, Project, find_project
+from marsrag.urls import mask
 
 __all__ = [
     "COMPOSER",
@@ -57,6 +64,8 @@ ENV = {
 }
 #: The keys the settings file may set.
 FILE_KEYS = tuple(ENV)
+#: The keys a project's ``marsrag.toml`` may set: the settings file's and the project's own.
+PROJECT_KEYS = (*FILE_KEYS, "name", "config", "knowledge")
 
 SETTINGS_FILE_ENV = "MARSRAG_CONFIG"
 TOKEN_ENV = "MARSRAG_TOKEN"
@@ -113,8 +122,14 @@ class Settings:
     """Everything configurable about where MarsRAG reads and writes and what it runs with.
 
     Attributes:
-        data_dir: where MarsRAG keeps its data (``$MARSRAG_HOME``, else the XDG data directory).
-        settings_file: the TOML settings file consulted (``$MARSRAG_CONFIG``, else ``<data dir>/config.toml``).
+        data_dir: where MarsRAG keeps its data: the project's ``.marsrag/``, else ``$MARSRAG_HOME``, else the XDG
+            data directory.
+        settings_file: the TOML settings file consulted (the project's ``marsrag.toml``, else ``$MARSRAG_CONFIG``,
+            else ``<data dir>/config.toml``).
+        project: the project around the working directory (None: outside any).
+        project_name: its name (its file's ``name``, else its folder's name).
+        knowledge: the project's knowledge folder, what ``marsrag ingest`` reads when given no path (None
+            outside a project).
         config: the config folder (None: ``./config`` when present, else the shipped sample).
         llm: ``composer`` (default), ``replay:FILE`` or a CrewAI model string.
         base_url: the OpenAI-compatible server for ``llm`` (Ollama, vLLM...).
@@ -135,6 +150,9 @@ class Settings:
     data_dir: Path
     settings_file: Path
     db: str
+    project: Project | None = None
+    project_name: str | None = None
+    knowledge: Path | None = None
     config: Path | None = None
     llm: str = COMPOSER
     base_url: str | None = None
@@ -170,13 +188,21 @@ class Settings:
                 broker) a queue timeout is not a positive number of seconds.
         """
         env = os.environ if environ is None else environ
-        home = data_dir()
-        path = settings_file(env)
-        from_file = _FileValues(path, explicit=bool(env.get(SETTINGS_FILE_ENV)))
+        project = find_project()
+        if project is not None:
+            home, path = project.data_dir, project.file
+            from_file = _FileValues(path, explicit=True, keys=PROJECT_KEYS)
+        else:
+            home, path = data_dir(), settings_file(env)
+            from_file = _FileValues(path, explicit=bool(env.get(SETTINGS_FILE_ENV)))
         flags = {"llm": llm, "base_url": base_url, "db": db, "broker": broker, "structured_output": structured_output}
 
         def pick(name: str) -> str | None:
             return _text(flags[name]) or _text(env.get(ENV[name])) or from_file.get(name)
+
+        db_url = _text(db) or _text(env.get(ENV["db"]))
+        if db_url is None and (from_file_db := from_file.get("db")) is not None:
+            db_url = _in_project(from_file_db, project) if project is not None else from_file_db
 
         chosen_broker = pick("broker")
         queue_options: dict[str, Any] = {}
@@ -189,10 +215,13 @@ class Settings:
         return cls(
             data_dir=home,
             settings_file=path,
-            config=Path(config) if config is not None else None,
+            project=project,
+            project_name=(from_file.get("name") or project.root.name) if project is not None else None,
+            knowledge=project.path(from_file.get("knowledge") or "knowledge") if project is not None else None,
+            config=Path(config) if config is not None else _project_config(project, from_file),
             llm=pick("llm") or COMPOSER,
             base_url=pick("base_url"),
-            db=pick("db") or default_store_url(home),
+            db=db_url or default_store_url(home),
             broker=chosen_broker,
             token=_text(env.get(TOKEN_ENV)),
             allowed_hosts=tuple(name.strip() for name in env.get(ALLOWED_HOSTS_ENV, "").split(",") if name.strip()),
@@ -201,6 +230,39 @@ class Settings:
             structured_output=_structured_output(pick("structured_output")),
             **queue_options,
         )
+
+    def where(self, *, brief: bool = False) -> str:
+        """Which project and store a command uses, in words: ``project NAME (ROOT), store URL``; ``brief``:
+        ``project NAME, store URL``, or only ``store URL`` outside a project (for error lines)."""
+        store = f"store {mask(self.db)}"
+        if self.project is None:
+            return store if brief else f"no project here (no {MARKER} in this folder or above), {store}"
+        if brief:
+            return f"project {self.project_name}, {store}"
+        return f"project {self.project_name} ({self.project.root}), {store}"
+
+
+def _project_config(project: Project | None, from_file: _FileValues) -> Path | None:
+    """The project's config folder: its file's ``config``, else ``config/`` at its root when present; None outside
+    a project (or when the project has none: ``./config``, else the shipped sample, as outside)."""
+    if project is None:
+        return None
+    named = from_file.get("config")
+    if named is not None:
+        return project.path(named)
+    folder = project.root / "config"
+    return folder if folder.is_dir() else None
+
+
+def _in_project(url: str, project: Project) -> str:
+    """``url``, with a relative SQLite file made relative to the project's root (not the working directory)."""
+    scheme, separator, rest = url.partition("://")
+    if not (separator and scheme.lower().startswith("sqlite")) or not rest.startswith("/") or rest.startswith("//"):
+        return url
+    file = rest[1:]
+    if not file or file.startswith((":memory:", "file:")) or "mode=memory" in file:
+        return url
+    return f"{scheme}:///{quote(str(project.root), safe='/').rstrip('/')}/{file}"
 
 
 def _structured_output(value: str | None) -> str:
@@ -233,9 +295,10 @@ class _FileValues:
     ``explicit``: the file was named by ``$MARSRAG_CONFIG``, so it must exist (the default one need not).
     """
 
-    def __init__(self, path: Path, *, explicit: bool = False) -> None:
+    def __init__(self, path: Path, *, explicit: bool = False, keys: tuple[str, ...] = FILE_KEYS) -> None:
         self.path = path
         self.explicit = explicit
+        self.keys = keys
         self._values: dict[str, Any] | None = None
 
     def get(self, key: str) -> str | None:
@@ -264,15 +327,15 @@ class _FileValues:
         except (OSError, tomllib.TOMLDecodeError) as error:
             raise InputError(f"{self.path}: not a readable TOML settings file: {error}") from None
         for key in values:
-            if key not in FILE_KEYS:
-                raise InputError(f"{self.path}: unknown key {key!r}: {_suggestion(key)}")
+            if key not in self.keys:
+                raise InputError(f"{self.path}: unknown key {key!r}: {_suggestion(key, self.keys)}")
         return values
 
 
-def _suggestion(key: str) -> str:
-    close = difflib.get_close_matches(key, FILE_KEYS, n=1, cutoff=0.5)
+def _suggestion(key: str, keys: tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(key, keys, n=1, cutoff=0.5)
     hint = f"did you mean {close[0]!r}? " if close else ""
-    return f"{hint}the settings file may set {', '.join(FILE_KEYS)}"
+    return f"{hint}the settings file may set {', '.join(keys)}"
 
 
 def _url_problem(kind: str, *schemes: str) -> Callable[[str], str | None]:
@@ -298,6 +361,9 @@ _FILE_CHECKS: dict[str, Callable[[str], str | None]] = {
     "db": _url_problem("a store URL", "sqlite", "postgresql"),
     "broker": _url_problem("a Redis URL", "redis"),
     "structured_output": _choice_problem,
+    "name": lambda value: None,
+    "config": lambda value: None,
+    "knowledge": lambda value: None,
 }
 
 

@@ -26,6 +26,8 @@ FILES = [
     "config/workflows.yaml",
     "knowledge/cache-restarts.md",
     "knowledge/latency-slo.md",
+    "marsrag.toml",
+    "pyproject.toml",
     "pytest.ini",
     "tests/test_config.py",
 ]
@@ -57,7 +59,8 @@ def test_init_then_run_lint_and_pytest_work_at_once(tmp_path: Path) -> None:
     created = run(tmp_path, "-m", "marsrag", "init", "bot")
     assert created.returncode == 0, created.stderr
     assert created.stdout.splitlines()[0] == f"Created bot/ ({len(FILES)} files)"
-    assert "  marsrag ingest knowledge" in created.stdout and "  pytest " in created.stdout
+    assert "  pip install -e '.[test]'" in created.stdout and "  marsrag ingest " in created.stdout
+    assert "  pytest " in created.stdout
     project = tmp_path / "bot"
     assert sorted(str(p.relative_to(project)) for p in project.rglob("*") if p.is_file()) == FILES
 
@@ -77,7 +80,7 @@ def test_init_then_run_lint_and_pytest_work_at_once(tmp_path: Path) -> None:
 
     tested = run(project, "-m", "pytest", "-p", "no:cacheprovider", "-rA")
     assert tested.returncode == 0, tested.stdout + tested.stderr
-    assert "13 passed" in tested.stdout
+    assert "collected 13 items" in tested.stdout and "13 passed" in tested.stdout
     for task in ("diagnose", "recommend"):
         for check in ("schema_success", "missing_field", "empty_string", "over_length", "chaining", "fallback"):
             assert f"PASSED config/tasks.yaml::loop_contract[{task}-{check}]" in tested.stdout

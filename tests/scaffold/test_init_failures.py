@@ -101,9 +101,9 @@ def test_the_folder_of_an_accepted_name_is_printed_escaped(work: Path) -> None:
     created = run(work, "-m", "marsrag", "init", "a\nb/\u05d1\u05d5\u05d8 bot")
     assert created.returncode == 0, created.stderr
     lines = created.stdout.splitlines()
-    assert lines[0] == "Created a\\x0ab/\u05d1\u05d5\u05d8 bot/ (11 files)"
+    assert lines[0] == "Created a\\x0ab/\u05d1\u05d5\u05d8 bot/ (13 files)"
     assert lines[2] == "  cd 'a\\x0ab/\u05d1\u05d5\u05d8 bot'"
-    assert len(lines) == 7
+    assert len(lines) == 8
     project = work / "a\nb" / "\u05d1\u05d5\u05d8 bot"
     assert (project / "README.md").read_text(encoding="utf-8").startswith("# \u05d1\u05d5\u05d8 bot\n")
 
@@ -161,7 +161,7 @@ def test_force_keeps_symlinks_at_files_places_and_never_follows_them(work: Path)
     assert created.returncode == 0, created.stderr
     kept = ["README.md", "config/tasks.yaml", ".gitignore", "pytest.ini"]
     assert created.stdout.splitlines()[:2] == [
-        "Created bot/ (7 files)",
+        "Created bot/ (9 files)",
         f"Kept your 4 existing file(s): {', '.join(kept)}",
     ]
     assert tree(outside) == before_outside

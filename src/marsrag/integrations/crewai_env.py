@@ -1,7 +1,7 @@
 """Keep CrewAI offline and contained: environment set before CrewAI is ever imported.
 
 CrewAI phones home (telemetry, tracing) and writes files under the home directory unless told otherwise;
-MarsRAG runs with no network and keeps CrewAI's files in its own data directory.
+MarsRAG runs with no network and keeps CrewAI's files in its own data folder (the project's, inside one).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from marsrag.paths import data_dir
+from marsrag.project import current_data_dir, prepare_data_dir
 
 # Any of these means the user configured OpenTelemetry themselves: then the SDK stays enabled.
 _OTEL_CONFIGURED = (
@@ -25,8 +25,10 @@ def prepare_crewai_environment(base: Path | None = None) -> Path:
 
     Must run before ``import crewai`` (CrewAI reads them at import time). Idempotent.
     """
-    storage = (base or data_dir()) / "crewai"
-    storage.mkdir(parents=True, exist_ok=True)
+    folder = base or current_data_dir()
+    prepare_data_dir(folder)
+    storage = folder / "crewai"
+    storage.mkdir(exist_ok=True)
     os.environ["CREWAI_DISABLE_TELEMETRY"] = "true"
     os.environ["CREWAI_TRACING_ENABLED"] = "false"
     os.environ["CREWAI_STORAGE_DIR"] = str(storage.resolve())

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from marsrag.errors import QueueUnavailableError
 from marsrag.queue import jobs
 from marsrag.queue.app import QueueSettings, celery_app
-from marsrag.store.urls import mask
+from marsrag.urls import mask
 
 if TYPE_CHECKING:
     from marsrag.runtime.runner import WorkflowRunner

@@ -1,10 +1,13 @@
 """``marsrag init``: scaffold a project folder, as ``crewai create crew`` does, that runs and tests at once.
 
-The template ships in this package (``template/``, read with :mod:`importlib.resources`): ``config/``
-(agents, narrative tasks with the canonical template, a workflow), ``knowledge/`` (two Markdown documents),
-``tests/`` and ``pytest.ini`` (the Loop Contract regression tests through :mod:`marsrag.pytest_plugin`),
-``.pre-commit-config.yaml`` (the contract lint hook), ``.env.example`` and a README. Files whose names start
-with ``dot-`` become dotfiles and a ``.tmpl`` suffix is dropped, so packaging and linters leave them alone.
+The template ships in this package (``template/``, read with :mod:`importlib.resources`): ``marsrag.toml``
+(which marks the project's root, see :mod:`marsrag.project`), ``pyproject.toml`` (MarsRAG and pytest, so
+``pip install -e '.[test]'`` sets up its environment), ``config/`` (agents, narrative tasks with the canonical
+template at the current contract version, a workflow), ``knowledge/`` (two Markdown documents), ``tests/`` and
+``pytest.ini`` (the Loop Contract regression tests through :mod:`marsrag.pytest_plugin`),
+``.pre-commit-config.yaml`` (the contract lint hook), ``.env.example``, ``.gitignore`` and a README. Files whose
+names start with ``dot-`` become dotfiles and a ``.tmpl`` suffix is dropped, so packaging and linters leave them
+alone; ``{{key}}`` placeholders are filled in (see :func:`_values`).
 
 Everything that can be refused is refused before anything is written: the project's name (the rule is in
 :mod:`marsrag.scaffold.names`), the place, what is in the way. The files are then written all at once or not
@@ -13,6 +16,7 @@ at all (:mod:`marsrag.scaffold._write`).
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import stat
@@ -21,14 +25,14 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path, PurePosixPath
 
+from marsrag._version import __version__
+from marsrag.contract.version import LOOP_CONTRACT_VERSION
 from marsrag.errors import InputError
 from marsrag.scaffold._write import ProjectWriteError, add_missing, create_folder
-from marsrag.scaffold.names import project_name_problem
+from marsrag.scaffold.names import distribution_name, project_name_problem
 from marsrag.terminal import visible_name
 
 __all__ = ["InitReport", "ProjectWriteError", "init_project"]
-
-_PROJECT = "{project}"
 
 
 @dataclass
@@ -50,11 +54,12 @@ class InitReport:
             kept = ", ".join(map(visible_name, self.kept))
             out.append(f"Kept your {len(self.kept)} existing file(s): {kept}")
         out += [
-            "Next steps:",
+            "Next steps (marsrag.toml marks the project: its config, knowledge and own store in .marsrag/):",
             f"  cd {shlex.quote(folder)}",
-            "  marsrag ingest knowledge   # index knowledge/ (optional: without it, answers are ungrounded)",
+            "  pip install -e '.[test]'   # the project, MarsRAG and pytest, into this environment",
+            "  marsrag ingest             # index knowledge/ (until then, answers say it does not cover the goal)",
             '  marsrag run "Checkout latency doubled after last night\'s cache restart"',
-            "  marsrag lint config        # the contract lint (.pre-commit-config.yaml runs it on commit)",
+            "  marsrag lint               # the contract lint (.pre-commit-config.yaml runs it on commit)",
             "  pytest                     # tests/ and the Loop Contract regression tests of config/",
         ]
         return out
@@ -193,14 +198,31 @@ def _folders(files: list[tuple[str, bytes]]) -> list[str]:
 
 
 def _render(name: str) -> list[tuple[str, bytes]]:
-    """The template's files as they are written for the project ``name``: (path in the project, bytes)."""
+    """The template's files as they are written for the project ``name``: (path in the project, bytes).
+
+    Each ``{{key}}`` of :func:`_values` in a file is replaced by its value (the template holds no other ``{{``).
+    """
+    values = _values(name)
     rendered: list[tuple[str, bytes]] = []
     for relative, source in _template_files(resources.files(__package__).joinpath("template")):
         text = source.read_text(encoding="utf-8")
-        if relative == "README.md":
-            text = text.replace(_PROJECT, name)
+        for key, value in values.items():
+            text = text.replace("{{" + key + "}}", value)
         rendered.append((relative, text.encode("utf-8")))
     return rendered
+
+
+def _values(name: str) -> dict[str, str]:
+    """What the template's placeholders stand for, for the project ``name``."""
+    return {
+        "name": name,
+        # A TOML basic string: JSON's escapes of quotes, backslashes and control characters are TOML's too.
+        "name_toml": json.dumps(name, ensure_ascii=False),
+        "distribution": distribution_name(name),
+        # The floor is the release that wrote the project: its config relies on what that release reads.
+        "marsrag_version": __version__,
+        "contract_version": LOOP_CONTRACT_VERSION,
+    }
 
 
 def _template_files(root: Traversable, prefix: str = "") -> list[tuple[str, Traversable]]:

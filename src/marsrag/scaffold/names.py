@@ -20,10 +20,11 @@ the rule; the folders above the project must exist already (``init`` creates onl
 
 from __future__ import annotations
 
+import re
 import sys
 import unicodedata
 
-__all__ = ["MAX_PROJECT_NAME_CHARS", "PROJECT_NAME_RULE", "project_name_problem"]
+__all__ = ["MAX_PROJECT_NAME_CHARS", "PROJECT_NAME_RULE", "distribution_name", "project_name_problem"]
 
 #: The longest project name, in characters: 63 characters of at most 4 bytes fit a 255-byte file name.
 MAX_PROJECT_NAME_CHARS = 255 // 4
@@ -83,3 +84,15 @@ def _refused_character(character: str) -> str | None:
     if unicodedata.bidirectional(character) in _BIDI_FORMATTING:
         return f"a bidirectional formatting character (\\u{code:04x})"
     return None
+
+
+def distribution_name(name: str) -> str:
+    """The name ``pyproject.toml`` gives the project: ``name`` as a Python package (distribution) name.
+
+    Package names are ASCII letters, digits, ``.``, ``_`` and ``-``, starting and ending with a letter or digit
+    (PEP 508), compared normalized (PEP 503: lowercase, runs of ``.``, ``_``, ``-`` as one ``-``): every other run
+    of characters becomes ``-``, and a name with nothing left is ``marsrag-project``.
+    """
+    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
+    normalized = re.sub(r"[^a-z0-9]+", "-", ascii_name.lower()).strip("-")
+    return normalized or "marsrag-project"

@@ -25,8 +25,9 @@ from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
 
 from marsrag.errors import StoreUnavailableError
 from marsrag.paths import data_dir
-from marsrag.store.urls import mask
+from marsrag.project import current_data_dir, prepare_data_dir
 from marsrag.text import has_unstorable, loads_storable, storable, storable_json
+from marsrag.urls import mask
 
 #: Execution option marking a connection that writes; on SQLite it begins with ``BEGIN IMMEDIATE``.
 WRITE_OPTION = "marsrag_write"
@@ -99,11 +100,12 @@ def _sqlite_engine(url: URL) -> Engine:
     assert url.database is not None
     if not url.query.get("uri") and url.database != ":memory:":
         parent = Path(url.database).parent
-        # Only MarsRAG's own data directory is made on demand; a folder a URL names must exist (a typo
-        # such as sqlite:////nonexistdir/x.db would otherwise create /nonexistdir).
-        if parent.resolve() == data_dir().resolve():
+        # Only MarsRAG's own data folders (the data directory, the project's .marsrag/) are made on demand; a
+        # folder a URL names must exist (a typo such as sqlite:////nonexistdir/x.db would otherwise create
+        # /nonexistdir).
+        if parent.resolve() in {data_dir().resolve(), current_data_dir().resolve()}:
             try:
-                parent.mkdir(parents=True, exist_ok=True)
+                prepare_data_dir(parent)
             except OSError as error:
                 raise StoreUnavailableError(
                     f"cannot create the directory of the SQLite database {url.database!r}: {error}"
