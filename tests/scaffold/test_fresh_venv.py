@@ -57,3 +57,5 @@ def test_a_new_project_installs_and_passes_its_tests_in_a_fresh_virtualenv(tmp_p
     tested = run(python, "-m", "pytest", "-p", "no:cacheprovider", cwd=project)
     assert "collected 13 items" in tested, tested
     assert "13 passed" in tested, tested
+    # The tests keep their files in pytest's temporary folders: nothing is written into the project's data folder.
+    assert not (project / ".marsrag").exists()

@@ -19,13 +19,19 @@ _OTEL_CONFIGURED = (
     "OTEL_TRACES_EXPORTER",
 )
 
+#: The folder CrewAI's files went to in this process (at most one).
+_CHOSEN: list[Path] = []
+
 
 def prepare_crewai_environment(base: Path | None = None) -> Path:
     """Set CrewAI's telemetry, tracing and storage variables; return CrewAI's storage directory.
 
-    Must run before ``import crewai`` (CrewAI reads them at import time). Idempotent.
+    Must run before ``import crewai`` (CrewAI reads them at import time). Idempotent: without ``base``, the folder
+    of the first call stays (the pytest plugin names a temporary one, which a later import must not move back
+    into the project it tests); with none before, the project's data folder, else the data directory.
     """
-    folder = base or current_data_dir()
+    folder = base or (_CHOSEN[0] if _CHOSEN else current_data_dir())
+    _CHOSEN[:] = [folder]
     prepare_data_dir(folder)
     storage = folder / "crewai"
     storage.mkdir(exist_ok=True)
