@@ -236,7 +236,7 @@ class Settings:
         ``project NAME, store URL``, or only ``store URL`` outside a project (for error lines)."""
         store = f"store {mask(self.db)}"
         if self.project is None:
-            return store if brief else f"no project here (no {MARKER} in this folder or above), {store}"
+            return store if brief else f"no project (no {MARKER} in this folder or above), {store}"
         if brief:
             return f"project {self.project_name}, {store}"
         return f"project {self.project_name} ({self.project.root}), {store}"
