@@ -22,28 +22,47 @@ if TYPE_CHECKING:
 #: Terminals narrower than this show each run's short id: its 32-character id would leave the other columns
 #: too little room (and Rich would wrap it over several lines).
 FULL_ID_COLUMNS = 120
+#: A creation time as the runs list shows it: ``2026-12-04T15:49:49``, to the second, without the zone (UTC).
+CREATED_AT_CHARS = 19
+#: The longest status word (``completed``): a status folds between its words, never inside one.
+STATUS_MIN_CHARS = 9
+#: The fewest columns the goal keeps before the workflow column is left out to make room for it.
+GOAL_MIN_CHARS = 16
+#: The space between two columns (one either side).
+COLUMN_GAP = 2
 
 
 def print_run_rows(rows: list[dict[str, Any]]) -> None:
     """Print the runs list as a table, each run's status as its header (how its tasks ended).
 
-    The run id is never wrapped: below :data:`FULL_ID_COLUMNS` columns it is the run's ``short_id``, a unique
-    prefix every command accepts.
+    The run id, the workflow and the creation time are never wrapped, however narrow the terminal: below
+    :data:`FULL_ID_COLUMNS` columns the id is the run's ``short_id``, a unique prefix every command accepts;
+    the goal folds to make room, and where it would get fewer than :data:`GOAL_MIN_CHARS` columns the
+    workflow column is left out (``--format json`` has it).
     """
     out = console()
     full = out.width >= FULL_ID_COLUMNS
-    table = Table(box=None, padding=(0, 2))
+    ids = [row["run_id"] if full else row.get("short_id", row["run_id"]) for row in rows]
+    widths = [max((len(text) for text in texts), default=0) for texts in (ids, [r["workflow"] for r in rows])]
+    # The widest status word ("completed") stays whole; longer statuses fold between their words.
+    fixed = sum(widths) + STATUS_MIN_CHARS + CREATED_AT_CHARS + 4 * COLUMN_GAP
+    with_workflow = out.width - fixed >= GOAL_MIN_CHARS
+    # One space either side of a column, none at the edges: narrow terminals keep their width for the goal.
+    table = Table(box=None, padding=(0, 1), pad_edge=False)
     table.add_column("run_id", no_wrap=True)
-    for column in ("status", "workflow", "created_at", "goal"):
-        table.add_column(column, overflow="fold")
-    for row in rows:
+    table.add_column("status", overflow="fold", min_width=STATUS_MIN_CHARS)
+    if with_workflow:
+        table.add_column("workflow", no_wrap=True)
+    table.add_column("created_at", no_wrap=True, min_width=CREATED_AT_CHARS)
+    table.add_column("goal", overflow="fold")
+    for run_id, row in zip(ids, rows, strict=True):
         header = run_header(row["status"], row["outcome"])
         stale = " (stale)" if row.get("stale") else ""
         table.add_row(
-            shown(row["run_id"] if full else row.get("short_id", row["run_id"])),
+            shown(run_id),
             shown(header.text + stale, _RUN_STYLE.get(header.level, "")),
-            shown(row["workflow"]),
-            shown(row["created_at"][:19]),
+            *([shown(row["workflow"])] if with_workflow else []),
+            shown(row["created_at"][:CREATED_AT_CHARS]),
             shown(row["goal"]) if row["goal"].strip() else shown("(no goal)", "dim"),
         )
     out.print(table)

@@ -17,6 +17,9 @@ from marsrag.experiments.text import difference_text, interval_text, value_text
 from marsrag.terminal import visible
 
 BADGE_STYLE = {"valid": "bold green", "partial": "bold yellow", "failed": "bold red"}
+#: The longest metric name (``loop_schema_pass_rate``, ``downstream_action_rate``): a table's metric column
+#: keeps it whole, as a run list keeps its ids and times.
+_NAME_CHARS = len("downstream_action_rate")
 _console: Console | None = None
 
 
@@ -85,9 +88,10 @@ def print_metrics(document: dict[str, Any], scope: str) -> None:
     """The six loop metrics and helpful_rate as a table: value, numerator/denominator (n/a for an empty
     denominator), a split rate's parts under it."""
     table = Table(title=shown(f"Loop metrics: {scope}"), title_justify="left")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    table.add_column("of", justify="right")
+    # Metric names and counts never wrap nor lose a character, however narrow the terminal: the value folds.
+    table.add_column("metric", no_wrap=True, min_width=_NAME_CHARS)
+    table.add_column("value", justify="right", overflow="fold")
+    table.add_column("of", justify="right", no_wrap=True)
     for name, record in document.items():
         if name == "session_depth":
             if record["sessions"]:
@@ -153,7 +157,7 @@ def print_experiment(document: dict[str, Any], scope: str) -> None:
         verdict = "MISMATCH" if srm["mismatch"] else "ok"
         out.print(shown(f"Sample ratio check (chi-square vs the weights): p = {srm['p_value']:.3g}, {verdict}"))
     table = Table(title=shown("Arms"), title_justify="left")
-    table.add_column("metric")
+    table.add_column("metric", no_wrap=True, min_width=_NAME_CHARS)
     for name, config in experiment["arms"].items():
         table.add_column(shown(f"{name} ({config['loop_mode']}, weight {config['weight']:g})"), justify="right")
     metrics = [key for key in next(iter(arms.values())) if key not in ("sessions", "loop_mode")]
@@ -165,11 +169,11 @@ def print_experiment(document: dict[str, Any], scope: str) -> None:
         title_justify="left",
     )
     # Short cells, to fit 80 columns with two arms: an arm column only with several arms compared, a flag
-    # column only when something is flagged, the interval in the difference's unit. Narrower, cells wrap
-    # (never cropped: every figure stays readable).
+    # column only when something is flagged, the interval in the difference's unit. Narrower, the figures wrap
+    # (never cropped: every figure stays readable) and the metric names stay whole.
     flagged = any(item["guardrail"] and item["worse"] for item in document["differences"])
     several = len(arms) > 2
-    differences.add_column("metric", overflow="fold")
+    differences.add_column("metric", no_wrap=True, min_width=_NAME_CHARS)
     if several:
         differences.add_column("arm", overflow="fold")
     for column in ("difference", "95% CI", "sig.", "needed"):

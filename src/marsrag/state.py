@@ -200,7 +200,22 @@ class Retrieval(Record):
     """The retrieval step of a task: the hook-derived query, what came back and how well it supports the task."""
 
     query: str
-    results: list[dict[str, Any]] = Field(default_factory=list)
+    results: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="The passages retrieved, best first: chunk, source, heading, text, score and citation number.",
+        examples=[
+            [
+                {
+                    "chunk_id": 86,
+                    "source": "knowledge_base/incidents/cache-restarts.md#INC-2025-041 > Timeline",
+                    "heading": "INC-2025-041 > Timeline",
+                    "text": "09:02 the first cache node restarted; p95 checkout latency rose to 2.4 s.",
+                    "score": 13.8,
+                    "ref": "1",
+                }
+            ]
+        ],
+    )
     #: None for a task stored before support was assessed.
     support: Support | None = None
 
@@ -322,7 +337,11 @@ class LoopEvent(Record):
     timestamp: datetime = Field(default_factory=utcnow)
     #: What an event name carries beyond the spec's fields (a feedback's rating, a follow's kind, an experiment
     #: assignment's arm): flat, JSON-ready; None for the spec's own events.
-    detail: dict[str, Any] | None = None
+    detail: dict[str, Any] | None = Field(
+        default=None,
+        description="What the event name carries beyond the flat fields; absent for the spec's own events.",
+        examples=[{"on": "answer", "rating": "up", "comment": "Found the root cause"}],
+    )
 
     def to_dict(self) -> dict[str, Any]:
         """The event as a flat JSON-ready record (``detail`` only when the event has one)."""

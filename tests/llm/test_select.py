@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -62,3 +65,56 @@ def test_broken_settings_file_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, 
     monkeypatch.delenv("MARSRAG_LLM", raising=False)
     with pytest.raises(InputError, match="config.toml: not a readable TOML"):
         resolve_llm(resolve_settings().llm)
+
+
+@pytest.mark.parametrize(
+    ("spec", "suggestion"),
+    [
+        ("compser", "'composer'"),
+        ("Composer", "'composer'"),
+        ("replya:a.jsonl", "'replay:a.jsonl'"),
+        ("replay", "'replay:FILE'"),
+    ],
+)
+def test_a_misspelt_built_in_is_one_line_suggesting_it_and_exit_2(spec: str, suggestion: str, tmp_path: Path) -> None:
+    """`--llm compser` names the built-in it is near instead of asking for an API key."""
+    env = {**os.environ, "MARSRAG_HOME": str(tmp_path), "OPENAI_API_KEY": ""}
+    proc = subprocess.run(
+        [sys.executable, "-m", "marsrag", "run", "Checkout got slow", "--llm", spec],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith(f"marsrag: error: unknown LLM {spec!r}: did you mean {suggestion}?")
+    assert len(proc.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "gpt-4o-mini",
+        "openai/gpt-4o-mini",
+        "o3-mini",
+        "ollama/llama3",
+        "anthropic/claude-3-5-haiku-latest",
+        "claude-3-5-haiku-latest",
+        "gemini-2.0-flash",
+        "llama3",
+        "hosted_vllm/composer",
+    ],
+)
+def test_crewai_model_strings_are_left_to_crewai(spec: str) -> None:
+    """A model CrewAI knows, one naming a provider, or one near no built-in name is not taken for a typo."""
+    from marsrag.llm.select import check_spec
+
+    check_spec(spec)
+
+
+def test_a_bare_model_crewai_knows_is_built_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
+    """gpt-4o-mini (no provider) is still CrewAI's OpenAI model."""
+    from marsrag.llm.select import resolve_llm
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
+    assert resolve_llm("gpt-4o-mini").model == "gpt-4o-mini"

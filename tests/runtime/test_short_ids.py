@@ -77,3 +77,24 @@ def test_an_ambiguous_or_unknown_prefix_is_one_line_and_exit_2(db: str, args: tu
     assert len(proc.stderr.splitlines()) == 1 and needle in proc.stderr
     if needle == "ambiguous":
         assert TWINS[0] in proc.stderr and TWINS[1] in proc.stderr
+
+
+@pytest.mark.parametrize("columns", [80, 60])
+def test_timestamps_never_wrap_however_narrow(db: str, columns: int) -> None:
+    """At 80 and 60 columns each run's creation time is whole on its id's line; the goal folds instead."""
+    rows = json.loads(marsrag("runs", "list", "--db", db, "--format", "json", columns=columns).stdout)
+    lines = marsrag("runs", "list", "--db", db, columns=columns).stdout.splitlines()
+    assert all(len(line) <= columns for line in lines)
+    for row in rows:
+        (line,) = [line for line in lines if line.split()[:1] == [row["short_id"]]]
+        assert row["created_at"][:19] in line
+
+
+@pytest.mark.parametrize("columns", [80, 60])
+def test_metric_names_never_wrap_however_narrow(db: str, columns: int) -> None:
+    """The metrics table keeps every metric name whole on one line (the values fold)."""
+    from marsrag.metrics.definitions import REPORTED_NAMES
+
+    shown = marsrag("metrics", "--db", db, columns=columns).stdout
+    assert all(len(line) <= columns for line in shown.splitlines())
+    assert all(f" {name} " in shown for name in REPORTED_NAMES)

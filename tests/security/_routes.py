@@ -11,8 +11,8 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from starlette.routing import Mount, Route
 
-#: Open to anyone off loopback: the health check, signing in, and the stylesheet the sign-in page needs.
-OPEN_PATHS = frozenset({"/health", "/login", "/static/{path}"})
+#: Open to anyone off loopback: the health check, signing in, the stylesheet the sign-in page needs, the icon.
+OPEN_PATHS = frozenset({"/health", "/login", "/static/{path}", "/favicon.ico"})
 _PARAM = re.compile(r"\{(\w+)(?::\w+)?\}")
 #: What a write needs in its body to be valid, by route, beside a goal (the runs and follows take one): a rating.
 _FIELDS = {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -102,3 +103,58 @@ def test_serve_logs_one_access_line_per_request(tmp_path: Path, log_format: str)
     else:
         assert '"GET /runs/nope?x=1 HTTP/1.1" 404' in lines[0]
     assert any("/health" in line for line in stderr.splitlines()) and "Traceback" not in stderr
+
+
+def test_a_port_in_use_is_one_line_naming_it_and_exit_2_at_once(tmp_path: Path) -> None:
+    """Another process listens on the port: exit 2 within seconds, one line naming port and host, no serving."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        started = time.monotonic()
+        proc = serve("--port", str(port), env={"MARSRAG_HOME": str(tmp_path / "home")})
+        stdout, stderr = proc.communicate(timeout=60)
+        elapsed = time.monotonic() - started
+    assert proc.returncode == 2 and stdout == "", (stdout, stderr)
+    assert (
+        stderr
+        == f"marsrag: error: port {port} on 127.0.0.1 is in use by another process: stop it or choose another --port\n"
+    )
+    # Bound before the app is made (CrewAI alone takes seconds to import).
+    assert elapsed < 4, elapsed
+
+
+def test_a_host_that_is_not_this_machines_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """192.0.2.1 (TEST-NET-1, documentation only) is no address of this machine."""
+    proc = serve("--host", "192.0.2.1", "--port", str(free_port()), env={"MARSRAG_HOME": str(tmp_path / "home")})
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and stdout == ""
+    assert stderr.startswith("marsrag: error: cannot serve on 192.0.2.1: not an address of this machine")
+    assert len(stderr.splitlines()) == 1
+
+
+@pytest.mark.skipif(
+    os.geteuid() == 0 or Path("/proc/sys/net/ipv4/ip_unprivileged_port_start").read_text().strip() == "0",
+    reason="this user may bind any port",
+)
+def test_a_privileged_port_without_privileges_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """Port 1 as an ordinary user: the line says the port needs privileges."""
+    proc = serve("--port", "1", env={"MARSRAG_HOME": str(tmp_path / "home")})
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and stdout == ""
+    assert stderr.startswith("marsrag: error: port 1 on 127.0.0.1 needs privileges") and len(stderr.splitlines()) == 1
+
+
+def test_port_0_serves_on_the_port_the_system_picked(tmp_path: Path) -> None:
+    """--port 0: the line names the real port, and the server answers on it."""
+    server = serve("--port", "0", env={"MARSRAG_HOME": str(tmp_path / "home")})
+    try:
+        assert server.stderr is not None
+        line = server.stderr.readline()
+        port = int(line.split("http://127.0.0.1:", 1)[1].split()[0])
+        assert port > 0
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=30) as response:
+            assert json.loads(response.read()) == {"status": "ok"}
+    finally:
+        server.terminate()
+        server.communicate(timeout=30)

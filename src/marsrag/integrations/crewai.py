@@ -199,3 +199,15 @@ def crewai_llm(model: str, *, base_url: str | None = None, max_tokens: int | Non
             f"LLM {model!r} needs an API key: set {variable} (or give --base-url for a local OpenAI-compatible server)"
         )
     return llm
+
+
+def crewai_knows_model(model: str) -> bool:
+    """Whether CrewAI routes ``model``, a name without a provider, to a model its provider tables know.
+
+    CrewAI sends any bare name to OpenAI; it *knows* one that its provider's model list holds or that follows
+    its provider's naming pattern (``gpt-4o-mini``, ``o3-mini``, ``claude-3-5-haiku-latest``, ``gemini-2.0-flash``,
+    ``anthropic.claude-...`` on Bedrock). Read from ``crewai.LLM``'s own routing (pinned ``crewai<1.16``).
+    """
+    route = crewai.LLM
+    provider = route._infer_provider_from_model(model)
+    return bool(route._validate_model_in_constants(model, provider))

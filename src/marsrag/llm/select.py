@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 from marsrag.errors import InputError
@@ -9,9 +10,14 @@ from marsrag.llm.boundary import make_resilient
 from marsrag.llm.resilient import CallPolicy, tune_native_client
 from marsrag.settings import COMPOSER
 
-__all__ = ["COMPOSER", "REPLAY_PREFIX", "resolve_llm"]
+__all__ = ["BUILT_INS", "COMPOSER", "REPLAY_PREFIX", "check_spec", "resolve_llm"]
 
 REPLAY_PREFIX = "replay:"
+#: The LLMs of MarsRAG itself, by the name a spec starts with, as ``--help`` spells them.
+BUILT_INS = {COMPOSER: COMPOSER, REPLAY_PREFIX[:-1]: REPLAY_PREFIX + "FILE"}
+#: How alike a spec and a built-in name must be (difflib's ratio) for the spec to be taken for a typo of it:
+#: ``compser`` is 0.93 from ``composer``, ``replya`` 0.83 from ``replay``; ``comp`` (0.67) is not suggested.
+TYPO_SIMILARITY = 0.75
 
 
 def resolve_llm(
@@ -35,8 +41,10 @@ def resolve_llm(
     model's answers (None: the provider's limit).
 
     Raises:
-        InputError: the replay file cannot be used, or a call-policy variable is not a usable number.
+        InputError: the spec is a typo of a built-in name (see :func:`check_spec`), the replay file cannot be
+            used, or a call-policy variable is not a usable number.
     """
+    check_spec(spec)
     policy = policy or CallPolicy.from_env()
     return make_resilient(_choose(spec, base_url, policy, max_tokens), policy, structured_output=structured_output)
 
@@ -59,3 +67,36 @@ def _choose(spec: str | None, base_url: str | None, policy: CallPolicy, max_toke
     from marsrag.integrations.crewai import crewai_llm
 
     return tune_native_client(crewai_llm(spec, base_url=base_url, max_tokens=max_tokens), policy)
+
+
+def check_spec(spec: str | None) -> None:
+    """Refuse a spec that looks like a misspelt built-in name rather than a model, suggesting the names it is near.
+
+    A spec is taken for a typo when it names no provider (no ``/``), is close to a built-in name
+    (:data:`BUILT_INS`, compared up to its first ``:``; a ``replay:FILE`` keeps its file in the suggestion),
+    and is not a model CrewAI knows without a provider (its providers' model tables and naming patterns:
+    ``gpt-4o-mini``, ``claude-...``, ``gemini-...``). Every other spec goes to CrewAI as before.
+
+    Raises:
+        InputError: ``unknown LLM 'compser': did you mean 'composer'?``.
+    """
+    if not spec or spec == COMPOSER or spec.startswith(REPLAY_PREFIX) or "/" in spec:
+        return
+    head, colon, rest = spec.partition(":")
+    near = difflib.get_close_matches(head.lower(), BUILT_INS, n=len(BUILT_INS), cutoff=TYPO_SIMILARITY)
+    if not near or _crewai_knows(spec):
+        return
+    suggestions = [REPLAY_PREFIX + rest if name == "replay" and colon and rest else BUILT_INS[name] for name in near]
+    said = " or ".join(repr(suggestion) for suggestion in suggestions)
+    raise InputError(
+        f"unknown LLM {spec!r}: did you mean {said}? (a model of a provider is named provider/model, "
+        "e.g. openai/gpt-4o-mini)"
+    )
+
+
+def _crewai_knows(model: str) -> bool:
+    """Whether CrewAI resolves ``model``, a name without a provider, to a model one of its tables lists."""
+    # lazy: CrewAI, loads only when an LLM or a crew is built (here: only for a spec near a built-in name)
+    from marsrag.integrations.crewai import crewai_knows_model
+
+    return crewai_knows_model(model)

@@ -14,10 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from marsrag.errors import ConfigError
 from marsrag.goals import SESSION_ID_PATTERN, Goal, SessionId
 from marsrag.runtime.feedback import MAX_COMMENT_CHARS
-from marsrag.state import FeedbackRating, FeedbackTarget, RunStatus
+from marsrag.state import FeedbackRating, FeedbackTarget, LoopEvent, RunStatus, TaskState, TransitionRecord
 from marsrag.web.backend import Backend
 from marsrag.web.errors_doc import ERROR_RESPONSES
 from marsrag.web.guards import InvalidField, backend_of, require_api_writer
+from marsrag.web.schemas import Health
 
 router = APIRouter(prefix="/api", tags=["runs"], responses=ERROR_RESPONSES)
 health_router = APIRouter(tags=["health"])
@@ -65,6 +66,14 @@ class FeedbackRequest(BaseModel):
     )
 
 
+class FeedbackDetail(BaseModel):
+    """What a rating says: the part rated, how, and why."""
+
+    on: FeedbackTarget = Field(examples=["answer"])
+    rating: FeedbackRating = Field(examples=["up"])
+    comment: str | None = Field(description="Null when none was given.", examples=["Found the root cause"])
+
+
 class FeedbackEvent(BaseModel):
     """The stored ``loop.feedback.recorded`` event (as `runs show` lists it)."""
 
@@ -76,7 +85,7 @@ class FeedbackEvent(BaseModel):
     validation_status: str | None
     transition_mode: str | None
     timestamp: str
-    detail: dict[str, Any] = Field(description='`{"on", "rating", "comment"}` (comment null when none).')
+    detail: FeedbackDetail
 
 
 class Started(BaseModel):
@@ -136,18 +145,18 @@ class RunDocument(BaseModel):
     summary: str
     created_at: str
     outcome: Outcome
-    tasks: list[dict[str, Any]]
-    transitions: list[dict[str, Any]]
-    events: list[dict[str, Any]]
+    tasks: list[TaskState] = Field(description="The tasks in workflow order, each with its attempts.")
+    transitions: list[TransitionRecord] = Field(description="The handoffs between the tasks, in order.")
+    events: list[LoopEvent] = Field(description="The run's loop events, oldest first (`detail` only when one has it).")
 
 
 BackendDep = Annotated[Backend, Depends(backend_of)]
 
 
-@health_router.get("/health", summary="Liveness: answers without touching the store")
-def health() -> dict[str, str]:
+@health_router.get("/health", response_model=Health, summary="Liveness: answers without touching the store")
+def health() -> Health:
     """``{"status": "ok"}``."""
-    return {"status": "ok"}
+    return Health(status="ok")
 
 
 @router.get(
@@ -181,7 +190,11 @@ def start_run(body: RunRequest, backend: BackendDep, response: Response) -> Star
 
 
 @router.get(
-    "/runs/{run_id}", response_model=RunDocument, summary="One run (the `marsrag runs show --format json` document)"
+    "/runs/{run_id}",
+    response_model=RunDocument,
+    # What the document leaves out stays out (an event without detail has no `detail` key), as in the CLI's.
+    response_model_exclude_unset=True,
+    summary="One run (the `marsrag runs show --format json` document)",
 )
 def show_run(run_id: str, backend: BackendDep) -> dict[str, Any]:
     """The run document: tasks with attempts, transitions, events."""
@@ -226,19 +239,21 @@ def rate_run(run_id: str, body: FeedbackRequest, backend: BackendDep) -> dict[st
 
 @router.post(
     "/runs/{run_id}/tasks/{task_id}/repair",
+    response_model=TaskState,
     dependencies=[Depends(require_api_writer)],
     summary="Run the task's repair again (for a failed or partial task)",
 )
-def repair_task(run_id: str, task_id: str, backend: BackendDep) -> dict[str, Any]:
+def repair_task(run_id: str, task_id: str, backend: BackendDep) -> TaskState:
     """Re-run the task with its errors fed back; returns its new state (earlier attempts kept)."""
-    return backend.act("repair", run_id, task_id).model_dump(mode="json")
+    return backend.act("repair", run_id, task_id)
 
 
 @router.post(
     "/runs/{run_id}/tasks/{task_id}/regenerate",
+    response_model=TaskState,
     dependencies=[Depends(require_api_writer)],
     summary="Regenerate only the task's failing sections and merge them with the passing ones",
 )
-def regenerate_task(run_id: str, task_id: str, backend: BackendDep) -> dict[str, Any]:
+def regenerate_task(run_id: str, task_id: str, backend: BackendDep) -> TaskState:
     """Re-ask the failing sections; returns the task's new state (earlier attempts kept)."""
-    return backend.act("regenerate", run_id, task_id).model_dump(mode="json")
+    return backend.act("regenerate", run_id, task_id)

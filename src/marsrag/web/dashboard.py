@@ -42,6 +42,7 @@ from marsrag.web.backend import Backend
 from marsrag.web.errors_doc import ERROR_RESPONSES
 from marsrag.web.guards import backend_of
 from marsrag.web.render import render
+from marsrag.web.schemas import DailyMetrics, FailedTask, MetricsDocument
 
 router = APIRouter(include_in_schema=False)
 api_router = APIRouter(prefix="/api", tags=["metrics"], responses=ERROR_RESPONSES)
@@ -93,7 +94,11 @@ def _day(text: str) -> date:
 # -- the JSON ------------------------------------------------------------------------------------------------
 
 
-@api_router.get("/metrics", summary="The six loop metrics (the `marsrag metrics --format json` document)")
+@api_router.get(
+    "/metrics",
+    response_model=MetricsDocument,
+    summary="The six loop metrics (the `marsrag metrics --format json` document)",
+)
 def metrics_json(
     backend: BackendDep,
     since: SinceQuery = None,
@@ -105,7 +110,11 @@ def metrics_json(
     return compute_metrics(backend.store, chosen, workflow or None).to_dict()
 
 
-@api_router.get("/metrics/daily", summary="The six loop metrics per workflow and UTC day (null: no runs that day)")
+@api_router.get(
+    "/metrics/daily",
+    response_model=DailyMetrics,
+    summary="The six loop metrics per workflow and UTC day (null: no runs that day)",
+)
 def daily_json(
     backend: BackendDep,
     days: Annotated[int, Query(ge=1, le=MAX_DAYS, description="How many days, ending with `end`.")] = DEFAULT_DAYS,
@@ -129,7 +138,9 @@ def daily_json(
     }
 
 
-@api_router.get("/metrics/failures", summary="The latest failed or partial tasks, newest first")
+@api_router.get(
+    "/metrics/failures", response_model=list[FailedTask], summary="The latest failed or partial tasks, newest first"
+)
 def failures_json(
     backend: BackendDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = FAILURES_SHOWN,

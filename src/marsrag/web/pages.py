@@ -7,11 +7,12 @@ page never repeats an action.
 from __future__ import annotations
 
 import secrets
+from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, BackgroundTasks, Depends, HTTPException, Query, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
 from marsrag.errors import ConfigError, InputError, RunNotFoundError
 from marsrag.goals import MAX_GOAL_CHARS, MAX_SESSION_ID_CHARS, goal_problem, session_id_problem
@@ -27,6 +28,10 @@ from marsrag.web.security import TOKEN_COOKIE
 router = APIRouter(include_in_schema=False)
 
 PAGE_SIZE = 50
+#: The icon browsers ask for at /favicon.ico whatever a page links (the pages link it, and its SVG twin).
+FAVICON = Path(__file__).parent / "static" / "favicon.ico"
+#: A day: a changed icon reaches browsers by the next day, and a tab does not ask again on every page.
+FAVICON_MAX_AGE = 86_400
 BackendDep = Annotated[Backend, Depends(backend_of)]
 FormDep = Annotated[dict[str, Any], Depends(require_form_writer)]
 
@@ -141,6 +146,14 @@ async def login(request: Request) -> Response:
     secure = request.url.scheme == "https"
     response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict", secure=secure, path="/")
     return response
+
+
+@router.get("/favicon.ico")
+def favicon() -> FileResponse:
+    """The site's icon (open to anyone, as the static files are; cacheable for a day)."""
+    return FileResponse(
+        FAVICON, media_type="image/x-icon", headers={"Cache-Control": f"public, max-age={FAVICON_MAX_AGE}"}
+    )
 
 
 def _ask(

@@ -158,8 +158,9 @@ def bearer_ok(request: Request, expected: str | None) -> bool:
     return cookie is not None and secrets.compare_digest(cookie.encode(), expected.encode())
 
 
-#: Paths anyone may request, even off loopback without the token: the health check, signing in, the CSS.
-OPEN_PATHS = ("/health", "/login")
+#: Paths anyone may request, even off loopback without the token: the health check, signing in, the CSS
+#: and the icon.
+OPEN_PATHS = ("/health", "/login", "/favicon.ico")
 OPEN_PREFIXES = ("/static/",)
 
 

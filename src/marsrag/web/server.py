@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
+import socket
 import sys
+from contextlib import suppress
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from marsrag.errors import InputError, MarsRAGError
 from marsrag.terminal import visible
 from marsrag.web.settings import WebSettings
 
@@ -75,31 +79,109 @@ def log_config(log_format: LogFormat = "text") -> dict[str, Any]:
     }
 
 
-def serve(settings: WebSettings, *, port: int = 8000, log_format: LogFormat = "text") -> None:
-    """Create the app (opening store, config and LLM: bad ones raise before binding) and serve it until stopped.
+#: uvicorn's default listen backlog.
+BACKLOG = 2048
 
-    Each request is logged as one access line on stderr, in ``log_format`` (``text`` or ``json``).
+
+def listen(host: str, port: int) -> list[socket.socket]:
+    """Listening sockets on every address ``host`` resolves to, at ``port`` (0: a free port the system picks).
+
+    :func:`serve` binds them before it starts or prints anything and hands them to uvicorn, so no other
+    process can take the port between a check and the bind.
 
     Raises:
-        ConfigError, InputError, StoreError: the app cannot be created.
+        InputError: the port is taken, ``host`` is not an address of this machine (or not resolvable), or
+            the port needs privileges this process lacks.
     """
-    # lazy: uvicorn, loads only when the server starts
-    import uvicorn
+    where = shown_host(host)
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as error:
+        raise InputError(f"cannot serve on {where}: no address of this machine ({error.strerror})") from None
+    sockets: list[socket.socket] = []
+    try:
+        for family, kind, proto, _, address in dict.fromkeys(found):
+            sock = socket.socket(family, kind, proto)
+            sockets.append(sock)
+            # As asyncio and uvicorn bind: a port in TIME_WAIT after a restart is reusable, and an IPv6
+            # socket leaves the IPv4 addresses of a name to their own socket.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            # Port 0: every address of the name shares the port the system picked for the first.
+            sock.bind((address[0], port, *address[2:]))
+            sock.listen(BACKLOG)
+            port = port or sock.getsockname()[1]
+    except OSError as error:
+        for sock in sockets:
+            sock.close()
+        raise InputError(_bind_problem(error, where, port)) from None
+    return sockets
 
-    from marsrag.web.app import create_app
 
-    app = create_app(settings)
-    shown = f"[{settings.host}]" if ":" in settings.host else settings.host
-    sys.stderr.write(visible(f"marsrag: serving on http://{shown}:{port} (store {app.state.backend.store.url})") + "\n")
-    uvicorn.run(
-        app,
-        host=settings.host,
-        port=port,
-        # The levels are log_config's (a log_level here would silence the access lines).
-        log_level=None,
-        log_config=log_config(log_format),
-        access_log=True,
-        server_header=False,
-        # Requests in progress (an operator action waits for its LLM) get the same grace as executing runs.
-        timeout_graceful_shutdown=max(1, round(settings.shutdown_grace)),
-    )
+def shown_host(host: str) -> str:
+    """``host`` as a URL shows it: an IPv6 address in brackets."""
+    return f"[{host}]" if ":" in host else host
+
+
+def _bind_problem(error: OSError, where: str, port: int) -> str:
+    if error.errno == errno.EADDRINUSE:
+        return f"port {port} on {where} is in use by another process: stop it or choose another --port"
+    if error.errno == errno.EADDRNOTAVAIL:
+        return (
+            f"cannot serve on {where}: not an address of this machine "
+            "(127.0.0.1: this machine only; 0.0.0.0: every interface)"
+        )
+    if error.errno in (errno.EACCES, errno.EPERM):
+        return (
+            f"port {port} on {where} needs privileges this user lacks (ports below 1024 usually do): "
+            "choose a --port from 1024 up"
+        )
+    return f"cannot serve on {where} port {port}: {error.strerror or error}"
+
+
+def serve(settings: WebSettings, *, port: int = 8000, log_format: LogFormat = "text") -> None:
+    """Bind ``port``, create the app (opening store, config and LLM) and serve it until stopped.
+
+    The port is bound first: a port in use or a host that is not this machine's fails at once, before the
+    app is created and before anything claims to serve. Each request is logged as one access line on stderr,
+    in ``log_format`` (``text`` or ``json``).
+
+    Raises:
+        InputError: the port or host cannot be bound (see :func:`listen`).
+        ConfigError, InputError, StoreError: the app cannot be created.
+        MarsRAGError: the server stopped before it started serving.
+    """
+    sockets = listen(settings.host, port)
+    try:
+        # lazy, and after the bind: the app's modules load CrewAI (seconds), and a taken port fails before that
+        import uvicorn
+
+        from marsrag.web.app import create_app
+
+        app = create_app(settings)
+        bound = sockets[0].getsockname()[1]
+        store = app.state.backend.store.url
+        sys.stderr.write(
+            visible(f"marsrag: serving on http://{shown_host(settings.host)}:{bound} (store {store})") + "\n"
+        )
+        config = uvicorn.Config(
+            app,
+            host=settings.host,
+            port=bound,
+            # The levels are log_config's (a log_level here would silence the access lines).
+            log_level=None,
+            log_config=log_config(log_format),
+            access_log=True,
+            server_header=False,
+            # Requests in progress (an operator action waits for its LLM) get the same grace as executing runs.
+            timeout_graceful_shutdown=max(1, round(settings.shutdown_grace)),
+        )
+        server = uvicorn.Server(config)
+        with suppress(KeyboardInterrupt):  # as uvicorn.run: Ctrl-C is how a foreground server is stopped
+            server.run(sockets=sockets)
+    finally:
+        for sock in sockets:
+            sock.close()
+    if not server.started:
+        raise MarsRAGError("the server stopped before it started serving (see the lines above)")
