@@ -19,13 +19,14 @@ from tests._net import free_port
 pytestmark = pytest.mark.crewai
 
 
-def serve(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+def serve(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "marsrag", "serve", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, **(env or {})},
+        cwd=cwd,
     )
 
 
@@ -51,6 +52,25 @@ def test_serve_starts_on_an_empty_default_store_and_answers(tmp_path: Path) -> N
         server.terminate()
         _, stderr = server.communicate(timeout=30)
     assert f"serving on http://127.0.0.1:{port}" in stderr and "Traceback" not in stderr
+
+
+def test_serve_in_a_project_serves_its_own_store_and_says_so(tmp_path: Path) -> None:
+    """In a project's folder the server opens the project's store (.marsrag/marsrag.db), not the data directory's,
+    and its first line names both."""
+    project = tmp_path / "bot"
+    project.mkdir()
+    (project / "marsrag.toml").write_text('name = "Bot"\n', encoding="utf-8")
+    port = free_port()
+    server = serve("--port", str(port), env={"MARSRAG_HOME": str(tmp_path / "home")}, cwd=project)
+    try:
+        assert server.stderr is not None
+        first = server.stderr.readline()
+    finally:
+        server.terminate()
+        server.communicate(timeout=30)
+    store = f"sqlite:///{project.resolve()}/.marsrag/marsrag.db"
+    assert first == f"marsrag: serving on http://127.0.0.1:{port} (project Bot, store {store})\n"
+    assert (project / ".marsrag" / "marsrag.db").is_file() and not (tmp_path / "home" / "marsrag.db").exists()
 
 
 @pytest.mark.parametrize(

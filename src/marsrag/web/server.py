@@ -162,8 +162,10 @@ def serve(settings: WebSettings, *, port: int = 8000, log_format: LogFormat = "t
         app = create_app(settings)
         bound = sockets[0].getsockname()[1]
         store = app.state.backend.store.url
+        project = settings.settings.project_name
+        where = f"project {project}, store {store}" if project is not None else f"store {store}"
         sys.stderr.write(
-            visible(f"marsrag: serving on http://{shown_host(settings.host)}:{bound} (store {store})") + "\n"
+            visible(f"marsrag: serving on http://{shown_host(settings.host)}:{bound} ({where})") + "\n"
         )
         config = uvicorn.Config(
             app,
