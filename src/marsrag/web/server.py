@@ -164,9 +164,7 @@ def serve(settings: WebSettings, *, port: int = 8000, log_format: LogFormat = "t
         store = app.state.backend.store.url
         project = settings.settings.project_name
         where = f"project {project}, store {store}" if project is not None else f"store {store}"
-        sys.stderr.write(
-            visible(f"marsrag: serving on http://{shown_host(settings.host)}:{bound} ({where})") + "\n"
-        )
+        sys.stderr.write(visible(f"marsrag: serving on http://{shown_host(settings.host)}:{bound} ({where})") + "\n")
         config = uvicorn.Config(
             app,
             host=settings.host,
