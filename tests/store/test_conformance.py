@@ -48,11 +48,12 @@ def task_row_before_0009(state: TaskState) -> dict[str, Any]:
 
 
 def run_row_before_0007(record: RunRecord) -> dict[str, Any]:
-    """A ``runs`` row as revisions before 0007 had it (no ``followed_from``, nor 0012's experiment and arm)."""
+    """A ``runs`` row as revisions before 0007 had it (no ``followed_from``, nor 0012's experiment and arm, nor
+    0016's collections)."""
     from marsrag.store import _rows
 
     row = _rows.run_row(record)
-    del row["followed_from"], row["experiment"], row["arm"]
+    del row["followed_from"], row["experiment"], row["arm"], row["collections"]
     return row
 
 
