@@ -29,6 +29,7 @@ from tests.store.conftest import db_url  # noqa: F401 - the fixture, on both bac
 
 pytestmark = pytest.mark.crewai
 
+GARDEN_PATHS = {"garden/tomatoes.md", "garden/soil.md", "garden/pests.md"}
 GOAL = "Checkout latency breached its SLO in three regions right after cache nodes restarted. What should we do?"
 
 
@@ -98,12 +99,17 @@ def test_a_run_kept_to_a_collection_retrieves_from_it_alone(kept: tuple[RunStore
     assert run.collections == ["garden"] and store.get_run(run.run_id).collections == ["garden"]
     assert run_document(store, run.run_id)["collections"] == ["garden"]
     for task in store.get_tasks(run.run_id):
-        assert paths(task) <= {"garden/tomatoes.md", "garden/soil.md", "garden/pests.md"}
+        assert paths(task) <= GARDEN_PATHS
         # Support is measured against what the run could retrieve: the garden's chunks alone.
         assert task.retrieval is not None and task.retrieval.support is not None
         assert task.retrieval.support.chunks == kb.scoped(["garden"]).term_counts([]).chunks
     followed = runner.follow(run.run_id)
     assert followed.collections == ["garden"]
+    # A pending run executed by resume (what a worker or a server's sweep does) keeps to its stored collections.
+    pending = runner.start(GOAL, collections=["garden"])
+    resumed = runner.resume(pending.run_id)
+    assert resumed.status == "completed"
+    assert all(paths(task) <= GARDEN_PATHS for task in store.get_tasks(resumed.run_id))
     everywhere = runner.run(GOAL)
     assert everywhere.collections is None
     assert any(
