@@ -103,6 +103,8 @@ def test_a_run_kept_to_a_collection_retrieves_from_it_alone(kept: tuple[RunStore
         # Support is measured against what the run could retrieve: the garden's chunks alone.
         assert task.retrieval is not None and task.retrieval.support is not None
         assert task.retrieval.support.chunks == kb.scoped(["garden"]).term_counts([]).chunks
+    # Operator actions build their crew's tools on the same view of the knowledge base.
+    assert runner.retriever_for(store.get_run(run.run_id)).collections == ("garden",)
     followed = runner.follow(run.run_id)
     assert followed.collections == ["garden"]
     # A pending run executed by resume (what a worker or a server's sweep does) keeps to its stored collections.
@@ -162,3 +164,19 @@ def test_run_collection_on_the_command_line(tmp_path: Path) -> None:
     assert document["collections"] == ["garden"]
     sources = {r["source"] for t in document["tasks"] for r in (t["retrieval"] or {}).get("results", [])}
     assert sources and all(source.startswith("garden/") for source in sources)
+
+
+def test_a_retriever_that_cannot_keep_to_collections_refuses_them(kept: tuple[RunStore, KnowledgeBase]) -> None:
+    """A user's own retriever (no collections) runs unscoped runs; one naming collections is refused, unstored."""
+    from marsrag.llm.composer import OfflineComposer
+    from marsrag.runtime.retrieval import NoRetriever
+    from marsrag.runtime.runner import WorkflowRunner
+
+    store, _ = kept
+    runner = WorkflowRunner(
+        store, load_config(None), OfflineComposer(model="offline-composer"), retriever=NoRetriever()
+    )
+    with pytest.raises(InputError, match="cannot keep to collections"):
+        runner.start(GOAL, collections=["garden"])
+    assert store.list_runs() == []
+    assert runner.start(GOAL).collections is None
