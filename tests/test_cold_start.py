@@ -139,6 +139,27 @@ def test_the_store_commands_import_the_store_and_nothing_heavy(
     assert ("rich" in modules) is rich
 
 
+#: The knowledge base commands (the store URL is added): the listing and removal, none of ingest's parts.
+KB_COMMANDS: list[tuple[str, ...]] = [("kb", "list"), ("kb", "list", "--format", "json")]
+#: What ingest and retrieval load, and the knowledge base commands do not.
+NOT_FOR_THE_KB = tuple(
+    name
+    for name in (*NEVER, *NOT_FOR_THE_STORE, "marsrag.rag.knowledge", "marsrag.rag.readers")
+    if name != "marsrag.rag"
+)
+
+
+@pytest.mark.parametrize("args", KB_COMMANDS, ids=[" ".join(args) for args in KB_COMMANDS])
+def test_the_kb_commands_import_the_store_and_the_listing_only(
+    tmp_path: Path, store: str, args: tuple[str, ...]
+) -> None:
+    """``kb list`` loads SQLAlchemy and the listing (marsrag.rag.manage), not the readers, chunker or runtime."""
+    modules = loaded(tmp_path, *args, "--db", store)
+    assert "sqlalchemy" in modules and "marsrag.rag.manage" in modules
+    assert imported(modules, NOT_FOR_THE_KB) == []
+    assert sorted(m for m in modules if m.startswith("marsrag.rag.")) == ["marsrag.rag.manage"]
+
+
 @pytest.mark.parametrize(
     ("command", "extra"),
     [("validate", ("yaml",)), ("schema", ("yaml", "rich")), ("lint", ("rich",))],

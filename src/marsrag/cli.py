@@ -347,13 +347,23 @@ def run(
     ] = None,
     base_url: BaseUrlOption = None,
     structured_output: StructuredOutputOption = None,
+    collection: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--collection",
+            help="Retrieve only from this knowledge base collection (repeatable); default: the workflow's "
+            "collections, else all.",
+        ),
+    ] = None,
     format: Annotated[FormatChoice, typer.Option(help="text, or json (the runs show document).")] = FormatChoice.text,
 ) -> None:
     """Run a workflow for GOAL: each task's loop becomes the next task's hook; every step is stored.
 
     GOAL must not be blank nor longer than 100,000 characters, and holds no control characters but newline
-    and tab. Exit 0 when every task executed (whatever their contract statuses), 1 when the run failed or the
-    store failed to keep it, 2 on a usage error (a store that cannot be opened among them).
+    and tab. With --collection (or the workflow's collections:), retrieval keeps to those collections of the
+    knowledge base; an unknown one is a usage error and nothing is stored. Exit 0 when every task executed
+    (whatever their contract statuses), 1 when the run failed or the store failed to keep it, 2 on a usage
+    error (a store that cannot be opened among them).
 
     Example: marsrag run "Checkout conversion fell 8% on Android" --llm replay:answers.jsonl --format json
     """
@@ -367,7 +377,9 @@ def run(
 
     settings = _settings(config=config, llm=llm, db=db, base_url=base_url, structured_output=structured_output)
     with _stdout_kept_for(format):
-        document = run_goal(settings, goal, workflow=workflow, session=session, sinks=_progress(format))
+        document = run_goal(
+            settings, goal, workflow=workflow, session=session, sinks=_progress(format), collections=collection
+        )
     _print_run(document, format, settings)
     raise typer.Exit(0 if document["status"] == "completed" else 1)
 
@@ -780,6 +792,80 @@ def runs_show(
     # One store opened for both the prefix and the view (opening it checks the schema version: not free).
     with open_store(settings.db) as store:
         _print_run_text(store, store.resolve_run_id(run_id), settings)
+
+
+kb_app = HelpTyper(
+    help="The knowledge base: list its collections and documents, remove documents or a whole collection.",
+    no_args_is_help=True,
+)
+app.add_typer(kb_app, name="kb")
+
+
+@kb_app.command("list")
+def kb_list(
+    db: DbOption = None,
+    collection: Annotated[str | None, typer.Option(help="Only this collection and its documents.")] = None,
+    format: Annotated[FormatChoice, typer.Option(help="text, or json (collections, then documents).")] = (
+        FormatChoice.text
+    ),
+) -> None:
+    """List the knowledge base: its collections (documents, chunks), then each document with its chunk count
+    and when it was ingested (UTC).
+
+    A document's path is the one its citations show; `marsrag kb remove PATH` takes it as shown.
+
+    Example: marsrag kb list --format json
+    """
+    # lazy: only this command's library loads (the store, not the runtime: read-only commands start fast)
+    from marsrag.rag.manage import listing
+
+    found = listing(db=_settings(db=db).db, collection=collection)
+    if format is FormatChoice.json:
+        _out_json(found.to_dict())
+        return
+    if not found.documents:
+        _out("The knowledge base is empty: add documents with marsrag ingest PATH\n")
+        return
+    # lazy: Rich, only for people reading a terminal
+    from marsrag.render_knowledge import print_knowledge
+
+    print_knowledge(found.to_dict())
+
+
+@kb_app.command("remove")
+def kb_remove(
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Documents as kb list and citations show them (a folder of them too), or the files or folders "
+            "they were ingested from."
+        ),
+    ] = None,
+    collection: Annotated[
+        str | None,
+        typer.Option(help="Without PATH: remove this whole collection. With PATH: only its documents."),
+    ] = None,
+    db: DbOption = None,
+    format: Annotated[FormatChoice, typer.Option(help="text, or json (what was removed).")] = FormatChoice.text,
+) -> None:
+    """Remove documents, or a whole collection, from the knowledge base, with their chunks.
+
+    All or nothing: a PATH that matches no document (or documents of several collections, without
+    --collection) is a usage error (exit 2) and nothing is removed. Runs keep the passages they cited: runs
+    show still shows them. Later runs never retrieve the removed documents.
+
+    Example: marsrag kb remove kb/old-runbook.md --collection handbook
+    """
+    # lazy: only this command's library loads (the store, not the runtime)
+    from marsrag.rag.manage import removal
+
+    report = removal(list(paths or []), db=_settings(db=db).db, collection=collection)
+    if format is FormatChoice.json:
+        _out_json(report.to_dict())
+        return
+    for document in report.documents:
+        _out(f"removed {document.path} ({document.chunks} chunks) from {document.collection}\n")
+    _out(f"removed: {report.summary()}\n")
 
 
 @contextmanager

@@ -207,17 +207,20 @@ def run_goal(
     workflow: str | None = None,
     session: str | None = None,
     sinks: Sequence[EventSink] = (),
+    collections: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Run a workflow for a goal and return the run document (as ``runs show`` prints it).
 
+    ``collections``: the knowledge base collections its retrieval keeps to (default: the workflow's, else all).
+
     Raises:
-        ConfigError, InputError, StoreUnavailableError: bad config, workflow, LLM spec or database (nothing is
-            run).
+        ConfigError, InputError, StoreUnavailableError: bad config, workflow, LLM spec, collection or database
+            (nothing is run).
         StoreError: the store failed during the run, or no longer holds it after (see :func:`kept`).
     """
     with open_runner(settings, workflow=workflow, sinks=sinks) as runner:
         _warn_when_empty(settings, runner.store)
-        record = runner.run(goal, workflow=workflow, session_id=session)
+        record = runner.run(goal, workflow=workflow, session_id=session, collections=collections)
         return kept(settings, run_document(runner.store, record.run_id))
 
 

@@ -298,6 +298,9 @@ class RunRecord(Record):
     #: The experiment the run's session takes part in and the arm it was assigned (None outside an experiment).
     experiment: str | None = None
     arm: str | None = None
+    #: The knowledge base collections the run's retrieval keeps to (None: every collection), chosen when it
+    #: started: its resumption, its operator actions and the runs following it keep to the same ones.
+    collections: list[str] | None = None
 
 
 #: The loop events of spec section 8, then MarsRAG's own: a reader's rating of an answer or next action, and a

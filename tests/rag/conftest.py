@@ -50,8 +50,8 @@ def write(root: Path, relative: str, content: str | bytes) -> Path:
     return path
 
 
-def marsrag(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """The real CLI in a subprocess (its stdin closed, so nothing can wait on a terminal)."""
+def marsrag(*args: str | Path, cwd: Path, columns: int = 200) -> subprocess.CompletedProcess[str]:
+    """The real CLI in a subprocess (its stdin closed, so nothing can wait on a terminal), ``columns`` wide."""
     return subprocess.run(
         [sys.executable, "-m", "marsrag", *map(str, args)],
         capture_output=True,
@@ -59,5 +59,5 @@ def marsrag(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
         check=False,
         stdin=subprocess.DEVNULL,
         cwd=cwd,
-        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"},
+        env={**os.environ, "NO_COLOR": "1", "COLUMNS": str(columns)},
     )

@@ -48,11 +48,12 @@ def task_row_before_0009(state: TaskState) -> dict[str, Any]:
 
 
 def run_row_before_0007(record: RunRecord) -> dict[str, Any]:
-    """A ``runs`` row as revisions before 0007 had it (no ``followed_from``, nor 0012's experiment and arm)."""
+    """A ``runs`` row as revisions before 0007 had it (no ``followed_from``, nor 0012's experiment and arm, nor
+    0016's collections)."""
     from marsrag.store import _rows
 
     row = _rows.run_row(record)
-    del row["followed_from"], row["experiment"], row["arm"]
+    del row["followed_from"], row["experiment"], row["arm"], row["collections"]
     return row
 
 
@@ -313,6 +314,25 @@ def test_migration_0007_keeps_runs_and_tasks_stored_before_it(db_url: str) -> No
         migrated.create_run(run("next", followed_from="r"))
         with pytest.raises(AlreadyFollowedError):
             migrated.create_run(run("again", followed_from="r"))
+
+
+def test_migration_0016_reads_runs_stored_before_it_as_searching_every_collection(db_url: str) -> None:
+    """A run stored at 0015 reads back with no collections; a new run's collections round-trip; 0016 downgrades."""
+    from sqlalchemy import insert, inspect
+
+    from marsrag.store import _rows
+    from marsrag.store.schema import runs
+
+    before = {k: v for k, v in _rows.run_row(run("r")).items() if k != "collections"}
+    with at_revision(db_url, "0015") as connection:
+        connection.execute(insert(runs), [before])
+    with open_store(db_url) as migrated:
+        assert migrated.get_run("r").collections is None
+        migrated.create_run(run("s", collections=["handbook", "/srv/docs"]))
+        assert migrated.get_run("s").collections == ["handbook", "/srv/docs"]
+    with at_revision(db_url, "0015", downgrade=True) as connection:
+        assert "collections" not in {column["name"] for column in inspect(connection).get_columns("runs")}
+        assert connection.execute(text("SELECT count(*) FROM runs")).scalar() == 2
 
 
 def test_migration_0007_downgrades_to_0006(db_url: str) -> None:

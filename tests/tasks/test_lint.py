@@ -23,6 +23,7 @@ EXPECTED: dict[str, list[tuple[str, int, str | None]]] = {
     "lc002_missing_label.yaml": [("LC002", 7, "diagnose"), ("LC002", 12, "summarize")],
     "lc003_version.yaml": [("LC003", 2, "no_version"), ("LC003", 16, "not_semver"), ("LC003", 27, "newer_minor")],
     "lc004_output_pydantic.yaml": [("LC004", 5, "wrong_model"), ("LC004", 13, "no_model")],
+    "lc100_collections.yaml": [("LC100", 17, None), ("LC100", 21, None), ("LC100", 25, None), ("LC100", 29, None)],
     "lc100_names.yaml": [("LC100", 5, None), ("LC100", 9, "t" * 200), ("LC100", 18, None)],
     "lc100_malformed.yaml": [
         ("LC100", 2, "no_agent"),

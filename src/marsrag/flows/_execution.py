@@ -27,7 +27,7 @@ from marsrag.integrations.crewai_builders import BuiltTask
 from marsrag.liveness import is_stale, owner_id
 from marsrag.runtime.commit import TaskCommitter
 from marsrag.runtime.heartbeat import Heartbeat
-from marsrag.runtime.retrieval import NoRetriever, Retriever, retrieve
+from marsrag.runtime.retrieval import NoRetriever, Retriever, retrieve, run_scope, scoped_retriever
 from marsrag.runtime.routing import Candidate, Router
 from marsrag.runtime.states import task_state
 from marsrag.state import HookSource, RunRecord, RunStatus, TaskState, TransitionRecord
@@ -48,6 +48,8 @@ class FlowBinding:
     retrieval_limit: int = 5
     candidates: Sequence[Candidate] = ()
     project: Any = None
+    #: The knowledge base collections a new run's retrieval keeps to (None: all); a resumed run keeps its own.
+    collections: Sequence[str] | None = None
 
     def __post_init__(self) -> None:
         self.commits = TaskCommitter(self.store, self.sinks)
@@ -83,6 +85,8 @@ class FlowExecution:
     ) -> None:
         self.binding = binding
         self.run = run
+        #: What the run's steps and their agents' tools search: the knowledge base kept to the run's collections.
+        self.retriever = scoped_retriever(binding.retriever, run.collections)
         #: Every write applies only while this process still holds the run.
         self.holder = Holder(run_owner=run.owner)
         #: The committed steps of a resumed run, by position: they are not run again.
@@ -111,7 +115,8 @@ class FlowExecution:
 
         Raises:
             RunNotFoundError: no run ``run_id`` in the store.
-            InputError: the run is of another flow, or the goal or session id breaks the rules.
+            InputError: the run is of another flow, the goal or session id breaks the rules, or the binding's
+                collections name one the knowledge base does not have.
             ActionConflictError: the run is running in a live process, or another process took it first.
         """
         store = binding.store
@@ -129,6 +134,7 @@ class FlowExecution:
                 raise ActionConflictError(f"run {run_id!r} was taken by another process")
             return cls(binding, run.model_copy(update={"status": "running", "owner": owner}), stored, finished=False)
         given = check_session_id(session_id)
+        scope = run_scope(binding.retriever, binding.collections)  # an unknown collection stores nothing
         # Created running under this process (one write): no other process knows the run before it is stored.
         run = RunRecord(
             run_id=uuid.uuid4().hex,
@@ -138,6 +144,7 @@ class FlowExecution:
             loop_mode=mode,
             status="running",
             owner=owner_id(),
+            collections=scope,
         )
         binding.commits.create_run(run)
         return cls(binding, run, [], finished=False, new_session=given is None)
@@ -184,9 +191,7 @@ class FlowExecution:
         chained: bool,
         after: TaskState | None,
     ) -> TaskState:
-        retrieval = retrieve(
-            self.binding.retriever, hook, self.run.goal, self.binding.retrieval_limit, numbers=self.numbers
-        )
+        retrieval = retrieve(self.retriever, hook, self.run.goal, self.binding.retrieval_limit, numbers=self.numbers)
         # The hooks handed within this run were asked too: a later step's LOOP should not circle back to them.
         handed = [state.loop_output.hook for state in self.states if state.hook_source != "goal"]
         asked = list(dict.fromkeys([*self.asked, *(item for item in [*handed, hook] if item)]))

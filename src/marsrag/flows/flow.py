@@ -32,7 +32,7 @@ from marsrag.integrations.crewai import Agent, Crew, Process  # noqa: E402
 from marsrag.integrations.crewai_builders import BuiltCrew, CrewBuilder, build_agent, build_crew, build_task  # noqa: E402
 from marsrag.integrations.passages import PASSAGES  # noqa: E402
 from marsrag.llm.select import resolve_llm  # noqa: E402
-from marsrag.runtime.retrieval import NoRetriever, Retriever  # noqa: E402
+from marsrag.runtime.retrieval import NoRetriever, Retriever, run_scope  # noqa: E402
 from marsrag.runtime.routing import Candidate, LexicalRouter, Router, project_candidates  # noqa: E402
 from marsrag.runtime.states import task_state  # noqa: E402
 from marsrag.state import RunRecord  # noqa: E402
@@ -81,6 +81,7 @@ class LoopFlow(Flow[LoopFlowState]):
         retriever: Retriever | None = None,
         router: Router | None = None,
         retrieval_limit: int = 5,
+        collections: Sequence[str] | None = None,
         **options: Any,
     ) -> None:
         super().__init__(**options)
@@ -93,6 +94,7 @@ class LoopFlow(Flow[LoopFlowState]):
                 retriever=retriever,
                 router=router,
                 retrieval_limit=retrieval_limit,
+                collections=collections,
             )
 
     def bind(
@@ -105,11 +107,14 @@ class LoopFlow(Flow[LoopFlowState]):
         retriever: Retriever | None = None,
         router: Router | None = None,
         retrieval_limit: int = 5,
+        collections: Sequence[str] | None = None,
     ) -> LoopFlow:
         """Give the flow its store and LLM (a flow CrewAI restored from a checkpoint has none); the flow.
 
         ``llm`` None is the offline composer, as ``marsrag run`` uses by default; ``project`` gives named agents
         (``agent="analyst"``), :meth:`crew_step`'s workflows and the candidates each loop is routed on.
+        ``collections``: the knowledge base collections a new run's retrieval keeps to (recorded with the run,
+        checked when it starts; a resumed run keeps its own).
         """
         self._binding = FlowBinding(
             store=store,
@@ -120,6 +125,7 @@ class LoopFlow(Flow[LoopFlowState]):
             retrieval_limit=retrieval_limit,
             candidates=project_candidates(project) if project is not None else [],
             project=project,
+            collections=collections,
         )
         return self
 
@@ -197,12 +203,18 @@ class LoopFlow(Flow[LoopFlowState]):
                 raise FlowStateNotFoundError(f"no stored state of flow {self.workflow_name!r} has id {inputs['id']!r}")
             return inputs
         goal = clean_goal(str(inputs.get("goal", self.state.goal)))
+        binding = self._bound()
+        run_scope(binding.retriever, binding.collections)  # an unknown collection: refused before any step runs
         return {**inputs, "goal": goal, "session_id": check_session_id(inputs.get("session_id")), "run_id": None}
 
     def _bound(self) -> FlowBinding:
         if self._binding is None:
             raise InputError(f"flow {type(self).__name__} has no run store: give store= or call bind(store)")
         return self._binding
+
+    def _retriever(self) -> Retriever:
+        """What the run's agents' tools search: its retrieval's knowledge base, kept to the run's collections."""
+        return self._execution.retriever if self._execution is not None else self._bound().retriever
 
     def _numbering(self) -> Callable[[Mapping[str, Any]], int] | None:
         """How the run numbers the passages a step's tools find (its sources', :mod:`marsrag.chain.numbering`)."""
@@ -275,7 +287,7 @@ class LoopFlow(Flow[LoopFlowState]):
 
         def execute(task_id: str, text: str, passages: Sequence[Mapping[str, Any]]) -> Answer:
             built = crews(
-                project, workflow, binding.llm, retriever=binding.retriever, retrieval_limit=binding.retrieval_limit
+                project, workflow, binding.llm, retriever=self._retriever(), retrieval_limit=binding.retrieval_limit
             )
             PASSAGES.given(str(built.tasks[0].task.id), passages, self._numbering())
             built.tasks[0].task.description += f"\n\n{text}"
@@ -323,7 +335,7 @@ class LoopFlow(Flow[LoopFlowState]):
 
         def build(config: AgentConfig) -> Any:
             # Fresh per step; its tools (tools: [knowledge_base]) search the flow's knowledge base.
-            return build_agent(config, llm, retriever=binding.retriever, retrieval_limit=binding.retrieval_limit)
+            return build_agent(config, llm, retriever=self._retriever(), retrieval_limit=binding.retrieval_limit)
 
         if isinstance(agent, str):
             project = binding.project

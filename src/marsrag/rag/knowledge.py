@@ -12,6 +12,7 @@ BM25 on SQLite (FTS5) and ``ts_rank_cd`` on PostgreSQL, headings weighing 2.5 ti
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import logging
 from collections import Counter
@@ -65,6 +66,27 @@ class KnowledgeBase:
         self._documents: KnowledgeStore = store.knowledge()
         self.url = self._documents.url
         self._on_close = on_close
+        #: The collections searched and counted (None: all of them); see :meth:`scoped`.
+        self.collections: tuple[str, ...] | None = None
+
+    def scoped(self, collections: Sequence[str] | None) -> KnowledgeBase:
+        """This knowledge base kept to ``collections`` for :meth:`search` and :meth:`term_counts` (None: all).
+
+        A view sharing this one's connections: closing it closes nothing. The names are not checked here
+        (see :func:`marsrag.rag.manage.check_collections`): an unknown one just holds nothing.
+        """
+        view = copy.copy(self)
+        view._on_close = None
+        view.collections = None if collections is None else tuple(dict.fromkeys(collections))
+        return view
+
+    def collection_names(self) -> list[str]:
+        """The names of the collections holding documents, sorted.
+
+        Raises:
+            StoreError: the database fails.
+        """
+        return [collection.name for collection in self._documents.collections()]
 
     @classmethod
     def open(cls, url: str | None = None) -> KnowledgeBase:
@@ -136,7 +158,9 @@ class KnowledgeBase:
         words = terms(query)
         if not words or limit == 0:
             return []
-        pool = self._documents.search_chunks(words, limit if per_document is None else limit * _POOL_FACTOR)
+        pool = self._documents.search_chunks(
+            words, limit if per_document is None else limit * _POOL_FACTOR, collections=self.collections
+        )
         hits = pool[:limit] if per_document is None else _spread(pool, limit, per_document)
         return [
             {
@@ -151,12 +175,13 @@ class KnowledgeBase:
 
     def term_counts(self, terms: Sequence[str]) -> TermCounts:
         """How many chunks the knowledge base holds, and how many contain each term (a stem of
-        :func:`marsrag.tokens.stems`): what :mod:`marsrag.rag.support` weighs a question's terms by.
+        :func:`marsrag.tokens.stems`): what :mod:`marsrag.rag.support` weighs a question's terms by. Kept
+        to :attr:`collections`, as :meth:`search` is: support is measured against what the run can retrieve.
 
         Raises:
             StoreError: the database fails.
         """
-        return self._documents.term_counts(terms)
+        return self._documents.term_counts(terms, collections=self.collections)
 
     def _known_hashes(self) -> dict[DocumentKey, str]:
         # One read up front lets unchanged files skip the write transaction (and its lock) entirely.

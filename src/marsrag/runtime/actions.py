@@ -201,7 +201,7 @@ def _crew(runner: WorkflowRunner, run: RunRecord, state: TaskState, *, machine_f
         state.task_id,
         agent,
         llm,
-        retriever=runner.retriever,
+        retriever=runner.retriever_for(run),
         retrieval_limit=runner.retrieval_limit,
     )
     if crew.tasks[0].guardrail is None:

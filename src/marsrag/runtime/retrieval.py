@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from marsrag.chain.numbering import SourceNumbers
+from marsrag.errors import InputError
+from marsrag.rag.manage import check_collections
 from marsrag.rag.support import asked_terms, assess
 from marsrag.state import Retrieval
 from marsrag.store import TermCounts
@@ -39,6 +41,44 @@ class NoRetriever:
     def search(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
         """Nothing."""
         return []
+
+
+def run_scope(
+    retriever: Retriever, requested: Sequence[str] | None, default: Sequence[str] | None = None
+) -> list[str] | None:
+    """The collections a new run keeps to: ``requested`` (a run's flag or request), else ``default`` (its
+    workflow's ``collections:``); None when neither names any (every collection).
+
+    Raises:
+        InputError: a name is not a collection of the knowledge base (the message names it and lists the
+            known ones), or the retriever cannot keep to collections.
+    """
+    chosen = requested if requested is not None else default
+    if chosen is None:
+        return None
+    if not list(chosen):
+        raise InputError("no collection named: name at least one, or none to search every collection")
+    if not (callable(getattr(retriever, "scoped", None)) and callable(getattr(retriever, "collection_names", None))):
+        raise InputError(
+            f"this runner's retriever ({type(retriever).__name__}) cannot keep to collections "
+            f"({', '.join(map(repr, chosen))}): only the knowledge base can"
+        )
+    return check_collections(chosen, retriever.collection_names())  # type: ignore[attr-defined]
+
+
+def scoped_retriever(retriever: Retriever, collections: Sequence[str] | None) -> Retriever:
+    """``retriever`` kept to ``collections`` (None: as it is): what a run's tasks and tools search.
+
+    Raises:
+        InputError: collections are named and the retriever cannot keep to them.
+    """
+    if collections is None:
+        return retriever
+    scoped = getattr(retriever, "scoped", None)
+    if not callable(scoped):
+        raise InputError(f"this runner's retriever ({type(retriever).__name__}) cannot keep to collections")
+    result: Retriever = scoped(collections)
+    return result
 
 
 def retrieval_query(hook: str | None, goal: str) -> str:

@@ -32,7 +32,7 @@ from marsrag.llm.boundary import supports_async
 from marsrag.llm.select import resolve_llm
 from marsrag.runtime.commit import TaskCommitter
 from marsrag.runtime.heartbeat import Heartbeat
-from marsrag.runtime.retrieval import NoRetriever, Retriever, retrieve
+from marsrag.runtime.retrieval import NoRetriever, Retriever, retrieve, run_scope, scoped_retriever
 from marsrag.runtime.routing import LexicalRouter, Router, project_candidates
 from marsrag.runtime.states import task_state
 from marsrag.state import (
@@ -97,9 +97,12 @@ class WorkflowRunner:
         session_id: str | None = None,
         followed_from: str | None = None,
         events: Sequence[LoopEvent] = (),
+        collections: Sequence[str] | None = None,
     ) -> RunRecord:
         """Record a new pending run held by this process (the workflow is checked now: a bad name writes nothing).
 
+        ``collections``: the knowledge base collections its retrieval keeps to, else the workflow's
+        ``collections:``, else all (recorded with the run, checked before it is stored).
         ``followed_from`` names the run whose next action it follows; ``events`` are stored with it. When the
         workflow has an experiment the run gets the session's arm (decided at the session's first run in it, see
         :func:`~marsrag.experiments.assignment.session_assignment`) and that arm's loop mode; the session's first
@@ -108,11 +111,12 @@ class WorkflowRunner:
         Raises:
             ConfigError: no such workflow.
             InputError: the goal or session id breaks the rules of :mod:`marsrag.goals` (blank, too long,
-                control characters; a session id outside its alphabet).
+                control characters; a session id outside its alphabet), or a collection is unknown.
             AlreadyFollowedError: ``followed_from`` is followed already (nothing is stored).
         """
         goal, session_id = clean_goal(goal), check_session_id(session_id)
         chosen = self.project.workflow(workflow)
+        scope = run_scope(self.retriever, collections, chosen.collections)
         run_id, session = uuid.uuid4().hex, session_id or uuid.uuid4().hex
         assignment = self._assignment(chosen, session, known=session_id is not None)
         run = RunRecord(
@@ -127,6 +131,7 @@ class WorkflowRunner:
             followed_from=followed_from,
             experiment=assignment.experiment if assignment else None,
             arm=assignment.arm if assignment else None,
+            collections=scope,
         )
         if assignment is not None and assignment.first:
             # In the same transaction as the session's first run in the experiment: never one without the other.
@@ -158,9 +163,21 @@ class WorkflowRunner:
                 llm = self._arm_llms[arm.llm] = resolve_llm(arm.llm, policy=getattr(self.llm, "call_policy", None))
         return project, llm
 
-    def run(self, goal: str, *, workflow: str | None = None, session_id: str | None = None) -> RunRecord:
+    def retriever_for(self, run: RunRecord) -> Retriever:
+        """What ``run``'s tasks and their tools search: this runner's retriever kept to the run's collections."""
+        return scoped_retriever(self.retriever, run.collections)
+
+    def run(
+        self,
+        goal: str,
+        *,
+        workflow: str | None = None,
+        session_id: str | None = None,
+        collections: Sequence[str] | None = None,
+    ) -> RunRecord:
         """Start and execute a run; return its final record (``completed`` or ``failed`` with the reason)."""
-        return self.execute(self.start(goal, workflow=workflow, session_id=session_id).run_id)
+        started = self.start(goal, workflow=workflow, session_id=session_id, collections=collections)
+        return self.execute(started.run_id)
 
     def execute(self, run_id: str) -> RunRecord:
         """Execute a stored pending run to its end. LLM and store errors end it ``failed``, never raise.
@@ -201,9 +218,17 @@ class WorkflowRunner:
                 stored.append(state)
         return run, stored
 
-    async def arun(self, goal: str, *, workflow: str | None = None, session_id: str | None = None) -> RunRecord:
+    async def arun(
+        self,
+        goal: str,
+        *,
+        workflow: str | None = None,
+        session_id: str | None = None,
+        collections: Sequence[str] | None = None,
+    ) -> RunRecord:
         """The async :meth:`run`, on CrewAI's native ``Crew.akickoff`` (the LLM's ``acall`` is awaited)."""
-        return await self.aexecute(self.start(goal, workflow=workflow, session_id=session_id).run_id)
+        started = self.start(goal, workflow=workflow, session_id=session_id, collections=collections)
+        return await self.aexecute(started.run_id)
 
     async def aexecute(self, run_id: str) -> RunRecord:
         """The async :meth:`execute`: the run waits on the LLM without holding a thread.
@@ -228,18 +253,33 @@ class WorkflowRunner:
         run, stored = self._resumable(run_id)
         return run if stored is None else await self._aexecute(run, stored)
 
-    def follow(self, run_id: str, *, workflow: str | None = None, goal: str | None = None) -> RunRecord:
+    def follow(
+        self,
+        run_id: str,
+        *,
+        workflow: str | None = None,
+        goal: str | None = None,
+        collections: Sequence[str] | None = None,
+    ) -> RunRecord:
         """Start and execute the next run of a run's session (see :meth:`start_follow`); its final record."""
-        return self.execute(self.start_follow(run_id, workflow=workflow, goal=goal).run_id)
+        return self.execute(self.start_follow(run_id, workflow=workflow, goal=goal, collections=collections).run_id)
 
-    def start_follow(self, run_id: str, *, workflow: str | None = None, goal: str | None = None) -> RunRecord:
+    def start_follow(
+        self,
+        run_id: str,
+        *,
+        workflow: str | None = None,
+        goal: str | None = None,
+        collections: Sequence[str] | None = None,
+    ) -> RunRecord:
         """Record ``loop.action.followed`` and the next run of the run's session, pending, with its next action as goal.
 
         The next action is :func:`plan_next_action`'s: the final loop when usable, else the fallback question.
         The workflow is ``workflow`` when given, else the one the loop routed to when registered, else the run's.
         ``goal`` is the user's edit of the next action: when it differs from it (once trimmed, as goals are
         stored) the follow is ``edited`` and the new run asks ``goal``; else it is ``suggested`` (the event's
-        ``detail["follow_kind"]``).
+        ``detail["follow_kind"]``). The next run keeps to ``collections`` when given, else to the followed
+        run's collections when it kept to some, else to its workflow's.
 
         Raises:
             RunNotFoundError: no such run.
@@ -272,7 +312,15 @@ class WorkflowRunner:
         # The follow and its event are one write, unique per followed run: of racing follows (a double
         # click, ten requests), one run is stored; the others raise AlreadyFollowedError naming it.
         asked = edited if kind == "edited" and edited is not None else action.hook
-        return self.start(asked, workflow=chosen, session_id=prior.session_id, followed_from=run_id, events=[event])
+        scope = collections if collections is not None else prior.collections
+        return self.start(
+            asked,
+            workflow=chosen,
+            session_id=prior.session_id,
+            followed_from=run_id,
+            events=[event],
+            collections=scope,
+        )
 
     def _execute(self, run: RunRecord, stored: list[TaskState]) -> RunRecord:
         held = self._claim(run)
@@ -389,13 +437,15 @@ class _Execution:
         self.holder = Holder(run_owner=run.owner)
         start = len(stored)
         project, llm = runner.run_setup(run)
+        #: What the run's tasks and their tools search: the knowledge base kept to the run's collections.
+        self.retriever = runner.retriever_for(run)
         self.built: BuiltCrew = runner.crews(
             project,
             run.workflow,
             llm,
             start=start,
             manager_llm=runner.manager_llm(run.workflow),
-            retriever=runner.retriever,
+            retriever=self.retriever,
             retrieval_limit=runner.retrieval_limit,
         )
         self.states: list[TaskState] = list(stored)
@@ -447,9 +497,7 @@ class _Execution:
     def _prepare(self, index: int, hook: str | None, *, first: bool = False) -> None:
         """Give task ``index`` its hook and retrieval results, in its description."""
         task = self.built.tasks[index].task
-        retrieval = retrieve(
-            self.runner.retriever, hook, self.run.goal, self.runner.retrieval_limit, numbers=self.numbers
-        )
+        retrieval = retrieve(self.retriever, hook, self.run.goal, self.runner.retrieval_limit, numbers=self.numbers)
         self.retrievals[index] = retrieval
         results = retrieval.results
         # The agent's knowledge tool numbers what it finds by the run's sources too (see _retrieval).

@@ -14,13 +14,25 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
-from sqlalchemy import Connection, Engine, bindparam, delete, func, insert, select, text, update
+from sqlalchemy import Connection, Engine, bindparam, delete, func, insert, or_, select, text, tuple_, update
 from sqlalchemy.exc import IntegrityError
 
+from marsrag.store._rows import as_utc
 from marsrag.store._transactions import Transactions
 from marsrag.store.base import KnowledgeStore
-from marsrag.store.queries import ChunkHit, ChunkText, DocumentChange, DocumentKey, DocumentVersion, TermCounts
+from marsrag.store.queries import (
+    ChunkHit,
+    ChunkText,
+    CollectionSummary,
+    DocumentChange,
+    DocumentKey,
+    DocumentSummary,
+    DocumentVersion,
+    Removal,
+    TermCounts,
+)
 from marsrag.store.schema import chunks, document_terms, documents
 
 # FOR UPDATE (PostgreSQL; SQLite's BEGIN IMMEDIATE already serializes writers): a second ingest of the same
@@ -42,6 +54,49 @@ _TERM_COUNTS = (
     .where(document_terms.c.term.in_(bindparam("terms", expanding=True)))
     .group_by(document_terms.c.term)
 )
+_IN_COLLECTIONS = documents.c.collection.in_(bindparam("collections", expanding=True))
+_SCOPED_CHUNK_COUNT = (
+    select(func.count())
+    .select_from(chunks.join(documents, documents.c.id == chunks.c.document_id))
+    .where(_IN_COLLECTIONS)
+)
+_SCOPED_TERM_COUNTS = (
+    select(document_terms.c.term, func.sum(document_terms.c.chunks))
+    .select_from(document_terms.join(documents, documents.c.id == document_terms.c.document_id))
+    .where(document_terms.c.term.in_(bindparam("terms", expanding=True)), _IN_COLLECTIONS)
+    .group_by(document_terms.c.term)
+)
+# Per document its chunk count (a document with none counts 0): what listing and removal report.
+_CHUNKS_PER_DOCUMENT = (
+    select(chunks.c.document_id, func.count().label("chunks")).group_by(chunks.c.document_id).subquery("per_document")
+)
+_DOCUMENTS = (
+    select(
+        documents.c.id,
+        documents.c.collection,
+        documents.c.path,
+        func.coalesce(_CHUNKS_PER_DOCUMENT.c.chunks, 0).label("chunks"),
+        documents.c.size,
+        documents.c.source,
+        documents.c.ingested_at,
+    )
+    .select_from(documents.outerjoin(_CHUNKS_PER_DOCUMENT, _CHUNKS_PER_DOCUMENT.c.document_id == documents.c.id))
+    .order_by(documents.c.collection, documents.c.path)
+)
+_COLLECTIONS = (
+    select(
+        documents.c.collection,
+        func.count(),
+        func.coalesce(func.sum(_CHUNKS_PER_DOCUMENT.c.chunks), 0),
+        func.max(documents.c.ingested_at),
+    )
+    .select_from(documents.outerjoin(_CHUNKS_PER_DOCUMENT, _CHUNKS_PER_DOCUMENT.c.document_id == documents.c.id))
+    .group_by(documents.c.collection)
+    .order_by(documents.c.collection)
+)
+# Removal deletes by id, this many at a time: a collection of many documents stays under every backend's limit
+# of bound parameters.
+_REMOVE_BATCH = 500
 
 # The inner query ranks inside the FTS index and keeps `limit` rowids; only those are joined to their text.
 _SEARCH_SQLITE = text(
@@ -50,12 +105,28 @@ _SEARCH_SQLITE = text(
     " WHERE chunks_fts MATCH :query ORDER BY rank, rowid LIMIT :limit"
     ") AS f JOIN chunks AS c ON c.id = f.id JOIN documents AS d ON d.id = c.document_id ORDER BY f.rank, c.id"
 )
+# The same, kept to some collections: the collections' chunks are chosen inside the FTS query (a rowid filter),
+# so the `limit` best are those of the collections, not the best overall filtered afterwards.
+_SEARCH_SQLITE_SCOPED = text(
+    "SELECT c.id, d.path, c.heading, c.text, -f.rank AS score FROM ("
+    " SELECT rowid AS id, bm25(chunks_fts, 2.5, 1.0) AS rank FROM chunks_fts"
+    " WHERE chunks_fts MATCH :query AND rowid IN ("
+    "  SELECT sc.id FROM chunks AS sc JOIN documents AS sd ON sd.id = sc.document_id"
+    "  WHERE sd.collection IN :collections"
+    " ) ORDER BY rank, rowid LIMIT :limit"
+    ") AS f JOIN chunks AS c ON c.id = f.id JOIN documents AS d ON d.id = c.document_id ORDER BY f.rank, c.id"
+).bindparams(bindparam("collections", expanding=True))
 # Normalization 1 divides by 1 + log(length), as BM25 discounts long chunks; weights A (heading) 1.0, B 0.4.
 _SEARCH_POSTGRES = text(
     "SELECT c.id, d.path, c.heading, c.text, ts_rank_cd(c.fts, q.query, 1) AS score"
     " FROM to_tsquery('english', :query) AS q(query), chunks AS c JOIN documents AS d ON d.id = c.document_id"
     " WHERE c.fts @@ q.query ORDER BY score DESC, c.id LIMIT :limit"
 )
+_SEARCH_POSTGRES_SCOPED = text(
+    "SELECT c.id, d.path, c.heading, c.text, ts_rank_cd(c.fts, q.query, 1) AS score"
+    " FROM to_tsquery('english', :query) AS q(query), chunks AS c JOIN documents AS d ON d.id = c.document_id"
+    " WHERE c.fts @@ q.query AND d.collection IN :collections ORDER BY score DESC, c.id LIMIT :limit"
+).bindparams(bindparam("collections", expanding=True))
 
 
 def fts5_query(words: Sequence[str]) -> str:
@@ -79,6 +150,7 @@ class SqlKnowledgeStore(KnowledgeStore):
         self._transactions = transactions
         postgres = engine.dialect.name == "postgresql"
         self._search = _SEARCH_POSTGRES if postgres else _SEARCH_SQLITE
+        self._scoped_search = _SEARCH_POSTGRES_SCOPED if postgres else _SEARCH_SQLITE_SCOPED
         self._format = tsquery if postgres else fts5_query
 
     def known_hashes(self, *, chunker: int | None = None) -> dict[DocumentKey, str]:
@@ -117,26 +189,98 @@ class SqlKnowledgeStore(KnowledgeStore):
 
         return self._transactions.writing(f"ingest {document.path}", body)
 
-    def term_counts(self, terms: Sequence[str]) -> TermCounts:
+    def term_counts(self, terms: Sequence[str], *, collections: Sequence[str] | None = None) -> TermCounts:
         """The number of chunks, and of the chunks containing each term (see base): two indexed reads."""
         wanted = list(dict.fromkeys(terms))
+        scope = {} if collections is None else {"collections": list(collections)}
+        total_query, counts_query = (
+            (_CHUNK_COUNT, _TERM_COUNTS) if collections is None else (_SCOPED_CHUNK_COUNT, _SCOPED_TERM_COUNTS)
+        )
 
         def body(connection: Connection) -> TermCounts:
-            total = int(connection.execute(_CHUNK_COUNT).scalar_one())
-            found = dict(connection.execute(_TERM_COUNTS, {"terms": wanted}).all()) if wanted else {}
+            if collections is not None and not collections:
+                return TermCounts(0, dict.fromkeys(wanted, 0))
+            total = int(connection.execute(total_query, scope).scalar_one())
+            found = dict(connection.execute(counts_query, {"terms": wanted, **scope}).all()) if wanted else {}
             return TermCounts(total, {term: int(found.get(term) or 0) for term in wanted})
 
         return self._transactions.reading("read the knowledge base's term counts", body)
 
-    def search_chunks(self, words: Sequence[str], limit: int) -> list[ChunkHit]:
+    def search_chunks(
+        self, words: Sequence[str], limit: int, *, collections: Sequence[str] | None = None
+    ) -> list[ChunkHit]:
         """The chunks matching any of ``words``, best first, at most ``limit`` (see base)."""
-        if not words or limit <= 0:
+        if not words or limit <= 0 or (collections is not None and not collections):
             return []
-        parameters = {"query": self._format(words), "limit": limit}
+        parameters: dict[str, object] = {"query": self._format(words), "limit": limit}
+        query = self._search
+        if collections is not None:
+            query, parameters["collections"] = self._scoped_search, list(collections)
         rows = self._transactions.reading(
-            "search the knowledge base", lambda connection: connection.execute(self._search, parameters).all()
+            "search the knowledge base", lambda connection: connection.execute(query, parameters).all()
         )
         return [ChunkHit(int(id_), path, heading, body, float(score)) for id_, path, heading, body, score in rows]
+
+    def collections(self) -> list[CollectionSummary]:
+        """Every collection holding a document, by name (see base): one grouped read."""
+
+        def body(connection: Connection) -> list[CollectionSummary]:
+            return [
+                CollectionSummary(name, int(count), int(pieces), as_utc(latest))
+                for name, count, pieces, latest in connection.execute(_COLLECTIONS)
+            ]
+
+        return self._transactions.reading("list the knowledge base's collections", body)
+
+    def documents(self, *, collections: Sequence[str] | None = None) -> list[DocumentSummary]:
+        """The stored documents, by collection then path (see base)."""
+        if collections is not None and not collections:
+            return []
+        query = _DOCUMENTS if collections is None else _DOCUMENTS.where(_IN_COLLECTIONS)
+        scope = {} if collections is None else {"collections": list(collections)}
+
+        def body(connection: Connection) -> list[DocumentSummary]:
+            return [_summary(row) for row in connection.execute(query, scope)]
+
+        return self._transactions.reading("list the knowledge base's documents", body)
+
+    def remove_documents(self, keys: Sequence[DocumentKey] = (), *, collections: Sequence[str] = ()) -> Removal:
+        """Remove documents with their chunks, index entries and term counts, all or nothing (see base).
+
+        Retried as it is when its connection drops; when the lost try's commit may have landed, the retry first
+        looks: its documents all gone means it did, and its removal is reported (not "missing").
+        """
+        wanted_keys = list(dict.fromkeys(keys))
+        wanted_collections = list(dict.fromkeys(collections))
+        tried: dict[str, tuple[Removal, list[int]]] = {}
+
+        def landed(connection: Connection) -> Removal | None:
+            if "removal" not in tried:
+                return None
+            removal, ids = tried["removal"]
+            still = select(func.count()).select_from(documents).where(documents.c.id.in_(ids[:_REMOVE_BATCH]))
+            left = connection.execute(still).scalar_one()
+            return removal if not left else None
+
+        def body(connection: Connection) -> Removal:
+            found = _locked_documents(connection, wanted_keys, wanted_collections)
+            missing_keys = tuple(key for key in wanted_keys if key not in {d.key for d in found})
+            held = {d.collection for d in found}
+            missing_collections = tuple(name for name in wanted_collections if name not in held)
+            if missing_keys or missing_collections:
+                return Removal(missing_documents=missing_keys, missing_collections=missing_collections)
+            ids = list(found.values())
+            tried["removal"] = (Removal(documents=tuple(found)), ids)
+            for start in range(0, len(ids), _REMOVE_BATCH):
+                batch = ids[start : start + _REMOVE_BATCH]
+                # Children first (not left to the cascade): on SQLite the trigger takes each chunk out of the
+                # full-text index as its row goes, whatever the connection's foreign key setting.
+                connection.execute(delete(chunks).where(chunks.c.document_id.in_(batch)))
+                connection.execute(delete(document_terms).where(document_terms.c.document_id.in_(batch)))
+                connection.execute(delete(documents).where(documents.c.id.in_(batch)))
+            return Removal(documents=tuple(found))
+
+        return self._transactions.writing("remove documents from the knowledge base", body, landed)
 
     @staticmethod
     def _replace(
@@ -204,3 +348,29 @@ def _document_row(document: DocumentVersion, ingested_at: datetime) -> dict[str,
         "chunker": document.chunker,
         "ingested_at": ingested_at,
     }
+
+
+def _summary(row: Any) -> DocumentSummary:
+    return DocumentSummary(
+        row.collection, row.path, int(row.chunks), int(row.size), row.source, as_utc(row.ingested_at)
+    )
+
+
+def _locked_documents(
+    connection: Connection, keys: Sequence[DocumentKey], collections: Sequence[str]
+) -> dict[DocumentSummary, int]:
+    """The documents of ``keys`` and ``collections`` -> their ids, locked for the rest of the transaction."""
+    conditions = []
+    for start in range(0, len(keys), _REMOVE_BATCH):
+        conditions.append(tuple_(documents.c.collection, documents.c.path).in_(keys[start : start + _REMOVE_BATCH]))
+    if collections:
+        conditions.append(documents.c.collection.in_(collections))
+    if not conditions:
+        return {}
+    # FOR UPDATE on PostgreSQL: an ingest replacing one of them waits, then finds it gone and adds it anew.
+    ids = connection.execute(select(documents.c.id).where(or_(*conditions)).with_for_update()).scalars().all()
+    found: dict[DocumentSummary, int] = {}
+    for start in range(0, len(ids), _REMOVE_BATCH):
+        rows = connection.execute(_DOCUMENTS.where(documents.c.id.in_(ids[start : start + _REMOVE_BATCH])))
+        found.update({_summary(row): int(row.id) for row in rows})
+    return dict(sorted(found.items(), key=lambda item: item[0].key))

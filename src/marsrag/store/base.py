@@ -17,14 +17,17 @@ from marsrag.store.queries import (
     ChunkHit,
     ChunkText,
     Claim,
+    CollectionSummary,
     DocumentChange,
     DocumentKey,
+    DocumentSummary,
     DocumentVersion,
     GroupedCounts,
     GroupKey,
     Holder,
     MetricTotals,
     OutcomeCount,
+    Removal,
     TaskFailure,
     TermCounts,
     UnsupportedGoal,
@@ -400,16 +403,53 @@ class KnowledgeStore(ABC):
         """
 
     @abstractmethod
-    def term_counts(self, terms: Sequence[str]) -> TermCounts:
+    def term_counts(self, terms: Sequence[str], *, collections: Sequence[str] | None = None) -> TermCounts:
         """How many chunks the knowledge base holds, and how many contain each of ``terms`` (each once).
+
+        ``collections``: count only the chunks of the documents in those collections (None: every collection).
 
         Raises:
             StoreError: the database fails.
         """
 
     @abstractmethod
-    def search_chunks(self, words: Sequence[str], limit: int) -> list[ChunkHit]:
+    def search_chunks(
+        self, words: Sequence[str], limit: int, *, collections: Sequence[str] | None = None
+    ) -> list[ChunkHit]:
         """The chunks matching any of ``words`` (letters and digits only), best first, at most ``limit``.
+
+        ``collections``: only chunks of the documents in those collections (None: every collection); the
+        ``limit`` best of those, not the best overall filtered afterwards.
+
+        Raises:
+            StoreError: the database fails.
+        """
+
+    @abstractmethod
+    def collections(self) -> list[CollectionSummary]:
+        """Every collection holding a document, by name, with its documents, chunks and latest ingest.
+
+        Raises:
+            StoreError: the database fails.
+        """
+
+    @abstractmethod
+    def documents(self, *, collections: Sequence[str] | None = None) -> list[DocumentSummary]:
+        """The stored documents (only those of ``collections`` when given), by collection then path.
+
+        Raises:
+            StoreError: the database fails.
+        """
+
+    @abstractmethod
+    def remove_documents(self, keys: Sequence[DocumentKey] = (), *, collections: Sequence[str] = ()) -> Removal:
+        """Remove the documents of ``keys`` and every document of ``collections``, in one transaction.
+
+        All or nothing: when a key names no stored document, or a collection holds none, nothing is removed
+        and the :class:`Removal` names what is missing. Else each document goes with its chunks, their
+        full-text index entries and its term counts (what :meth:`term_counts` counts), so every read after
+        it is as if the documents had never been ingested. Runs keep what they stored of the passages they
+        retrieved and cited (the text, the path): those are copies, not references.
 
         Raises:
             StoreError: the database fails.

@@ -15,9 +15,11 @@ __all__ = [
     "ChunkHit",
     "ChunkText",
     "Claim",
+    "CollectionSummary",
     "DocumentChange",
     "DocumentKey",
     "DocumentOutcome",
+    "DocumentSummary",
     "DocumentVersion",
     "GroupKey",
     "GroupedCounts",
@@ -25,6 +27,7 @@ __all__ = [
     "LoopCounts",
     "MetricTotals",
     "OutcomeCount",
+    "Removal",
     "TaskFailure",
     "UnsupportedGoal",
 ]
@@ -183,6 +186,60 @@ class ChunkHit:
     heading: str
     text: str
     score: float
+
+
+@dataclass(frozen=True)
+class CollectionSummary:
+    """A collection of the knowledge base: its name, how many documents and chunks it holds, its latest ingest."""
+
+    name: str
+    documents: int
+    chunks: int
+    #: When its most recently ingested document was (UTC).
+    ingested_at: datetime
+
+
+@dataclass(frozen=True)
+class DocumentSummary:
+    """A stored document: its identity, its chunk count, its size, the file it was read from and when (UTC)."""
+
+    collection: str
+    #: The path citations show (``kb/doc.md``).
+    path: str
+    chunks: int
+    size: int
+    #: The resolved file its content was read from; None for documents stored before sources were kept.
+    source: str | None
+    ingested_at: datetime
+
+    @property
+    def key(self) -> DocumentKey:
+        """(collection, path): what makes this document itself."""
+        return self.collection, self.path
+
+
+@dataclass(frozen=True)
+class Removal:
+    """What removing documents did: the documents removed (with their chunk counts), or what was not there.
+
+    When anything asked for is missing, nothing is removed: ``documents`` is empty.
+    """
+
+    documents: tuple[DocumentSummary, ...] = ()
+    #: Documents asked for by key that are not stored.
+    missing_documents: tuple[DocumentKey, ...] = ()
+    #: Collections asked for that hold no document.
+    missing_collections: tuple[str, ...] = ()
+
+    @property
+    def chunks(self) -> int:
+        """The chunks removed with the documents."""
+        return sum(document.chunks for document in self.documents)
+
+    @property
+    def complete(self) -> bool:
+        """Whether everything asked for was there (and so was removed)."""
+        return not self.missing_documents and not self.missing_collections
 
 
 #: Why a claim was refused: the run is no longer as the caller read it, someone alive holds it (or one of its

@@ -67,6 +67,8 @@ runs = Table(
     # The experiment of the run's session and its arm (migration 0012): NULL outside an experiment.
     Column("experiment", String, nullable=True),
     Column("arm", String, nullable=True),
+    # The knowledge base collections the run's retrieval keeps to, a JSON list (migration 0016); NULL: all.
+    Column("collections", JSON(none_as_null=True), nullable=True),
     PrimaryKeyConstraint("run_id", name="pk_runs"),
     Index("uq_runs_followed_from", "followed_from", unique=True),
     Index("ix_runs_created_at", "created_at"),

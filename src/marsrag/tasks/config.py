@@ -10,7 +10,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 from marsrag.contract import EXPECTED_OUTPUT_TEMPLATE, LOOP_CONTRACT_VERSION, Mode
 from marsrag.errors import ConfigError
@@ -206,6 +214,8 @@ class WorkflowConfig(BaseModel):
     manager_agent: str | None = None
     manager_llm: str | None = None
     experiment: ExperimentConfig | None = None
+    #: The knowledge base collections the workflow's runs retrieve from (None: all); a run's own list overrides it.
+    collections: list[Annotated[str, StringConstraints(min_length=1)]] | None = Field(default=None, min_length=1)
 
     @model_validator(mode="after")
     def _manager_needs_hierarchy(self) -> WorkflowConfig:

@@ -352,7 +352,17 @@ def _check_shape(config: ConfigSet) -> Iterator[Hit]:
 
 
 _WORKFLOW_KEYS = frozenset(
-    {"description", "kind", "loop_mode", "tasks", "process", "manager_agent", "manager_llm", "experiment"}
+    {
+        "description",
+        "kind",
+        "loop_mode",
+        "tasks",
+        "process",
+        "manager_agent",
+        "manager_llm",
+        "experiment",
+        "collections",
+    }
 )
 
 
@@ -375,10 +385,24 @@ def _workflow_shape(entry: Entry) -> Iterator[Hit]:
         value = data.get(key)
         if key in data and (not isinstance(value, str) or not value.strip()):
             yield entry, key, f"{key} must be a name (text), not {_SHOWN.repr(value)}", None
+    if "collections" in data and (problem := _collections_problem(data["collections"])) is not None:
+        yield entry, "collections", f"workflow {entry.name!r}: collections {problem}", None
     # YAML keys may be numbers, booleans or null: compared as text, which is how messages show them.
     unknown = sorted(str(key) for key in set(data) - _WORKFLOW_KEYS)
     if unknown:
         yield entry, unknown[0], f"workflow {entry.name!r} has unknown key(s) {', '.join(unknown)}", None
+
+
+def _collections_problem(value: Any) -> str | None:
+    """What is wrong with a workflow's ``collections:`` (a non-empty list of collection names), else None."""
+    if not isinstance(value, list) or not value:
+        return f"must be a list of collection names (at least one), not {_SHOWN.repr(value)}"
+    for name in value:
+        if not isinstance(name, str) or not name.strip():
+            return f"must list collection names (text), not {_SHOWN.repr(name)}"
+    if len(set(value)) != len(value):
+        return "lists a collection twice"
+    return None
 
 
 def _check_user_facing_none(config: ConfigSet) -> Iterator[Hit]:

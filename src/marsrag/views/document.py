@@ -64,6 +64,7 @@ def run_document(store: RunStore, run_id: str) -> dict[str, Any]:
         "loop_mode": run.loop_mode,
         "experiment": run.experiment,
         "arm": run.arm,
+        "collections": run.collections,
         "status": run.status,
         "status_reason": run.status_reason,
         "summary": run.summary,

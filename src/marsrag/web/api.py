@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Response, status
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from marsrag.errors import ConfigError
+from marsrag.errors import ConfigError, InputError
 from marsrag.goals import SESSION_ID_PATTERN, Goal, SessionId
 from marsrag.runtime.feedback import MAX_COMMENT_CHARS
 from marsrag.state import FeedbackRating, FeedbackTarget, LoopEvent, RunStatus, TaskState, TransitionRecord
@@ -21,7 +21,10 @@ from marsrag.web.guards import InvalidField, backend_of, require_api_writer
 from marsrag.web.schemas import Health
 
 router = APIRouter(prefix="/api", tags=["runs"], responses=ERROR_RESPONSES)
+#: Longest collection name a request may give: a default collection is a resolved folder, as long as a path.
+MAX_COLLECTION_NAME = 4096
 health_router = APIRouter(tags=["health"])
+knowledge_router = APIRouter(prefix="/api", tags=["knowledge"], responses=ERROR_RESPONSES)
 
 
 class RunRequest(BaseModel):
@@ -37,6 +40,15 @@ class RunRequest(BaseModel):
     session_id: SessionId | None = Field(
         default=None,
         description="Default: a new session. 1-128 letters, digits and - _ . :, starting with a letter or digit.",
+    )
+    collections: list[Annotated[str, StringConstraints(min_length=1, max_length=MAX_COLLECTION_NAME)]] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=100,
+        description="Knowledge base collections the run retrieves from (as `GET /api/knowledge` names them); "
+        "default: the workflow's `collections:`, else all. An unknown one is refused (422) and nothing is "
+        "stored.",
+        examples=[["handbook"]],
     )
 
 
@@ -140,6 +152,9 @@ class RunDocument(BaseModel):
     loop_mode: str
     experiment: str | None = Field(description="The experiment the run's session takes part in; null outside one.")
     arm: str | None = Field(description="The experiment arm the run's session was assigned; null outside one.")
+    collections: list[str] | None = Field(
+        description="The knowledge base collections its retrieval kept to; null: all of them."
+    )
     status: RunStatus = Field(description="Whether the run finished; how its tasks ended is in `outcome`.")
     status_reason: str | None
     summary: str
@@ -148,6 +163,54 @@ class RunDocument(BaseModel):
     tasks: list[TaskState] = Field(description="The tasks in workflow order, each with its attempts.")
     transitions: list[TransitionRecord] = Field(description="The handoffs between the tasks, in order.")
     events: list[LoopEvent] = Field(description="The run's loop events, oldest first (`detail` only when one has it).")
+
+
+class KnowledgeCollection(BaseModel):
+    """A collection of the knowledge base (a `marsrag kb list --format json` collection)."""
+
+    name: str = Field(description="The name given to ingest (`--collection`), else the resolved folder ingested.")
+    documents: int = Field(ge=0, description="Documents it holds.")
+    chunks: int = Field(ge=0, description="Chunks of those documents (what retrieval searches).")
+    ingested_at: str = Field(description="When its most recently ingested document was (ISO 8601, UTC).")
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"name": "handbook", "documents": 2, "chunks": 9, "ingested_at": "2026-12-05T12:06:07+00:00"}]
+        }
+    )
+
+
+class KnowledgeDocument(BaseModel):
+    """A document of the knowledge base (a `marsrag kb list --format json` document)."""
+
+    collection: str
+    path: str = Field(description="The path its citations show (`kb/doc.md#Heading` cites a section of it).")
+    chunks: int = Field(ge=0)
+    size: int = Field(ge=0, description="Bytes of the content ingested.")
+    source: str | None = Field(description="The resolved file it was read from; null for documents ingested before.")
+    ingested_at: str = Field(description="When this version was ingested (ISO 8601, UTC).")
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "collection": "handbook",
+                    "path": "kb/runbook.md",
+                    "chunks": 5,
+                    "size": 2048,
+                    "source": "/srv/docs/kb/runbook.md",
+                    "ingested_at": "2026-12-05T12:06:07+00:00",
+                }
+            ]
+        }
+    )
+
+
+class KnowledgeListing(BaseModel):
+    """What the knowledge base holds: its collections by name, then its documents by collection and path."""
+
+    collections: list[KnowledgeCollection]
+    documents: list[KnowledgeDocument]
 
 
 BackendDep = Annotated[Backend, Depends(backend_of)]
@@ -182,9 +245,13 @@ def list_runs(
 def start_run(body: RunRequest, backend: BackendDep, response: Response) -> Started:
     """Record a pending run for ``goal`` and return its id at once."""
     try:
-        run = backend.start_run(body.goal, workflow=body.workflow, session_id=body.session_id)
+        run = backend.start_run(
+            body.goal, workflow=body.workflow, session_id=body.session_id, collections=body.collections
+        )
     except ConfigError as error:
         raise InvalidField("workflow", str(error)) from error
+    except InputError as error:  # the goal and session were checked with the body: the collections are left
+        raise InvalidField("collections", str(error)) from error
     response.headers["Location"] = f"/api/runs/{run.run_id}"
     return Started(run_id=run.run_id, session_id=run.session_id)
 
@@ -257,3 +324,22 @@ def repair_task(run_id: str, task_id: str, backend: BackendDep) -> TaskState:
 def regenerate_task(run_id: str, task_id: str, backend: BackendDep) -> TaskState:
     """Re-ask the failing sections; returns the task's new state (earlier attempts kept)."""
     return backend.act("regenerate", run_id, task_id)
+
+
+@knowledge_router.get(
+    "/knowledge",
+    response_model=KnowledgeListing,
+    summary="The knowledge base: collections, then documents (the `marsrag kb list --format json` document)",
+)
+def knowledge(
+    backend: BackendDep,
+    collection: Annotated[str | None, Query(min_length=1, max_length=MAX_COLLECTION_NAME)] = None,
+) -> dict[str, Any]:
+    """Collections with their documents and chunks, then each document with its chunks and ingest time.
+
+    `collection` keeps to one collection (422 when it holds no document).
+    """
+    try:
+        return backend.knowledge(collection=collection).to_dict()
+    except InputError as error:
+        raise InvalidField("collection", str(error)) from error

@@ -83,6 +83,7 @@ def create_app(settings: WebSettings | None = None) -> FastAPI:
 
     app.include_router(api.health_router)
     app.include_router(api.router)
+    app.include_router(api.knowledge_router)
     app.include_router(prometheus.router)
     app.include_router(dashboard.api_router)
     app.include_router(dashboard.router)

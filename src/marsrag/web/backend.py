@@ -6,12 +6,14 @@ Every operation here is a library call; the routes only parse requests and rende
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from contextlib import ExitStack
 from typing import Any
 
 from marsrag.chain.planner import asked_before
 from marsrag.compose import open_executor, open_runner
 from marsrag.errors import AlreadyFollowedError
+from marsrag.rag.manage import KnowledgeListing, list_knowledge
 from marsrag.runtime.actions import Action
 from marsrag.runtime.commit import record_events
 from marsrag.runtime.executor import RunExecutor
@@ -84,13 +86,22 @@ class Backend:
         """Who answers this server's runs, in words (the configured ``--llm``, or the offline composer)."""
         return answering_llm(self.settings.settings.llm, self.settings.settings.base_url)
 
-    def start_run(self, goal: str, *, workflow: str | None = None, session_id: str | None = None) -> RunRecord:
-        """Record a pending run and queue it; returns at once.
+    def start_run(
+        self,
+        goal: str,
+        *,
+        workflow: str | None = None,
+        session_id: str | None = None,
+        collections: Sequence[str] | None = None,
+    ) -> RunRecord:
+        """Record a pending run (its retrieval kept to ``collections``, see :meth:`WorkflowRunner.start`) and
+        queue it; returns at once.
 
         Raises:
             ConfigError: no such workflow (nothing is stored).
+            InputError: an unknown collection (nothing is stored).
         """
-        run = self.runner.start(goal, workflow=workflow, session_id=session_id)
+        run = self.runner.start(goal, workflow=workflow, session_id=session_id, collections=collections)
         self.executor.submit(run.run_id)
         return run
 
@@ -126,6 +137,14 @@ class Backend:
     def act(self, action: Action, run_id: str, task_id: str) -> TaskState:
         """Run an operator action on a stored task on the executor and return its new state (seconds: the LLM)."""
         return self.executor.act(action, run_id, task_id)
+
+    def knowledge(self, *, collection: str | None = None) -> KnowledgeListing:
+        """What the knowledge base holds (``kb list``); only ``collection``'s if given.
+
+        Raises:
+            InputError: ``collection`` holds no document.
+        """
+        return list_knowledge(self.store.knowledge(), collection=collection)
 
     def run_view(self, run_id: str) -> RunView:
         """The run page's view model.

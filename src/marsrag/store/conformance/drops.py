@@ -143,6 +143,17 @@ OPERATIONS: tuple[Operation, ...] = (
         ),
         _document,
     ),
+    Operation(
+        "knowledge.remove_documents",
+        lambda s, c: s.knowledge().remove_documents([("drops", c["path"])]),
+        lambda s, c, removal: _expect(
+            removal.complete
+            and [d.path for d in removal.documents] == [c["path"]]
+            and ("drops", c["path"]) not in s.knowledge().known_hashes(),
+            "removed once",
+        ),
+        _document,
+    ),
     # Reads: each must answer as a clean read does.
     Operation(
         "get_run", lambda s, c: s.get_run(c["run_id"]), lambda _s, c, r: _expect(r == c["run"], "the run"), _with_task
@@ -217,6 +228,30 @@ OPERATIONS: tuple[Operation, ...] = (
         "knowledge.search_chunks",
         lambda s, _c: s.knowledge().search_chunks(["zebra"], 5),
         lambda _s, _c, r: _expect(bool(r), "a hit"),
+        _document,
+    ),
+    Operation(
+        "knowledge.search_chunks in collections",
+        lambda s, _c: s.knowledge().search_chunks(["zebra"], 5, collections=["drops"]),
+        lambda _s, _c, r: _expect(bool(r), "a hit"),
+        _document,
+    ),
+    Operation(
+        "knowledge.term_counts in collections",
+        lambda s, _c: s.knowledge().term_counts(["zebra"], collections=["drops"]),
+        lambda _s, _c, r: _expect(r.chunks >= 1, "its chunks"),
+        _document,
+    ),
+    Operation(
+        "knowledge.collections",
+        lambda s, _c: s.knowledge().collections(),
+        lambda _s, _c, r: _expect("drops" in [c.name for c in r], "the collection"),
+        _document,
+    ),
+    Operation(
+        "knowledge.documents",
+        lambda s, _c: s.knowledge().documents(collections=["drops"]),
+        lambda _s, c, r: _expect(c["path"] in [d.path for d in r], "the document"),
         _document,
     ),
 )

@@ -23,6 +23,7 @@ from marsrag.liveness import EXECUTOR_SILENT_AFTER, is_stale, owner_id
 from marsrag.state import LoopEvent, LoopFields, Retrieval, Routing, Validation
 from marsrag.store.base import LEGACY_COLLECTION, RunStore
 from marsrag.store.conformance.drops import DroppedConnectionConformance
+from marsrag.store.conformance.knowledge import KnowledgeConformance
 from marsrag.store.conformance.records import CALL, T0, attempt, aware_utc, bare_task, event, run, task, transition
 from marsrag.store.queries import (
     ChunkText,
@@ -63,7 +64,7 @@ def dead_pid() -> int:
     return child.pid
 
 
-class RunStoreConformance(DroppedConnectionConformance):
+class RunStoreConformance(DroppedConnectionConformance, KnowledgeConformance):
     """What every :class:`RunStore` must do. Subclass it (named ``Test...``) and override :meth:`store`.
 
     Example::
