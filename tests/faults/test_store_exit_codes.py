@@ -38,8 +38,12 @@ def marsrag(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
 
 
 def one_line(proc: subprocess.CompletedProcess[str]) -> str:
-    """The one error line on stderr (a text-format run's progress lines come before it)."""
-    lines = [line for line in proc.stderr.splitlines() if line.startswith("marsrag: ")]
+    """The one error line on stderr (a text-format run's progress lines and any warnings come before it)."""
+    lines = [
+        line
+        for line in proc.stderr.splitlines()
+        if line.startswith("marsrag: ") and not line.startswith("marsrag: warning: ")
+    ]
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == lines[0], proc.stderr
     return lines[0]

@@ -42,6 +42,7 @@ OPERATIONS = [
     ("GET", "/api/metrics"),
     ("GET", "/api/metrics/daily"),
     ("GET", "/api/metrics/failures"),
+    ("GET", "/api/knowledge"),
 ]
 #: Operations with a query string or a body, which negative generation can break (path strings cannot be).
 BREAKABLE = [

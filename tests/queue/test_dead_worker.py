@@ -131,11 +131,20 @@ def _script(path: Path, steps: list[object]) -> str:
 def test_a_duplicate_job_of_a_run_executing_in_a_live_worker_is_a_no_op(
     tmp_path: Path, spawn: Callable[..., Process]
 ) -> None:
-    """The run's job sent again while worker A executes it: worker B drops it (B's script is empty: executing
-    the run would fail it), and the run completes once, on A."""
+    """The run's job sent again while one worker executes it: the other (idle, ready) worker drops it, and the run
+    completes once, on the first.
+
+    Both workers are ready before the first job goes out: a worker still starting when the run ends would take the
+    duplicate as a job of an ended run, and the drop this test is about would never be seen.
+    """
     db = f"sqlite:///{tmp_path / 'runs.db'}"
     slow = {"output": VALID, "latency": 1.5}
-    worker_a = spawn("worker", "--db", db, "--llm", _script(tmp_path / "a.jsonl", [slow] * 3), name="worker-a")
+    workers = [
+        spawn("worker", "--db", db, "--llm", _script(tmp_path / f"{name}.jsonl", [slow] * 3), name=f"worker-{name}")
+        for name in ("a", "b")
+    ]
+    for worker in workers:
+        wait_for(lambda worker=worker: " ready." in worker.output(), "the worker to be ready", worker.output)
     sender = CeleryRunExecutor.from_url(REDIS_URL)
     try:
         from marsrag.compose import open_runner
@@ -144,16 +153,19 @@ def test_a_duplicate_job_of_a_run_executing_in_a_live_worker_is_a_no_op(
         with open_runner(resolve_settings(llm="composer", db=db)) as runner:
             run_id = runner.start("Checkout latency breached its SLO").run_id
             sender.submit(run_id)
-            wait_for(
-                lambda: (runner.store.get_run(run_id).owner or "").endswith(f":{worker_a.proc.pid}"),
-                "worker A to claim the run",
-                worker_a.output,
-            )
-            worker_b = spawn("worker", "--db", db, "--llm", _script(tmp_path / "b.jsonl", []), name="worker-b")
+
+            def claimer() -> Process | None:
+                owner = runner.store.get_run(run_id).owner or ""
+                return next((w for w in workers if owner.endswith(f":{w.proc.pid}")), None)
+
+            executing = wait_for(claimer, "a worker to claim the run", lambda: "\n".join(w.output() for w in workers))
+            idle = next(w for w in workers if w is not executing)
             sender.submit(run_id)  # a duplicate: as a redelivery, or a second server's sweep, would send it
-            wait_for(lambda: "duplicate job dropped" in worker_b.output(), "worker B to drop the job", worker_b.output)
-            wait_for(lambda: runner.store.get_run(run_id).status in ("completed", "failed"), "the run", worker_a.output)
+            wait_for(lambda: "duplicate job dropped" in idle.output(), "the idle worker to drop the job", idle.output)
+            wait_for(
+                lambda: runner.store.get_run(run_id).status in ("completed", "failed"), "the run", executing.output
+            )
             executed_once(runner.store, run_id)
-            assert (runner.store.get_run(run_id).owner or "").endswith(f":{worker_a.proc.pid}")
+            assert (runner.store.get_run(run_id).owner or "").endswith(f":{executing.proc.pid}")
     finally:
         sender.shutdown()

@@ -154,9 +154,8 @@ def serve(settings: WebSettings, *, port: int = 8000, log_format: LogFormat = "t
     """
     sockets = listen(settings.host, port)
     try:
-        # lazy, and after the bind: the app's modules load CrewAI (seconds), and a taken port fails before that
+        # lazy: after the bind, since the app's modules load CrewAI (seconds) and a taken port fails before that
         import uvicorn
-
         from marsrag.web.app import create_app
 
         app = create_app(settings)
