@@ -156,6 +156,7 @@ def serve(settings: WebSettings, *, port: int = 8000, log_format: LogFormat = "t
     try:
         # lazy: after the bind, since the app's modules load CrewAI (seconds) and a taken port fails before that
         import uvicorn
+
         from marsrag.web.app import create_app
 
         app = create_app(settings)
