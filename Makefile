@@ -57,9 +57,10 @@ typecheck: $(VENV)/.test-installed
 docs: $(VENV)/.test-installed
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
-## docs-cli: regenerate docs/cli-reference.md from the CLI (a test fails while it is stale)
+## docs-cli: regenerate docs/cli-reference.md from the CLI and docs/formats.md from the format catalog (a test fails while either is stale)
 docs-cli: $(VENV)/.test-installed
 	$(BIN)/python -m marsrag.cli_reference > docs/cli-reference.md
+	$(BIN)/python -m marsrag.contract.catalog > docs/formats.md
 
 pytest: $(VENV)/.test-installed models
 	$(BIN)/pytest -n 2 --dist loadfile $(PYTEST_ARGS)

@@ -67,13 +67,22 @@ REAL_MODEL_FORMS = {
     ),
     "HTML list": "<ul>" + "".join(f"<li><b>{k.title()}:</b> {v}</li>" for k, v in CONTENT.items()) + "</ul>",
     "printed model (repr)": "LoopOutput(" + ", ".join(f"{k}={v!r}" for k, v in CONTENT.items()) + ")",
+    # Tool calls written as text, keyed markup (issue 40's catalog: Qwen3-Coder, GLM-4.5, DSPy).
+    "XML parameters call": "<tool_call>\n<function=final_answer>\n"
+    + "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in CONTENT.items())
+    + "</function>\n</tool_call>",
+    "arg_key/arg_value call": "<tool_call>final_answer\n"
+    + "".join(f"<arg_key>{k}</arg_key>\n<arg_value>{v}</arg_value>\n" for k, v in CONTENT.items())
+    + "</tool_call>",
+    "DSPy field markers": "".join(f"[[ ## {k} ## ]]\n{v}\n\n" for k, v in CONTENT.items()) + "[[ ## completed ## ]]",
 }
 # Each input with a reasoning block or leaked tokens, and the same answer without them.
 ADDED_COST = {
     "reasoning block + JSON": (THINKING + CLEAN, CLEAN),
     "reasoning block + labels": (THINKING + LABELS, LABELS),
     "leaked token + JSON": (CLEAN + TOKEN, CLEAN),
-    "leaked tokens + labels": (LABELS.replace("\n", TOKEN + "\n") + TOKEN, LABELS),
+    # A turn's template prefix and end (a token after every line would end the answer at the first one).
+    "leaked tokens + labels": ("<|start_header_id|>assistant<|end_header_id|>\n\n" + LABELS + TOKEN, LABELS),
 }
 REPAIR_FORMS = {
     "trailing comma": CLEAN[:-1] + ",}",
@@ -92,6 +101,23 @@ def _check(text: str) -> None:
     result = validate_output(text)
     if result.status != "valid":
         raise SystemExit(f"benchmark input is not recovered as valid: {text[:80]!r} -> {result!r}")
+
+
+def _catalog(report: Report) -> None:
+    """Coverage of the format catalog's examples, and false-valid on each with its loop emptied (issue 40)."""
+    from tests.contract.catalog_examples import EXAMPLES
+
+    cases = [case for examples in EXAMPLES.values() for case in examples]
+    correct = sum(
+        (result := validate_output(raw)).status == "valid" and dict(result.loop_output) == values
+        for raw, values in cases
+    )
+    emptied = [raw.replace(values["loop"], "") for raw, values in cases]
+    false_valid = sum(validate_output(raw).status == "valid" for raw in emptied)
+    report.add("catalog examples read to their values", f"{correct}", f"{len(cases)}", correct / len(cases),
+               ">= 97%", correct / len(cases) >= 0.97)  # fmt: skip
+    report.add("false-valid: catalog examples with the loop emptied", f"{false_valid}", f"{len(cases)}",
+               false_valid / len(cases), "0", false_valid == 0)  # fmt: skip
 
 
 def run() -> None:
@@ -119,6 +145,7 @@ def run() -> None:
             pair.ratio <= 6,
         )
     _real_model_forms(report)
+    _catalog(report)
     for name, text in REPAIR_FORMS.items():
         _check(text)
         pair = compare(lambda t=text: validate_output(t), lambda t=text: json_repair.loads(t))
@@ -193,6 +220,9 @@ def _adversarial(report: Report) -> None:
         "many fences": '```json\n{"hook": 1}\n',
         "unclosed think tags": "<think>\nHOOK: x\n",
         "leaked tokens": "<|eot_id|>",
+        "tokens glued in a value": '{"hook": "a<|im_end|>',
+        "keyed parameters": "<parameter=hook>a",
+        "field markers": "[[ ## hook ## ]] a ",
         "escaped quotes": '{\\"hook\\": \\"a\\", ',
         "table rows": "| Hook | x |\n",
         "printed pairs": "hook='x' ",

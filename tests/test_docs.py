@@ -43,6 +43,13 @@ def test_the_cli_reference_is_what_the_app_says() -> None:
     assert (DOCS / "cli-reference.md").read_text(encoding="utf-8") == render(), "stale: run `make docs-cli`"
 
 
+def test_the_formats_page_is_the_catalog() -> None:
+    """docs/formats.md is generated from the format catalog: regenerate it with `make docs-cli`."""
+    from marsrag.contract.catalog import render_markdown
+
+    assert (DOCS / "formats.md").read_text(encoding="utf-8") == render_markdown(), "stale: run `make docs-cli`"
+
+
 def test_some_pages_have_examples_to_run() -> None:
     """The quick start and the knowledge base page show commands that are executed here."""
     assert {"quickstart.md", "knowledge.md"} <= {page.name for page in PAGES}

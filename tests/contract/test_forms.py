@@ -226,7 +226,7 @@ def test_deeply_nested_json_does_not_crash() -> None:
 
 
 def test_xml_tags_with_attributes_case_and_unclosed_tags() -> None:
-    """Tags may carry attributes and differ in case; an unclosed tag swallows nothing after it."""
+    """Tags may carry attributes and differ in case; a field tagged twice keeps its last value."""
     raw = (
         '<Hook id="1">Regions breached.</HOOK>\n<grip>Unclosed grip\n<grip>Cold caches.</grip>'
         "<payoff>Pre-warm them.</payoff><reinforce>The proof.</reinforce><loop>Next?</loop>"
@@ -234,5 +234,5 @@ def test_xml_tags_with_attributes_case_and_unclosed_tags() -> None:
     result = validate_output(raw)
     assert result.status == "valid", result.errors
     assert result.loop_output["hook"] == "Regions breached."
-    assert result.loop_output["grip"] == "Unclosed grip\n<grip>Cold caches."
+    assert result.loop_output["grip"] == "Cold caches."
     assert validate_output("<hook>a</hook" * 2000).status == "failed"

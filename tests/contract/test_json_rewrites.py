@@ -145,3 +145,44 @@ def test_any_answer_with_curly_structural_quotes_validates_to_the_same_fields(an
     result = validate_output(raw)
     assert result.status == "valid", (raw, result.errors)
     assert dict(result.loop_output) == answer
+
+
+# -- damage of other kinds (issue 40): each undone exactly, so the values are the ones the model wrote -----------
+
+
+def _pairs(key: str = '"{k}"', sep: str = ": ", value: str = '"{v}"', joiner: str = ", ") -> str:
+    return "{" + joiner.join(f"{key.format(k=k)}{sep}{value.format(v=v)}" for k, v in CONTENT.items()) + "}"
+
+
+@pytest.mark.parametrize(
+    ("name", "raw"),
+    [
+        ("html entities", CLEAN_JSON.replace('"', "&quot;")),
+        ("numeric entities", CLEAN_JSON.replace('"', "&#34;")),
+        ("full-width colons and commas", _pairs(sep="：", joiner="，")),
+        ("full-width colons, spaced", _pairs(sep=" ： ")),
+        ("backtick-quoted values", _pairs(value="`{v}`")),
+    ],
+)
+def test_damaged_json_reads_to_the_values_written(name: str, raw: str) -> None:
+    """JSON escaped for HTML, with full-width delimiters or backtick quotes: the same five values."""
+    result = validate_output(raw)
+    assert result.status == "valid", (name, result.errors)
+    assert dict(result.loop_output) == CONTENT
+
+
+def test_concatenated_string_literals_are_one_value() -> None:
+    """``"The p99 " + "tripled"`` is one string, as the language that wrote it says."""
+    grip = CONTENT["grip"]
+    raw = CLEAN_JSON.replace(json.dumps(grip), json.dumps(grip[:20]) + " + " + json.dumps(grip[20:]))
+    result = validate_output(raw)
+    assert result.status == "valid" and result.loop_output["grip"] == grip
+
+
+def test_an_apostrophe_inside_a_single_quoted_value_is_content() -> None:
+    """``{'loop': 'the team's plan?'}``: the apostrophe inside a word neither ends the value nor cuts the answer."""
+    answer = {**CONTENT, "loop": "Should we follow the team's plan or the vendor's runbook?"}
+    raw = "{" + ", ".join(f"'{k}': '{v}'" for k, v in answer.items()) + "}"
+    result = validate_output(raw)
+    assert result.status == "valid", result.errors
+    assert dict(result.loop_output) == answer

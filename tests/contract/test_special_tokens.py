@@ -75,11 +75,19 @@ def test_turn_tokens_take_their_role_with_them() -> None:
         assert result.status == "valid" and dict(result.loop_output) == CONTENT, raw
 
 
-def test_many_tokens_between_sections_are_removed() -> None:
-    """Tokens repeated between and inside sections are all gone from every value."""
-    raw = labelled("{L}: {v}<|eot_id|><|eot_id|>", "\n<|eot_id|>")
+def test_tokens_that_end_no_turn_between_sections_are_removed() -> None:
+    """Padding and unknown-piece tokens repeated between and inside sections are gone from every value."""
+    raw = labelled("{L}: {v}<pad><unk>", "\n[PAD]")
     result = validate_output(raw)
     assert result.status == "valid" and dict(result.loop_output) == CONTENT
+
+
+def test_sections_after_an_end_of_turn_token_are_not_the_answer() -> None:
+    """The answer ends at the first end-of-turn token: sections written after it are not part of it."""
+    raw = labelled("{L}: {v}<|eot_id|>", "\n")
+    result = validate_output(raw)
+    assert result.status == "failed" and result.loop_output["hook"] == CONTENT["hook"]
+    assert result.loop_output["grip"] is None
 
 
 def test_markup_and_prose_brackets_are_not_tokens() -> None:

@@ -25,8 +25,11 @@ from marsrag.contract.rules import MAX_REPAIR_CHARS
 from marsrag.contract.template import FIELDS
 
 _FIELD_SET: Final = frozenset(FIELDS)
-# A field name used as a key: bare or quoted (straight, curly or escaped quotes), then a colon. Gates repair.
-_JSONISH_KEY: Final = re.compile(r"(?:hook|grip|payoff|reinforce|loop)\\{0,3}[\"'“”‘’]?\s*:", re.I)
+# A field name used as a key: bare or quoted (straight, curly, escaped or entity quotes), then a colon (full-width
+# too). Gates repair.
+_JSONISH_KEY: Final = re.compile(
+    r"(?:hook|grip|payoff|reinforce|loop)(?:\\{0,3}[\"'“”‘’]|&(?:quot|#34|#x22);)?\s*[:：]", re.IGNORECASE
+)
 # A quoted field key, then a colon: a line of a bare key-value list when it starts its line. Written in its three
 # cases rather than case-blind, so the search jumps from quote to quote.
 _QUOTED_FIELD: Final = re.compile(
@@ -294,6 +297,11 @@ def bare_pairs(text: str) -> tuple[int, str] | None:
         block.append(stripped)
     body = "\n".join(block).rstrip(",")
     return match.start(), "{" + body + "}"
+
+
+def has_quoted_field_key(text: str) -> bool:
+    """Whether a contract field is used as a quoted JSON key (``"hook":``) somewhere in ``text``."""
+    return '"' in text and _QUOTED_FIELD.search(text) is not None
 
 
 def repairable(span: str, *, key_seen: bool = False) -> bool:

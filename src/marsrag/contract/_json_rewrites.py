@@ -7,11 +7,19 @@ Each rewrite undoes one habit and runs only when its trigger is in the text (val
 - Markdown escapes inside values (``\\_``, ``\\*``, ``\\[``, ``\\#``), invalid in JSON: the plain character;
 - curly quotes as delimiters (``{“hook”: “...”}``): the structural ones made straight;
 - a document opened with doubled braces (``{{"hook": ...}}``, a prompt template's escaping copied back): one
-  brace at each end.
+  brace at each end;
+- JSON escaped for HTML (``{&quot;hook&quot;: ...}``, a page's source copied back): the entities decoded;
+- full-width delimiters (``"hook"："..."，"grip"``, CJK punctuation around the JSON's structure): ASCII ones;
+- string literals joined with ``+`` (``"The p99 " + "tripled"``, JavaScript or Python concatenation): one string;
+- values quoted with backticks (``"hook": `...```): double quotes;
+- an apostrophe inside a word of a single-quoted value (``'the team's cache'``): escaped, so the quote that
+  delimits the value is the only one.
 """
 
 from __future__ import annotations
 
+import html
+import json
 import re
 from typing import Final
 
@@ -22,6 +30,13 @@ from marsrag.contract._escapes import has_markdown_escape, unescape_layer, unesc
 # a string value, such as a tool call's "arguments", is already one layer down and is decoded with it.)
 _ESCAPED_OBJECT: Final = re.compile(r"\s*\{\s*\\+\"")
 _DOUBLED_OPEN: Final = re.compile(r"\{\{\s*[\"'“]")
+_ENTITY_QUOTE: Final = re.compile(r"&(?:quot|#34|#x22);")
+# A full-width colon or comma where JSON has its delimiters: after a string's closing quote.
+_FULL_WIDTH: Final = re.compile(r'"(\s*)([：，])(\s*)(?=["{\[\d-]|true|false|null)')
+_CONCATENATION: Final = re.compile(r'"\s*\+\s*"')
+_BACKTICK_VALUE: Final = re.compile(r"([:,\[]\s*)`([^`\n]*)`(?=\s*[,}\]])")
+_SINGLE_QUOTED_OBJECT: Final = re.compile(r"\s*\{\s*'")
+_INNER_APOSTROPHE: Final = re.compile(r"(?<=[^\W\d_])'(?=[^\W\d_])")
 
 
 def may_rewrite(span: str) -> bool:
@@ -30,6 +45,11 @@ def may_rewrite(span: str) -> bool:
         ("\\" in span and (_ESCAPED_OBJECT.match(span) is not None or has_markdown_escape(span)))
         or has_curly_quotes(span)
         or span.lstrip().startswith("{{")
+        or ("&" in span and _ENTITY_QUOTE.search(span) is not None)
+        or ("：" in span or "，" in span)
+        or ("+" in span and _CONCATENATION.search(span) is not None)
+        or ("`" in span and _BACKTICK_VALUE.search(span) is not None)
+        or _SINGLE_QUOTED_OBJECT.match(span) is not None
     )
 
 
@@ -45,7 +65,24 @@ def rewrite(span: str) -> str:
         text = straighten(text)
     if text.lstrip().startswith("{{"):
         text = _single_braces(text)
+    if "&" in text and _ENTITY_QUOTE.search(text):
+        text = html.unescape(text)
+    if "：" in text or "，" in text:
+        text = _FULL_WIDTH.sub(lambda m: f'"{m[1]}{":" if m[2] == "：" else ","}{m[3]}', text)
+    if "+" in text:
+        text = _CONCATENATION.sub(lambda m: _joined(text, m), text)
+    if "`" in text:
+        text = _BACKTICK_VALUE.sub(lambda m: m[1] + json.dumps(m[2]), text)
+    if _SINGLE_QUOTED_OBJECT.match(text):
+        text = _INNER_APOSTROPHE.sub("\\\\'", text)
     return text
+
+
+def _joined(text: str, match: re.Match[str]) -> str:
+    """Nothing where ``"a" + "b"`` joins two strings; the text as it was where the first quote opens a string
+    (``"hook": "+"``: a value that is a plus sign)."""
+    before = text[max(0, match.start() - 8) : match.start()].rstrip()
+    return match.group() if before[-1:] in (":", ",", "[", "{", "") else ""
 
 
 def _single_braces(text: str) -> str:

@@ -2,7 +2,8 @@
 (``hook='...' grip='...'``), as agents and tool wrappers hand them on.
 
 Each ``field=<string literal>`` pair is read by the standard library's literal parser, so quotes, escapes
-and prefixes mean exactly what Python says. A literal left open at the end (the answer was cut) keeps its
+and prefixes mean exactly what Python says; a variable or an expression in a field's place is read as the code
+it is (and judged so: :mod:`._expressions`). A literal left open at the end (the answer was cut) keeps its
 text and marks its field unfinished.
 """
 
@@ -12,6 +13,7 @@ import ast
 import re
 from typing import Final, NamedTuple
 
+from marsrag.contract._expressions import code_values
 from marsrag.contract._json_forms import field_key
 
 _PAIR: Final = re.compile(
@@ -47,6 +49,9 @@ def read_printed(text: str) -> Printed | None:
         if name is not None and isinstance(value, str):
             values.setdefault(name, value)
         end = match.end()
+    # Code in a field's place (loop=next_q) is read as written, so the field is judged as code, not as missing.
+    for name, code in code_values(text[first.start() :]).items():
+        values.setdefault(name, code)
     truncated = None
     tail = _OPEN_PAIR.search(text, end)
     if tail is not None and (name := field_key(tail["key"])) is not None and name not in values:

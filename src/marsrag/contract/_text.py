@@ -3,8 +3,9 @@
 The work goes cheapest first:
 
 1. clean JSON is one pydantic parse (the benchmarked hot path);
-2. reasoning blocks and leaked special tokens are removed, each only when its trigger character is present
-   (an output that is only reasoning fails and says so);
+2. what follows the model's first end-of-turn token is dropped (:mod:`._turns`), then reasoning blocks and
+   leaked special tokens are removed, each only when its trigger character is present (an output that is only
+   reasoning fails and says so);
 3. one flat JSON object broken the commonest way (no closing brace, a trailing comma, comments) that reads as a
    valid answer is the answer at once: the pipeline below could find no other candidate in it;
 4. every candidate is validated: each JSON document (in any fence or in prose; exact, rewritten, repaired;
@@ -25,6 +26,7 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from marsrag.contract._escapes import unescape_layer
+from marsrag.contract._expressions import code_issues, code_values
 from marsrag.contract._html import html_to_markdown, may_be_html
 from marsrag.contract._json_cut import cut_field, scan_end, unfinished_field
 from marsrag.contract._json_forms import (
@@ -33,6 +35,7 @@ from marsrag.contract._json_forms import (
     bare_pairs,
     decode_all,
     field_key,
+    has_quoted_field_key,
     joined_lines,
     nearly_exact,
     repair,
@@ -40,12 +43,14 @@ from marsrag.contract._json_forms import (
     segments,
 )
 from marsrag.contract._json_rewrites import may_rewrite, rewrite
+from marsrag.contract._keyed import may_have_keys, read_keyed
 from marsrag.contract._python_repr import read_printed
 from marsrag.contract._reasoning import may_have_reasoning, strip_reasoning
 from marsrag.contract._sections import find_sections
 from marsrag.contract._tables import may_have_table, table_sections
 from marsrag.contract._tokens import has_special_token, may_have_tokens, strip_special_tokens, strip_trailing_tokens
-from marsrag.contract._verdict import from_keys, from_mapping, from_model, has_truncated, input_failure
+from marsrag.contract._turns import end_of_turn
+from marsrag.contract._verdict import from_keys, from_mapping, from_model, has_truncated, input_failure, with_issues
 from marsrag.contract._yaml_answers import load, yaml_document
 from marsrag.contract.issues import ContractIssue
 from marsrag.contract.model import LoopOutput
@@ -66,9 +71,9 @@ _ESCAPED_LINES: Final = re.compile(r"\\n(?:\W|\d){0,8}(?:hook|grip|payoff|reinfo
 class _Candidates:
     """The candidates of one text, keeping the best and the last as they come."""
 
-    __slots__ = ("best", "best_key", "last", "last_key", "cut", "covered", "not_exact")
+    __slots__ = ("best", "best_key", "last", "last_key", "cut", "covered", "not_exact", "text", "code", "marked")
 
-    def __init__(self, cut: bool) -> None:
+    def __init__(self, cut: bool, text: str) -> None:
         self.best: ValidationResult | None = None
         self.best_key = (-1, -1)
         self.last: ValidationResult | None = None
@@ -78,10 +83,19 @@ class _Candidates:
         self.covered: list[tuple[int, int]] = []
         #: A text the one-parse path already found not to be an exact answer (so it is not parsed twice).
         self.not_exact: str | None = None
+        #: The text the candidates come from, and its fields whose value is code (found on the first candidate).
+        self.text = text
+        self.code: dict[str, str] | None = None
+        #: The text as the model wrote it, special tokens included (the keyed markup reader reads this one).
+        self.marked = text
 
     def add(self, result: ValidationResult | None, position: int, end: int | None = None) -> None:
         if result is None:
             return
+        if self.code is None:
+            self.code = code_values(self.text)
+        if self.code:
+            result = with_issues(result, code_issues(result.loop_output, self.code))
         if end is not None:
             self.covered.append((position, end))
         passing = len(result.passing_fields)
@@ -115,10 +129,14 @@ def from_text(text: str, mode: Mode, cut: bool, layer: int = 0) -> ValidationRes
             if clean is not None:
                 return clean
             tried = candidate
+    if may_have_tokens(text):
+        # What the model wrote after its turn ended is no answer, and no later candidate either.
+        text = end_of_turn(text)
     reasoning = None
     if may_have_reasoning(text):
         text, reasoning = strip_reasoning(text)
     had_tokens = False
+    marked = text  # with its tokens: some families key their fields with them (<|open|>argument key="hook"<|sep|>)
     if may_have_tokens(text):
         stripped = strip_special_tokens(text)
         text, had_tokens = stripped, len(stripped) != len(text)
@@ -142,8 +160,9 @@ def from_text(text: str, mode: Mode, cut: bool, layer: int = 0) -> ValidationRes
         single = _single_document(text, match.start(), mode, layer, tried)
         if single is not None:
             return single
-    found = _Candidates(cut)
+    found = _Candidates(cut, region)
     found.not_exact = tried
+    found.marked = _final_answer_region(marked) if had_tokens else region
     _collect(region, mode, found, layer)
     # Escaped line breaks in text that is no JSON document and has no real line breaks: its labels are one layer
     # down, whatever the inline labels read above.
@@ -193,7 +212,7 @@ def _single_document(text: str, first: int, mode: Mode, layer: int, tried: str |
     value = nearly_exact(stripped)
     if value is None:
         return None
-    found = _Candidates(False)
+    found = _Candidates(False, span)
     _add_value(value, first, mode, found, layer, cut=False, notes=(_REPAIRED,), end=first + len(stripped))
     return found.best if found.valid else None
 
@@ -213,7 +232,17 @@ def _final_answer_region(text: str) -> str:
 
 
 def _collect(region: str, mode: Mode, found: _Candidates, layer: int) -> None:
-    """Add every candidate answer of ``region``: its JSON documents, its sections, its other forms."""
+    """Add every candidate answer of ``region``: its keyed markup, its JSON documents, its sections, its other forms."""
+    if may_have_keys(found.marked):
+        keyed = read_keyed(found.marked)
+        if keyed is not None:
+            last = next(reversed(keyed.values)) if found.cut else None
+            found.add(from_mapping(keyed.values, mode, (), truncated=last, from_text=True), keyed.start)
+            if found.valid or (len(keyed.values) == len(FIELDS) and not has_quoted_field_key(found.marked)):
+                # All five fields keyed by explicit markup, and none as a JSON key: that is how this text is
+                # written, and a repair of it as JSON, or a looser reading of it, can only do worse (it would keep
+                # the markup in the values, and take a key's markup for the content of a value left empty).
+                return
     if "{" in region or "[" in region or '"' in region:
         for segment in segments(region):
             _json_candidates(segment.text, segment.start, mode, found, layer)

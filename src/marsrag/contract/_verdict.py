@@ -7,6 +7,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from marsrag.contract._json_forms import normalize_keys
+from marsrag.contract._keyed import strip_markup_runs
 from marsrag.contract._tokens import strip_special_tokens
 from marsrag.contract.issues import ContractIssue
 from marsrag.contract.model import LoopOutput
@@ -15,6 +16,7 @@ from marsrag.contract.rules import text_problem
 from marsrag.contract.template import FIELDS
 from marsrag.contract.truncation import truncated_issue
 
+_ORDER: Final[Mapping[str | None, int]] = MappingProxyType({name: index for index, name in enumerate(FIELDS)})
 _NO_FIELDS: Final[Mapping[str, str | None]] = MappingProxyType(dict.fromkeys(FIELDS))
 
 
@@ -49,7 +51,7 @@ def from_mapping(
     for name in FIELDS:
         value = values.get(name)
         if from_text and isinstance(value, str) and ("<" in value or "[" in value):
-            value = strip_special_tokens(value)
+            value = strip_markup_runs(strip_special_tokens(value))
         if name == truncated:
             # The field rules judge a whole value; an unfinished one has only this error.
             loop_output[name] = value.strip() if isinstance(value, str) else None
@@ -92,3 +94,16 @@ def input_failure(mode: Mode, code: str, message: str) -> ValidationResult:
 def has_truncated(result: ValidationResult) -> bool:
     """Whether a field of ``result`` was cut off before it ended."""
     return any(issue.code == "truncated" for issue in result.errors)
+
+
+def with_issues(result: ValidationResult, issues: list[ContractIssue]) -> ValidationResult:
+    """``result`` with ``issues`` replacing whatever else was said about their fields (same values, new status)."""
+    if not issues:
+        return result
+    fields = {issue.field for issue in issues}
+    kept = [error for error in result.errors if error.field not in fields]
+    errors = tuple(sorted([*kept, *issues], key=lambda issue: _ORDER.get(issue.field, -1)))
+    failing = {error.field for error in errors}
+    status = status_for(len(FIELDS) - len(failing & set(FIELDS))) if None not in failing else "failed"
+    notes = tuple(note for note in result.warnings if note.code != "sentences")  # sentences are counted again
+    return ValidationResult(status, result.mode, result.loop_output, errors=errors, notes=notes)

@@ -1,0 +1,109 @@
+"""Values that were never values: code in a field's place, where the syntax around it says strings are quoted.
+
+A code agent's final call (``final_answer(hook="...", loop=next_q)``), a JSON object whose last values are
+variables (``{"reinforce": summary, "loop": steps[-1]}``), a template variable left unfilled (``{{loop}}``,
+``${loop}``): a reader that repairs such text turns the code into a string holding its name, and the name would
+pass every content rule. Where strings are quoted (after a quoted key and a colon, a key and a colon inside
+braces, a key and ``=``), an unquoted value is read as code when Python's own parser reads it as an expression
+that is not a literal: a name, an attribute, a call, a subscript, an operation, an f-string, a set display.
+Prose does not parse (``Restart the cache tier first`` is a syntax error), and numbers, ``true`` and ``null`` are
+literals, which the field rules already refuse as ``not_string``. Block-style labels (``LOOP: Roll back?`` at a
+line start) are prose by definition and are never read here.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Mapping
+from typing import Final
+
+from marsrag.contract.fields import FIELDS
+from marsrag.contract.issues import ContractIssue
+
+# What follows a field name used as a key: its closing quote (if quoted), ":" or "=", then an unquoted value up to
+# the end of its item. Matched only at a field name, found by plain substring search (the hot path pays little).
+_AFTER_KEY: Final = re.compile(
+    r"""(?P<quote>["']?)[ \t]*(?P<sep>:|=(?!=))[ \t]*(?P<value>[^\s"'`“‘,}\])\n][^,}\n]{0,160})"""
+)
+# Template variables no parser knows: ${name}, $name, <%= name %>, {{ name }} (the last parses as a set display).
+_TEMPLATE_VARIABLE: Final = re.compile(r"\$\{?[A-Za-z_][\w.]*\}?|<%=?[^%]{1,60}%>|\{\{[^{}]{1,60}\}\}")
+_TRIGGERS: Final = ("=", ":")
+# A prefixed string literal that interpolates (f"...", rf'...'): its text is only known when the code runs.
+_F_STRING: Final = re.compile(r"(?:[rR]?[fF]|[fF][rR])[\"']")
+
+
+def code_values(text: str) -> dict[str, str]:
+    """The fields of ``text`` whose value is code, not a string: field name -> the code as written."""
+    if not any(trigger in text for trigger in _TRIGGERS):
+        return {}
+    lowered = text.lower()
+    found: dict[str, str] = {}
+    for name in FIELDS:
+        index = lowered.find(name)
+        while index >= 0:
+            after = _AFTER_KEY.match(text, index + len(name))
+            if after is not None and _is_key(text, index, after) and name not in found:
+                value = _balanced(after["value"].strip())
+                if is_code(value):
+                    found[name] = value
+            index = lowered.find(name, index + len(name))
+    return found
+
+
+def _is_key(text: str, index: int, after: re.Match[str]) -> bool:
+    """Whether the field name at ``index`` is a key where values are quoted (see the module docstring)."""
+    before = text[index - 1] if index else ""
+    if before.isalnum() or before == "_":
+        return False  # part of a longer word
+    if after["quote"]:
+        return before == after["quote"]  # "key": or 'key':
+    if after["sep"] == "=":
+        return True  # key=value: a keyword argument
+    lead = text[max(0, index - 80) : index].rstrip(" \t\n")
+    return lead[-1:] in ("{", ",")  # key: value inside braces
+
+
+def is_code(value: str) -> bool:
+    """Whether an unquoted value is a code expression (not a literal, not prose)."""
+    if _TEMPLATE_VARIABLE.fullmatch(value) or _F_STRING.match(value):
+        return True
+    try:
+        tree = ast.parse(value, mode="eval")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return False
+    body = tree.body
+    if isinstance(body, ast.UnaryOp) and isinstance(body.operand, ast.Constant):
+        return False  # -1, +2.5: a number
+    return not isinstance(body, ast.Constant)
+
+
+def _balanced(value: str) -> str:
+    """``value`` without the closing brackets of the call or list around it (``next_q)`` in ``f(loop=next_q)``)."""
+    while value[-1:] in (")", "]") and value.count(value[-1]) > value.count("(" if value[-1] == ")" else "["):
+        value = value[:-1].rstrip()
+    return value
+
+
+def code_issues(values: Mapping[str, str | None], code: Mapping[str, str]) -> list[ContractIssue]:
+    """A ``placeholder`` error for each field whose value read back is the code written in its place."""
+    issues = []
+    for name, source in code.items():
+        value = values.get(name)
+        if value is not None and _same(value, source):
+            issues.append(
+                ContractIssue(
+                    name,
+                    "placeholder",
+                    f"{name} is code ({source[:40]!r}, unquoted: a variable or an expression), not content: "
+                    "write the text itself",
+                )
+            )
+    return issues
+
+
+def _same(value: str, source: str) -> bool:
+    # A repair may keep the code as written or keep only part of it ("steps[-1][" for steps[-1]["q"], "f" for
+    # f"...", "a" for _.a): whatever of the code it kept is still the code.
+    value = value.strip()
+    return bool(value) and value in source

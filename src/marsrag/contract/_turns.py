@@ -1,0 +1,86 @@
+"""The end of the model's turn: what a model wrote after its first end-of-turn token is not its answer.
+
+A server that does not stop on a model's end-of-turn token (a wrong stop list, ``ignore_eos``, a raw completion
+endpoint) lets the model write on: another user turn, another answer, the prompt again. The answer is what came
+before the first end-of-turn token; what follows is neither content nor a later candidate. The tokens are the
+chat templates' own (:data:`marsrag.contract.catalog.CHAT_TEMPLATES`): each template's end-of-turn tokens, and
+its turn-start tokens, which after content mean the model went on as another role.
+
+Two places a token does not end the turn: before any content (a leaked template prefix,
+``<|im_start|>assistant``, or a stray end token the model began with), and inside a JSON string (a token glued
+into a value, which the field rules remove, while the document goes on). A template that uses a token for
+another purpose says so: gpt-oss (harmony) ends each *message* with ``<|end|>``, which Phi-3 uses to end a turn,
+so in a harmony answer (one that holds ``<|message|>``) ``<|end|>`` ends nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from typing import Final
+
+from marsrag.contract._tokens import strip_special_tokens
+from marsrag.contract._trie import trie_pattern
+from marsrag.contract.catalog import CHAT_TEMPLATES
+
+_HARMONY_MESSAGE: Final = "<|message|>"
+
+
+@cache
+def _boundary() -> re.Pattern[str]:
+    tokens = {token for template in CHAT_TEMPLATES for token in (*template.ends, *template.starts)}
+    return re.compile(trie_pattern(tokens))
+
+
+@cache
+def _message_ends() -> frozenset[str]:
+    """Tokens that end a message, not a turn, in a harmony answer."""
+    return frozenset(token for template in CHAT_TEMPLATES if template.harmony for token in template.message_ends)
+
+
+def end_of_turn(text: str) -> str:
+    """``text`` up to its first end-of-turn token (or turn start) after content; the whole text when none."""
+    harmony = _HARMONY_MESSAGE in text
+    content = False  # whether anything but tokens was written before the current token
+    strings = _JsonStrings(text)
+    previous = 0
+    for match in _boundary().finditer(text):
+        if harmony and match.group() in _message_ends():
+            continue
+        # Each stretch between tokens is looked at once, so a text full of tokens costs one pass.
+        content = content or bool(strip_special_tokens(text[previous : match.start()]).strip())
+        previous = match.end()
+        if not content:
+            continue  # nothing written yet: a template prefix, or a stray token the model began with
+        if strings.inside_at(match.start()):
+            continue  # glued into a value: the document goes on
+        return text[: match.start()]
+    return text
+
+
+class _JsonStrings:
+    """Whether a position is inside a double-quoted string opened after the text's first ``{``, scanning forward
+    once however many positions are asked about (in increasing order)."""
+
+    __slots__ = ("text", "pos", "inside")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        first = text.find("{")
+        self.pos = first if first >= 0 else len(text)
+        self.inside = False
+
+    def inside_at(self, index: int) -> bool:
+        text = self.text
+        while self.pos < index:
+            quote = text.find('"', self.pos, index)
+            if quote < 0:
+                self.pos = index
+                break
+            first = quote
+            while first > 0 and text[first - 1] == "\\":
+                first -= 1
+            if (quote - first) % 2 == 0:  # an even run of backslashes escapes nothing
+                self.inside = not self.inside
+            self.pos = quote + 1
+        return self.inside

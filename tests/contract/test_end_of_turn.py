@@ -1,0 +1,76 @@
+"""End-of-turn semantics: the answer ends at the first end-of-turn token of any catalogued chat template."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from marsrag.contract import validate_output
+from marsrag.contract.catalog import CHAT_TEMPLATES
+from tests.contract.samples import CLEAN_JSON, CONTENT, labelled
+
+OTHER = {
+    "hook": "Signups fell by forty percent on Tuesday after the form release.",
+    "grip": "The new form rejects plus-addressed emails, which a third of our users have.",
+    "payoff": "Relaxing the email validator won back most of the lost signups within an hour.",
+    "reinforce": "Small validation bugs cost real users, so test the form with real addresses.",
+    "loop": "Which other fields reject input that is actually valid?",
+}
+ENDS = sorted({(token, t.families) for t in CHAT_TEMPLATES for token in t.ends if not t.harmony})
+STARTS = sorted({(token, t.families) for t in CHAT_TEMPLATES for token in t.starts})
+HARMONY_ENDS = sorted({token for t in CHAT_TEMPLATES if t.harmony for token in t.ends})
+
+
+def first_answer_only(raw: str, expected: dict[str, str] = CONTENT) -> None:
+    result = validate_output(raw)
+    assert result.status == "valid", (raw, result.errors)
+    assert dict(result.loop_output) == expected, raw
+
+
+@pytest.mark.parametrize(("token", "families"), ENDS)
+def test_a_second_answer_after_an_end_of_turn_token_is_not_a_candidate(token: str, families: str) -> None:
+    """JSON or labels, then the template's end-of-turn token, then another valid answer: the first one wins."""
+    for first, second in ((CLEAN_JSON, json.dumps(OTHER)), (labelled("{L}: {v}"), labelled("{L}: {v}", content=OTHER))):
+        first_answer_only(f"{first}{token}\n{second}")
+        first_answer_only(f"{first}\n{token}\nUser: thanks!\nAssistant: {second}{token}")
+
+
+@pytest.mark.parametrize(("token", "families"), STARTS)
+def test_a_new_turn_after_the_answer_ends_it(token: str, families: str) -> None:
+    """A turn-start token after content: the model went on as another role; what it wrote then is no answer."""
+    first_answer_only(f"{CLEAN_JSON}\n{token}user\nAnd now?\n{token}assistant\n{json.dumps(OTHER)}")
+
+
+@pytest.mark.parametrize(("token", "families"), ENDS)
+def test_a_partial_answer_is_not_completed_by_what_follows_its_turn(token: str, families: str) -> None:
+    """Three fields, the turn's end, then a full answer: the verdict is the partial answer's, never valid."""
+    partial = {name: CONTENT[name] for name in ("hook", "grip", "payoff")}
+    result = validate_output(f"{json.dumps(partial)}{token}{json.dumps(OTHER)}")
+    assert result.status == "partial" and result.loop_output["hook"] == CONTENT["hook"]
+    assert result.loop_output["loop"] is None
+
+
+def test_a_leading_template_prefix_or_stray_end_token_is_no_end() -> None:
+    """Tokens before any content (a template prefix, a stray end token) do not end an answer not yet written."""
+    first_answer_only(f"<|im_start|>assistant\n{CLEAN_JSON}<|im_end|>")
+    first_answer_only(f"<|eot_id|>\n{CLEAN_JSON}<|eot_id|>{json.dumps(OTHER)}")
+
+
+def test_harmony_messages_end_with_end_but_the_turn_with_return_or_call() -> None:
+    """In a harmony answer ``<|end|>`` ends a message (the analysis), not the turn; ``<|return|>`` ends the turn."""
+    raw = (
+        "<|channel|>analysis<|message|>Need the brief.<|end|><|start|>assistant<|channel|>final<|message|>"
+        f"{CLEAN_JSON}<|return|><|start|>user<|message|>more<|end|><|start|>assistant<|channel|>final<|message|>"
+        f"{json.dumps(OTHER)}<|return|>"
+    )
+    first_answer_only(raw)
+    assert HARMONY_ENDS  # the catalog lists harmony's turn ends
+
+
+@given(st.sampled_from([token for token, _ in ENDS]), st.text(max_size=200))
+def test_whatever_follows_the_end_of_turn_never_changes_the_verdict(token: str, junk: str) -> None:
+    """Any text after the first end-of-turn token leaves the answer before it as it was."""
+    first_answer_only(f"{CLEAN_JSON}{token}{junk}")
