@@ -29,6 +29,7 @@ _AFTER_KEY: Final = re.compile(
 # Template variables no parser knows: ${name}, $name, <%= name %>, {{ name }} (the last parses as a set display).
 _TEMPLATE_VARIABLE: Final = re.compile(r"\$\{?[A-Za-z_][\w.]*\}?|<%=?[^%]{1,60}%>|\{\{[^{}]{1,60}\}\}")
 _TRIGGERS: Final = ("=", ":")
+_ASCII_LOWER: Final = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 # A prefixed string literal that interpolates (f"...", rf'...'): its text is only known when the code runs.
 _F_STRING: Final = re.compile(r"(?:[rR]?[fF]|[fF][rR])[\"']")
 
@@ -37,7 +38,7 @@ def code_values(text: str) -> dict[str, str]:
     """The fields of ``text`` whose value is code, not a string: field name -> the code as written."""
     if not any(trigger in text for trigger in _TRIGGERS):
         return {}
-    lowered = text.lower()
+    lowered = text.translate(_ASCII_LOWER)  # keeps every index (str.lower may not: "İ" becomes two characters)
     found: dict[str, str] = {}
     for name in FIELDS:
         index = lowered.find(name)
