@@ -62,10 +62,6 @@ class Format:
     markup: str
 
 
-def _row(id: str, families: str, upstream: str, reading: Reading, markup: str) -> Format:
-    return Format(id, families, upstream, reading, markup)
-
-
 _V = "vllm: vllm/tool_parsers/"
 _S = "sglang: srt/function_call/"
 _L = "llama.cpp: common/chat-parser.cpp "
@@ -73,173 +69,173 @@ _L = "llama.cpp: common/chat-parser.cpp "
 #: Every format, in no particular order (the readers try their readings in their own order, cheapest first).
 FORMATS: Final[tuple[Format, ...]] = (
     # -- tool calls written as text, JSON arguments -----------------------------------------------------------
-    _row(
+    Format(
         "hermes",
         "Hermes 2 Pro/3, Qwen2.5, QwQ, Qwen3, Xiaomi MiMo (llama.cpp)",
         f"{_V}hermes_tool_parser.py; {_S}qwen25_detector.py; {_L}common_chat_parse_hermes_2_pro",
         "json",
         '<tool_call>{"name": ..., "arguments": {...}}</tool_call>',
     ),  # fmt: skip
-    _row(
+    Format(
         "longcat",
         "Meituan LongCat-Flash",
         f"{_V}longcat_tool_parser.py",
         "json",
         "<longcat_tool_call>{...}</longcat_tool_call>",
     ),  # fmt: skip
-    _row(
+    Format(
         "ernie45",
         "Baidu ERNIE-4.5",
         f"{_V}ernie45_tool_parser.py",
         "json",
         "...</think> <tool_call>{...}</tool_call> or <response>...</response>",
     ),  # fmt: skip
-    _row(
+    Format(
         "granite4",
         "IBM Granite 4",
         f"{_V}granite4_tool_parser.py",
         "json",
         '<tool_call>{"name": ..., "arguments": "<JSON as a string>"}</tool_call>',
     ),  # fmt: skip
-    _row(
+    Format(
         "granite",
         "IBM Granite 3.x",
         f"vllm: vllm/parser/granite.py; {_L}common_chat_parse_granite",
         "json",
         '<|tool_call|>[{"name": ..., "arguments": {...}}]',
     ),  # fmt: skip
-    _row(
+    Format(
         "granite_20b_fc",
         "granite-20b-functioncalling",
         f"{_V}granite_20b_fc_tool_parser.py",
         "json",
         "<function_call> {...}",
     ),  # fmt: skip
-    _row(
+    Format(
         "internlm",
         "InternLM2/2.5, Intern-S1",
         f"{_V}internlm2_tool_parser.py; {_S}internlm_detector.py",
         "json",
         '<|action_start|><|plugin|>{"name": ..., "parameters": {...}}<|action_end|>',
     ),  # fmt: skip
-    _row("jamba", "AI21 Jamba 1.5/1.6", f"{_V}jamba_tool_parser.py", "json", "<tool_calls>[{...}]</tool_calls>"),
-    _row(
+    Format("jamba", "AI21 Jamba 1.5/1.6", f"{_V}jamba_tool_parser.py", "json", "<tool_calls>[{...}]</tool_calls>"),
+    Format(
         "hunyuan_a13b",
         "Tencent Hunyuan-A13B",
         f"{_V}hunyuan_a13b_tool_parser.py",
         "json",
         "<think>...</think><answer><tool_calls>[{...}]</tool_calls></answer>",
     ),  # fmt: skip
-    _row(
+    Format(
         "llama3_json",
         "Llama 3.1/3.2/3.3, Llama 4 (JSON), Gemma 3 (JSON prompt)",
         f"vllm: vllm/parser/llama_json.py; {_S}llama32_detector.py; {_L}common_chat_parse_llama_3_1",
         "json",
         '<|python_tag|>{"name": ..., "parameters": {...}}<|eom_id|>',
     ),  # fmt: skip
-    _row(
+    Format(
         "mistral",
         "Mistral 7B v0.3, Nemo, Small, Large, Devstral, Magistral, Ministral",
         f"{_V}mistral_tool_parser.py; {_S}mistral_detector.py; {_L}common_chat_parse_mistral_nemo",
         "json",
         "[TOOL_CALLS][{...}] or [TOOL_CALLS]name[ARGS]{...} or [TOOL_CALLS]name[CALL_ID]id[ARGS]{...}",
     ),  # fmt: skip
-    _row(
+    Format(
         "phi4_mini",
         "Phi-4-mini, Firefunction v2",
         f"{_V}phi4mini_tool_parser.py; {_L}firefunction_v2",
         "json",
         'functools[{"name": ..., "arguments": {...}}]',
     ),  # fmt: skip
-    _row("xlam", "Salesforce xLAM", f"{_V}xlam_tool_parser.py", "json", '[{"name": ..., "arguments": {...}}]'),
-    _row(
+    Format("xlam", "Salesforce xLAM", f"{_V}xlam_tool_parser.py", "json", '[{"name": ..., "arguments": {...}}]'),
+    Format(
         "deepseek_v3",
         "DeepSeek-V3 (0324), DeepSeek-R1",
         f"{_V}deepseekv3_tool_parser.py; {_L}deepseek_r1",
         "json",
         "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>name ```json {...} ```<｜tool▁call▁end｜>",
     ),  # fmt: skip
-    _row(
+    Format(
         "deepseek_v31",
         "DeepSeek-V3.1",
         f"{_V}deepseekv31_tool_parser.py; {_L}deepseek_v3_1",
         "json",
         "<｜tool▁call▁begin｜>name<｜tool▁sep｜>{...}<｜tool▁call▁end｜>",
     ),  # fmt: skip
-    _row(
+    Format(
         "kimi_k2",
         "Moonshot Kimi K2, K2 Thinking",
         f"vllm: vllm/parser/kimi_k2.py; {_S}kimik2_detector.py",
         "json",
         "<|tool_calls_section_begin|><|tool_call_begin|>functions.name:0<|tool_call_argument_begin|>{...}<|tool_call_end|>",
     ),  # fmt: skip
-    _row(
+    Format(
         "minimax_m1",
         "MiniMax-M1, MiniMax-Text-01",
         "vllm: vllm/entrypoints/openai/tool_parsers/minimax_tool_parser.py",
         "json",
         '<tool_calls>\n{"name": ..., "arguments": {...}}\n</tool_calls>',
     ),  # fmt: skip
-    _row(
+    Format(
         "harmony",
         "gpt-oss (harmony)",
         f"{_V}gptoss_tool_parser.py; vllm/parser/harmony.py; {_L}gpt_oss",
         "json",
         "<|channel|>commentary to=functions.name <|constrain|>json<|message|>{...}<|call|>",
     ),  # fmt: skip
-    _row(
+    Format(
         "command_r7b",
         "Cohere Command R7B, Command A",
         f"vllm: vllm/parser/cohere_command.py; {_L}command_r7b",
         "json",
         '<|START_ACTION|>[{"tool_call_id": "0", "tool_name": ..., "parameters": {...}}]<|END_ACTION|>',
     ),  # fmt: skip
-    _row(
+    Format(
         "command_r",
         "Cohere Command R/R+ (2024 tool-use template)",
         "CohereForAI-c4ai-command-r-plus-tool_use.jinja",
         "json",
         'Action: ```json [{"tool_name": ..., "parameters": {...}}] ```',
     ),  # fmt: skip
-    _row(
+    Format(
         "gigachat3",
         "Sber GigaChat 3/3.1",
         f"{_V}gigachat3_tool_parser.py",
         "json",
         "function call<|role_sep|>\n{...} or <|function_call|>{...}",
     ),  # fmt: skip
-    _row(
+    Format(
         "apertus",
         "Swiss AI Apertus",
         f"{_V}apertus_tool_parser.py; {_S}apertus2509_detector.py",
         "json",
         '<|tools_prefix|>[{"name": {...}}]<|tools_suffix|>',
     ),  # fmt: skip
-    _row(
+    Format(
         "functionary_v3_1",
         "Functionary v3.1 (Llama 3.1)",
         f"{_L}functionary_v3_1_llama_3_1",
         "json",
         "<function=name>{...}</function>",
     ),  # fmt: skip
-    _row("functionary_v3_2", "Functionary v3.2", f"{_L}functionary_v3_2", "json", ">>>name\n{...}"),
-    _row(
+    Format("functionary_v3_2", "Functionary v3.2", f"{_L}functionary_v3_2", "json", ">>>name\n{...}"),
+    Format(
         "generic",
         "llama.cpp generic tool calling (any model)",
         f"{_L}common_chat_parse_generic",
         "json",
         '{"tool_call": {"name": ..., "arguments": {...}}}',
     ),  # fmt: skip
-    _row("nemotron_v2", "NVIDIA Nemotron Nano v2", f"{_L}nemotron_v2", "json", "<TOOLCALL>[{...}]</TOOLCALL>"),
-    _row("apriel", "ServiceNow Apriel 1.5/1.6", f"{_L}apriel_1_5", "json", "<tool_calls>[{...}]</tool_calls>"),
-    _row(
+    Format("nemotron_v2", "NVIDIA Nemotron Nano v2", f"{_L}nemotron_v2", "json", "<TOOLCALL>[{...}]</TOOLCALL>"),
+    Format("apriel", "ServiceNow Apriel 1.5/1.6", f"{_L}apriel_1_5", "json", "<tool_calls>[{...}]</tool_calls>"),
+    Format(
         "lfm2_json",
         "LiquidAI LFM2 (JSON tools)",
         f"{_L}lfm2; {_S}lfm2_detector.py",
         "json",
         "<|tool_call_start|>[{...}]<|tool_call_end|>",
     ),  # fmt: skip
-    _row(
+    Format(
         "solar_open",
         "Upstage Solar Open",
         "upstage-Solar-Open-100B.jinja",
@@ -247,42 +243,42 @@ FORMATS: Final[tuple[Format, ...]] = (
         "<|tool_calls|><|tool_call:begin|>id<|tool_call:name|>name<|tool_call:args|>{...}<|tool_call:end|>",
     ),  # fmt: skip
     # -- tool calls written as text, Python call syntax -----------------------------------------------------
-    _row(
+    Format(
         "pythonic",
         "Llama 3.2 (pythonic), ToolACE, Gemma 3 (pythonic)",
         f"{_V}pythonic_tool_parser.py; {_S}pythonic_detector.py",
         "python_call",
         '[final_answer(hook="...", grip="...")]',
     ),  # fmt: skip
-    _row(
+    Format(
         "llama4_pythonic",
         "Llama 4 Scout/Maverick",
         f"{_V}llama4_pythonic_tool_parser.py",
         "python_call",
         "<|python_start|>[name(k=v, ...)]<|python_end|>",
     ),  # fmt: skip
-    _row(
+    Format(
         "llama3_builtin",
         "Llama 3.1 built-in tools",
         f"{_L}llama_3_1 (with_builtin_tools)",
         "python_call",
         '<|python_tag|>name.call(k="v", ...)<|eom_id|>',
     ),  # fmt: skip
-    _row(
+    Format(
         "olmo3",
         "AllenAI OLMo 3",
         f"{_V}olmo3_tool_parser.py",
         "python_call",
         "<function_calls>\nname(k=v)\n</function_calls>",
     ),
-    _row(
+    Format(
         "lfm2",
         "LiquidAI LFM2/LFM2.5",
         f"{_V}lfm2_tool_parser.py",
         "python_call",
         "<|tool_call_start|>[name(k=v)]<|tool_call_end|>",
     ),  # fmt: skip
-    _row(
+    Format(
         "code_agent",
         "smolagents CodeAgent and other code agents",
         "smolagents: src/smolagents/agents.py (final_answer tool)",
@@ -290,112 +286,112 @@ FORMATS: Final[tuple[Format, ...]] = (
         '```py\nfinal_answer(hook="...", ...)\n```',
     ),  # fmt: skip
     # -- tool calls written as text, keyed markup ------------------------------------------------------------
-    _row(
+    Format(
         "qwen3_coder",
         "Qwen3-Coder, Qwen3.5, Nemotron 3, StepFun 3.5, Xiaomi MiMo V2, Step-5",
         f"vllm: vllm/parser/qwen3.py; {_S}qwen3_coder_detector.py; {_L}qwen3_coder_xml",
         "keyed",
         "<tool_call><function=name><parameter=key>value</parameter></function></tool_call>",
     ),  # fmt: skip
-    _row(
+    Format(
         "seed_oss",
         "ByteDance Seed-OSS",
         f"vllm: vllm/parser/seed_oss.py; {_L}seed_oss",
         "keyed",
         "<seed:tool_call><function=name><parameter=key>value</parameter></function></seed:tool_call>",
     ),  # fmt: skip
-    _row(
+    Format(
         "glm45",
         "Zhipu GLM-4.5/4.6/4.7, Poolside Laguna, Ling 3",
         f"{_S}glm4_moe_detector.py; {_L}glm_4_5",
         "keyed",
         "<tool_call>name<arg_key>key</arg_key><arg_value>value</arg_value></tool_call>",
     ),  # fmt: skip
-    _row(
+    Format(
         "hunyuan",
         "Tencent HY v3/v4",
         f"{_V}hy_v3_tool_parser.py",
         "keyed",
         "<tool_call:sfx>name<tool_sep:sfx><arg_key:sfx>key</arg_key:sfx><arg_value:sfx>value</arg_value:sfx>",
     ),  # fmt: skip
-    _row(
+    Format(
         "minimax_m2",
         "MiniMax-M2/M2.1",
         f"vllm: vllm/parser/minimax_m2.py; {_L}minimax_m2",
         "keyed",
         '<minimax:tool_call><invoke name="name"><parameter name="key">value</parameter></invoke>',
     ),  # fmt: skip
-    _row(
+    Format(
         "minimax_m3",
         "MiniMax-M3",
         "vllm: rust/src/parser/src/tool/minimax_m3.rs",
         "keyed",
         "]<]minimax[>[<invoke name=...>]<]minimax[>[<key>value]<]minimax[>[</key>",
     ),  # fmt: skip
-    _row(
+    Format(
         "deepseek_v32",
         "DeepSeek-V3.2, V4 (DSML)",
         "vllm: rust/src/parser/src/tool/deepseek_dsml/",
         "keyed",
         '<｜DSML｜invoke name="name"><｜DSML｜parameter name="key" string="true">value</｜DSML｜parameter>',
     ),  # fmt: skip
-    _row(
+    Format(
         "step3",
         "StepFun Step-3",
         f"{_V}step3_tool_parser.py",
         "keyed",
         '<steptml:invoke name="name"><steptml:parameter name="key">value</steptml:parameter>',
     ),  # fmt: skip
-    _row(
+    Format(
         "dots",
         "rednote dots.llm",
         f"{_V}dots_tool_parser.py",
         "keyed",
         '<dots_function_call><invoke name="name"><parameter name="key">value</parameter></invoke>',
     ),  # fmt: skip
-    _row(
+    Format(
         "minicpm5",
         "OpenBMB MiniCPM5",
         f"{_V}minicpm5xml_tool_parser.py",
         "keyed",
         '<function name="name"><param name="key"><![CDATA[value]]></param></function>',
     ),  # fmt: skip
-    _row(
+    Format(
         "muse",
         "Muse, Muse Glimmer",
         f"{_V}muse_tool_parser.py",
         "keyed",
         '<atem:function_calls><atem:invoke name="name"><atem:parameter name="key">value</atem:parameter>',
     ),  # fmt: skip
-    _row(
+    Format(
         "anthropic_xml",
         "Claude-style XML tool use written as text",
         "anthropic-tools: tool_use_package/prompt_constructors.py",
         "keyed",
         '<function_calls><invoke name="name"><parameter name="key">value</parameter></invoke></function_calls>',
     ),  # fmt: skip
-    _row(
+    Format(
         "kimi_k3",
         "Moonshot Kimi K3 (XTML)",
         f"{_V}kimi_k3_tool_parser.py",
         "keyed",
         '<|open|>call tool="name"<|sep|><|open|>argument key="key" type="string"<|sep|>value<|close|>argument<|sep|>',
     ),  # fmt: skip
-    _row(
+    Format(
         "k2_horizon",
         "K2-Horizon",
         f"{_V}k2_horizon_tool_parser.py",
         "keyed",
         "<ifm|tool_call>name<ifm|arg_key>key</ifm|arg_key><ifm|arg_value>value</ifm|arg_value>",
     ),  # fmt: skip
-    _row(
+    Format(
         "functiongemma",
         "Google FunctionGemma",
         f"{_V}functiongemma_tool_parser.py; FunctionGemma formatting guide",
         "keyed",
         "<start_function_call>call:name{key:<escape>value<escape>,...}<end_function_call>",
     ),  # fmt: skip
-    _row(
+    Format(
         "gemma4",
         "Google Gemma 4",
         f"{_S}gemma4_detector.py; vllm/tool_parsers/gemma4_utils.py",
@@ -403,29 +399,29 @@ FORMATS: Final[tuple[Format, ...]] = (
         '<|tool_call>call:name{key:<|"|>value<|"|>,...}<tool_call|>',
     ),  # fmt: skip
     # -- prompt frameworks ------------------------------------------------------------------------------------
-    _row(
+    Format(
         "dspy_chat",
         "DSPy ChatAdapter",
         "dspy: dspy/adapters/chat_adapter.py",
         "keyed",
         "[[ ## key ## ]]\nvalue ... [[ ## completed ## ]]",
     ),  # fmt: skip
-    _row("dspy_xml", "DSPy XMLAdapter", "dspy: dspy/adapters/xml_adapter.py", "keyed", "<key>value</key>"),
-    _row(
+    Format("dspy_xml", "DSPy XMLAdapter", "dspy: dspy/adapters/xml_adapter.py", "keyed", "<key>value</key>"),
+    Format(
         "dspy_json",
         "DSPy JSONAdapter, Outlines, Instructor JSON/JSON_SCHEMA/MD_JSON, BAML",
         "dspy: dspy/adapters/json_adapter.py; instructor: instructor/mode.py; baml: jsonish parser",
         "json",
         '{"key": "value", ...} (bare, or in a ```json fence)',
     ),  # fmt: skip
-    _row(
+    Format(
         "instructor_tools",
         "Instructor TOOLS/PARALLEL_TOOLS/ANTHROPIC_TOOLS written as text",
         "instructor: instructor/function_calls.py",
         "json",
         '{"name": "LoopOutput", "arguments": "{...}"} or {"type": "tool_use", "input": {...}}',
     ),  # fmt: skip
-    _row(
+    Format(
         "react_final_answer",
         "CrewAI, LangChain ReAct (MRKL)",
         "langchain: FINAL_ANSWER_ACTION; crewai: parser.py",
@@ -433,24 +429,24 @@ FORMATS: Final[tuple[Format, ...]] = (
         "Thought: ... Final Answer: {...}",
     ),  # fmt: skip
     # -- the contract's own template and plain answers ------------------------------------------------------
-    _row(
+    Format(
         "labels",
         "any model following the contract template",
         "spec: loop-contract.md section 3",
         "labels",
         "HOOK: ...\nGRIP: ... (headings, bold, numbered, translated labels)",
     ),  # fmt: skip
-    _row(
+    Format(
         "xml_tags",
         "Claude-style prompts, DSPy XMLAdapter",
         "spec: loop-contract.md section 5",
         "keyed",
         "<hook>...</hook>",
     ),
-    _row("yaml", "YAML answers", "YAML 1.2", "yaml", "hook: ...\ngrip: ..."),
-    _row("table", "Markdown tables", "GitHub-flavoured Markdown", "table", "| Section | Content |"),
-    _row("printed", "a printed pydantic model or dataclass", "Python repr", "printed", "LoopOutput(hook='...', ...)"),
-    _row("html", "HTML answers", "HTML 5", "html", "<h2>Hook</h2><p>...</p>"),
+    Format("yaml", "YAML answers", "YAML 1.2", "yaml", "hook: ...\ngrip: ..."),
+    Format("table", "Markdown tables", "GitHub-flavoured Markdown", "table", "| Section | Content |"),
+    Format("printed", "a printed pydantic model or dataclass", "Python repr", "printed", "LoopOutput(hook='...', ...)"),
+    Format("html", "HTML answers", "HTML 5", "html", "<h2>Hook</h2><p>...</p>"),
 )
 
 
