@@ -80,6 +80,7 @@ def open_llm(settings: Settings) -> Any:
         policy=CallPolicy.from_settings(settings.llm_calls),
         structured_output=settings.structured_output,
         max_tokens=settings.llm_calls.max_tokens,
+        stream=settings.llm_calls.stream,
     )
 
 

@@ -77,6 +77,9 @@ LLM_TIMEOUT_ENV = "MARSRAG_LLM_TIMEOUT"
 LLM_RETRIES_ENV = "MARSRAG_LLM_RETRIES"
 LLM_BACKOFF_ENV = "MARSRAG_LLM_BACKOFF"
 LLM_MAX_TOKENS_ENV = "MARSRAG_LLM_MAX_TOKENS"
+LLM_STREAM_ENV = "MARSRAG_LLM_STREAM"
+#: Whether LLMs stream their answers: ``auto`` (model servers do, the offline composer answers at once), on, off.
+STREAM_SETTINGS = ("auto", "on", "off")
 SWEEP_SECONDS_ENV = "MARSRAG_SWEEP_SECONDS"
 
 
@@ -91,16 +94,20 @@ class LlmCallSettings:
         max_tokens: the most tokens an answer may have (``$MARSRAG_LLM_MAX_TOKENS``; None, the default: the
             provider's own limit). A local model that never stops writing holds its server past any time limit;
             a cut answer fails ``truncated``.
+        stream: whether answers are streamed (``$MARSRAG_LLM_STREAM``): ``auto`` (default: a model server streams,
+            so a viewer sees the answer forming; the offline composer answers at once), ``on`` (the composer too)
+            or ``off``. Streaming never changes what is validated and stored.
     """
 
     timeout: float | None = 120.0
     retries: int = 2
     backoff: float = 1.0
     max_tokens: int | None = None
+    stream: str = "auto"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> LlmCallSettings:
-        """The values of ``MARSRAG_LLM_TIMEOUT``, ``MARSRAG_LLM_RETRIES`` and ``MARSRAG_LLM_BACKOFF``.
+        """The values of ``MARSRAG_LLM_TIMEOUT``, ``_RETRIES``, ``_BACKOFF``, ``_MAX_TOKENS`` and ``_STREAM``.
 
         Raises:
             InputError: a variable is set to something that is not a usable number (the message names it).
@@ -114,7 +121,17 @@ class LlmCallSettings:
         max_tokens = _number(env, LLM_MAX_TOKENS_ENV, 0)
         if max_tokens != int(max_tokens):
             raise InputError(f"{LLM_MAX_TOKENS_ENV} must be a whole number >= 0, got {env[LLM_MAX_TOKENS_ENV]!r}")
-        return cls(timeout=timeout or None, retries=int(retries), backoff=backoff, max_tokens=int(max_tokens) or None)
+        stream = env.get(LLM_STREAM_ENV, "").strip().lower() or "auto"
+        if stream not in STREAM_SETTINGS:
+            choices = ", ".join(STREAM_SETTINGS)
+            raise InputError(f"{LLM_STREAM_ENV} must be one of {choices}, got {env[LLM_STREAM_ENV]!r}")
+        return cls(
+            timeout=timeout or None,
+            retries=int(retries),
+            backoff=backoff,
+            max_tokens=int(max_tokens) or None,
+            stream=stream,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -263,6 +263,33 @@ class TaskState(Record):
         )
 
 
+class TaskProgress(Record):
+    """A task whose answer is being written: what a viewer may see of it before the task is validated and stored.
+
+    Made while the model streams its answer (:mod:`marsrag.runtime.progress`) and replaced as the text grows;
+    never what is validated or stored as the task's state (the final answer is). ``seq`` orders a run's
+    progress writes: the store gives each write the next number of its run, so a reader asks for what changed
+    after the last number it saw.
+    """
+
+    run_id: str
+    task_id: str
+    position: int
+    #: The run's progress write this is (set by the store when it is saved; 0 before).
+    seq: int = 0
+    #: Which request for the task the text is from, from 1: a repair or a retried request starts the text again.
+    call: int = 1
+    #: The sections seen so far, in contract order (the last one possibly cut mid-sentence).
+    sections: dict[str, str] = Field(default_factory=dict)
+    #: The section the text ends in, or None before the first one.
+    writing: str | None = None
+    #: Chunks and characters of this call's text so far (a chunk is about a token for most servers).
+    chunks: int = 0
+    chars: int = 0
+    started_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
 class TransitionRecord(Record):
     """A handoff between two tasks (spec section 3 transition metadata)."""
 

@@ -160,13 +160,37 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 - the name http.server dispatches to
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         headers = {name.lower(): value for name, value in self.headers.items()}
-        status, payload = self.server.answer(self.path, headers, json.loads(raw or b"{}"))
+        body = json.loads(raw or b"{}")
+        status, payload = self.server.answer(self.path, headers, body)
+        if status == 200 and body.get("stream"):
+            self._stream(payload)
+            return
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def _stream(self, completion: dict[str, Any]) -> None:
+        """Send a completion as OpenAI-compatible servers stream one: server-sent chunks of a few characters."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        choice = completion["choices"][0]
+        content = choice["message"]["content"]
+        head = {key: completion[key] for key in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+        pieces = [content[start : start + 7] for start in range(0, len(content), 7)]
+        deltas = [{"role": "assistant", "content": ""}, *({"content": piece} for piece in pieces)]
+        for number, delta in enumerate(deltas, start=1):
+            finish = choice["finish_reason"] if number == len(deltas) else None
+            self._event(head | {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+        self._event(head | {"choices": [], "usage": completion["usage"]})
+        self.wfile.write(b"data: [DONE]\n\n")
+
+    def _event(self, data: dict[str, Any]) -> None:
+        self.wfile.write(f"data: {json.dumps(data)}\n\n".encode())
+        self.wfile.flush()
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server's signature
         """Keep the test output quiet."""

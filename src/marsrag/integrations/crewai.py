@@ -170,12 +170,13 @@ __all__ = [
 _KEY_VARIABLES = {"gemini": "GEMINI_API_KEY", "google": "GEMINI_API_KEY", "claude": "ANTHROPIC_API_KEY"}
 
 
-def crewai_llm(model: str, *, base_url: str | None = None, max_tokens: int | None = None) -> Any:
+def crewai_llm(model: str, *, base_url: str | None = None, max_tokens: int | None = None, stream: bool = False) -> Any:
     """A CrewAI LLM for a model string (any provider CrewAI supports), optionally at ``base_url``.
 
     Checked before anything runs: a provider CrewAI cannot load, or one that needs a key none is set for, is
     an :class:`InputError` naming what to install or set. With ``base_url`` (a local OpenAI-compatible server)
-    no key is needed: a placeholder is sent unless ``OPENAI_API_KEY`` is set. ``max_tokens`` caps each answer.
+    no key is needed: a placeholder is sent unless ``OPENAI_API_KEY`` is set. ``max_tokens`` caps each answer;
+    ``stream`` asks for the answer in chunks (CrewAI's ``stream=True``: the LLM boundary hands them on).
 
     Raises:
         InputError: the provider is not installed or not known to CrewAI, or its key is not set.
@@ -183,6 +184,8 @@ def crewai_llm(model: str, *, base_url: str | None = None, max_tokens: int | Non
     options: dict[str, Any] = {"model": model}
     if max_tokens is not None:
         options["max_tokens"] = max_tokens
+    if stream:
+        options["stream"] = True
     if base_url:
         options["base_url"] = base_url
         options.setdefault("api_key", os.environ.get("OPENAI_API_KEY") or "not-needed")

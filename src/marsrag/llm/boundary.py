@@ -11,7 +11,9 @@
    the structure is asked for in the request and whatever comes back reaches the contract as text;
 4. send no structure in a step of a tool loop, tools in the request or in the prompt
    (:func:`~marsrag.llm.structured.asks_for_structure`: vLLM and Ollama skip tools when a response format is set);
-5. record the call (model, endpoint host, mode, refusals, latency, tokens, finish reason) in the
+5. pass each streamed chunk of the answer, with its task, to :data:`~marsrag.integrations.streams.STREAMS`
+   (and say when a request starts, so a listener drops the text of an answer that was not kept);
+6. record the call (model, endpoint host, mode, refusals, latency, tokens, finish reason) in the
    :data:`~marsrag.integrations.calls.JOURNAL` under its task, for the attempt it produces.
 
 The object is not wrapped: CrewAI keys per-call state by the LLM's identity (``call_stop_override`` stores
@@ -28,6 +30,7 @@ from contextlib import contextmanager
 from typing import Any, ClassVar, TypeVar
 
 from marsrag.integrations.calls import JOURNAL, CallRecord, Capture, close_capture, endpoint_of, open_capture, report
+from marsrag.integrations.streams import STREAMS
 from marsrag.llm.resilient import (
     CallPolicy,
     acall_with_policy,
@@ -69,6 +72,13 @@ class _Exchange:
 
     def first(self) -> Offer:
         return NEGOTIATOR.current(self.key, self.setting)
+
+    def send(self, request: Callable[[], _T]) -> _T:
+        """Send one request (a first one, a retry, the next offer): a streamed answer starts over with it."""
+        STREAMS.call_started(self.task)
+        answer = request()
+        STREAMS.call_ended(self.task)
+        return answer
 
     def retryable(self, offer: Offer) -> Callable[[BaseException], bool]:
         """Transport failures, except a refusal of the offer (a 5xx naming response_format is an answer)."""
@@ -156,7 +166,7 @@ class BoundaryCalls:
             with exchange.sending(offer):
                 try:
                     answer = call_with_policy(
-                        lambda: parent.call(messages, **kwargs),  # type: ignore[attr-defined]
+                        lambda: exchange.send(lambda: parent.call(messages, **kwargs)),  # type: ignore[attr-defined]
                         self.call_policy,
                         model=exchange.model,
                         retryable=exchange.retryable(offer),
@@ -182,7 +192,9 @@ class BoundaryCalls:
         offer = exchange.first()
         while True:
             with exchange.sending(offer):
-                operation: Callable[[], Awaitable[Any]] = lambda: parent.acall(messages, **kwargs)  # type: ignore[attr-defined]  # noqa: E731
+                operation: Callable[[], Awaitable[Any]] = lambda: exchange.send(  # noqa: E731
+                    lambda: parent.acall(messages, **kwargs)  # type: ignore[attr-defined]
+                )
                 try:
                     answer = await acall_with_policy(
                         operation, self.call_policy, model=exchange.model, retryable=exchange.retryable(offer)
@@ -203,6 +215,12 @@ class BoundaryCalls:
             metrics = UsageMetrics.from_provider_dict(usage_data)
             if metrics is not None:
                 report(prompt_tokens=metrics.prompt_tokens, completion_tokens=metrics.completion_tokens)
+
+    def _emit_stream_chunk_event(self, chunk: str, from_task: Any = None, *args: Any, **kwargs: Any) -> None:
+        # A chunk of a tool call's arguments is not the answer's text.
+        if kwargs.get("tool_call", args[1] if len(args) > 1 else None) is None:
+            STREAMS.chunk(from_task, chunk)
+        super()._emit_stream_chunk_event(chunk, from_task, *args, **kwargs)  # type: ignore[misc]
 
     def _emit_call_completed_event(self, *args: Any, **kwargs: Any) -> None:
         finish = kwargs.get("finish_reason", args[6] if len(args) > 6 else None)

@@ -200,6 +200,8 @@ class OfflineComposer(LocalLLM):
         prompt = messages if isinstance(messages, str) else "\n".join(str(m.get("content", "")) for m in messages)
         task = str(getattr(from_task, "marsrag_task", None) or getattr(from_task, "name", None) or "step")
         answer = json.dumps(compose(prompt, task))
+        if self.stream:  # at once: composing is instant, the chunks only show a viewer the sections appear
+            self.stream_out(answer, from_task, from_agent)
         report(finish_reason="stop")  # it always finishes its answer; it counts no tokens
         return answer
 

@@ -10,8 +10,9 @@ plays a server refusing a structured-output request. The replay LLM accepts stru
 an OpenAI-compatible server, and records the mode of each call.
 
 A step's ``latency`` (seconds; default the LLM's ``latency``) stands in for a model's time to answer: slept by
-``call``, awaited by ``acall``. Each call records when it started and ended, so a test can tell which calls
-were in flight at once.
+``call``, awaited by ``acall``. With ``stream`` (or a step's ``tokens_per_second``) the output is then handed out
+in chunks of about a token, ``tokens_per_second`` of them a second (0: at once), as a streaming server sends them.
+Each call records when it started and ended, so a test can tell which calls were in flight at once.
 """
 
 from __future__ import annotations
@@ -58,6 +59,8 @@ class ReplayStep(BaseModel):
     error: dict[str, Any] | None = None
     #: Seconds this call takes (None: the replay LLM's ``latency``).
     latency: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    #: Stream this call's output at this many chunks a second (0: at once; None: as the replay LLM does).
+    tokens_per_second: float | None = Field(default=None, ge=0, allow_inf_nan=False)
 
     @classmethod
     def of(cls, item: str | dict[str, Any] | ReplayStep) -> ReplayStep:
@@ -94,6 +97,8 @@ class ReplayLLM(LocalLLM):
     outputs: list[str | ReplayStep]
     #: Seconds each call takes, to stand in for a real model's latency (0: answer at once).
     latency: float = 0.0
+    #: Chunks a second when streaming (``stream``, or a step's own rate); 0: every chunk at once.
+    tokens_per_second: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     #: The script file the outputs came from (None: given in code); errors name it.
     script_path: str | None = None
     _position: int = PrivateAttr(default=0)
@@ -104,10 +109,18 @@ class ReplayLLM(LocalLLM):
     boundary_offers: ClassVar[bool] = True
 
     @classmethod
-    def from_outputs(cls, outputs: Iterable[str | dict[str, Any]], *, latency: float = 0.0) -> ReplayLLM:
-        """A replay LLM answering with ``outputs`` (texts or script steps) in order, each call taking ``latency`` s."""
+    def from_outputs(
+        cls,
+        outputs: Iterable[str | dict[str, Any]],
+        *,
+        latency: float = 0.0,
+        stream: bool = False,
+        tokens_per_second: float = 0.0,
+    ) -> ReplayLLM:
+        """A replay LLM answering with ``outputs`` (texts or script steps) in order, each call taking ``latency`` s;
+        with ``stream``, each output handed out in chunks, ``tokens_per_second`` of them a second."""
         steps = [item if isinstance(item, str) else ReplayStep.of(item) for item in outputs]
-        return cls(model="replay", outputs=steps, latency=latency)
+        return cls(model="replay", outputs=steps, latency=latency, stream=stream, tokens_per_second=tokens_per_second)
 
     @classmethod
     def from_file(cls, path: str | Path) -> ReplayLLM:
@@ -168,6 +181,9 @@ class ReplayLLM(LocalLLM):
         delay = self._delay(step)
         if delay > 0:
             time.sleep(delay)
+        rate = self._streaming(step)
+        if rate is not None and step.error is None and step.output:
+            self.stream_out(step.output, from_task, from_agent, per_second=rate)
         return self._answer(step, started, messages, tools, from_task, response_model, awaited=False)
 
     async def acall(
@@ -186,6 +202,9 @@ class ReplayLLM(LocalLLM):
         delay = self._delay(step)
         if delay > 0:
             await asyncio.sleep(delay)
+        rate = self._streaming(step)
+        if rate is not None and step.error is None and step.output:
+            await self.astream_out(step.output, from_task, from_agent, per_second=rate)
         return self._answer(step, started, messages, tools, from_task, response_model, awaited=True)
 
     def _next(self) -> ReplayStep:
@@ -203,6 +222,12 @@ class ReplayLLM(LocalLLM):
             step = ReplayStep.of(self.outputs[self._position])
             self._position += 1
             return step
+
+    def _streaming(self, step: ReplayStep) -> float | None:
+        """The chunks a second ``step`` streams at (None: it is not streamed)."""
+        if step.tokens_per_second is not None:
+            return step.tokens_per_second
+        return self.tokens_per_second if self.stream else None
 
     def _delay(self, step: ReplayStep) -> float:
         return step.latency if step.latency is not None else self.latency

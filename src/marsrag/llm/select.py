@@ -27,12 +27,18 @@ def resolve_llm(
     policy: CallPolicy | None = None,
     structured_output: str = "auto",
     max_tokens: int | None = None,
+    stream: str = "auto",
 ) -> Any:
     """The LLM object for a resolved spec (:attr:`marsrag.settings.Settings.llm`; None means the composer).
 
     ``composer`` (the default) is the offline composer; ``replay:FILE`` is the replay LLM over a JSON Lines
     script; anything else is handed to CrewAI as a model string (``openai/gpt-4o-mini``, ``ollama/llama3.1``),
     with ``base_url`` for OpenAI-compatible servers (Ollama, llama.cpp, vLLM).
+
+    ``stream`` (see :attr:`marsrag.settings.LlmCallSettings.stream`): ``auto`` streams a CrewAI model's answers
+    (every server MarsRAG targets streams: OpenAI, Anthropic, Ollama, vLLM, llama.cpp), not the composer's (it
+    answers at once); ``on`` streams the composer's too; ``off`` none. A replay file's LLM streams when its
+    script says so or with ``on``.
 
     Every one gets the call ``policy`` (the resolved settings' ``llm_calls``; None: ``MARSRAG_LLM_TIMEOUT``,
     ``MARSRAG_LLM_RETRIES`` and ``MARSRAG_LLM_BACKOFF``, see :mod:`marsrag.llm.resilient`): a time limit per
@@ -46,27 +52,34 @@ def resolve_llm(
     """
     check_spec(spec)
     policy = policy or CallPolicy.from_env()
-    return make_resilient(_choose(spec, base_url, policy, max_tokens), policy, structured_output=structured_output)
+    llm = _choose(spec, base_url, policy, max_tokens, stream)
+    return make_resilient(llm, policy, structured_output=structured_output)
 
 
-def _choose(spec: str | None, base_url: str | None, policy: CallPolicy, max_tokens: int | None = None) -> Any:
+def _choose(
+    spec: str | None, base_url: str | None, policy: CallPolicy, max_tokens: int | None = None, stream: str = "auto"
+) -> Any:
     if not spec or spec == COMPOSER:
         # lazy: CrewAI, loads only when an LLM or a crew is built
         from marsrag.llm.composer import OfflineComposer
 
-        return OfflineComposer(model="offline-composer")
+        return OfflineComposer(model="offline-composer", stream=stream == "on")
     if spec.startswith(REPLAY_PREFIX):
         # lazy: CrewAI, loads only when an LLM or a crew is built
         from marsrag.llm.replay import ReplayLLM
 
         try:
-            return ReplayLLM.from_file(spec[len(REPLAY_PREFIX) :])
+            replay = ReplayLLM.from_file(spec[len(REPLAY_PREFIX) :])
         except Exception as error:
             raise InputError(str(error)) from None
+        if stream != "auto":
+            replay.stream = stream == "on"
+        return replay
     # lazy: CrewAI, loads only when an LLM or a crew is built
     from marsrag.integrations.crewai import crewai_llm
 
-    return tune_native_client(crewai_llm(spec, base_url=base_url, max_tokens=max_tokens), policy)
+    llm = crewai_llm(spec, base_url=base_url, max_tokens=max_tokens, stream=stream != "off")
+    return tune_native_client(llm, policy)
 
 
 def check_spec(spec: str | None) -> None:

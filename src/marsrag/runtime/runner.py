@@ -27,11 +27,13 @@ from marsrag.goals import check_session_id, clean_goal
 from marsrag.integrations.crewai import TaskOutput
 from marsrag.integrations.crewai_builders import BuiltCrew, BuiltTask, CrewBuilder, build_crew
 from marsrag.integrations.passages import PASSAGES
+from marsrag.integrations.streams import STREAMS
 from marsrag.liveness import HEARTBEAT_EVERY, is_stale, owner_id
 from marsrag.llm.boundary import supports_async
 from marsrag.llm.select import resolve_llm
 from marsrag.runtime.commit import TaskCommitter
 from marsrag.runtime.heartbeat import Heartbeat
+from marsrag.runtime.progress import TaskProgressListener
 from marsrag.runtime.retrieval import NoRetriever, Retriever, retrieve, run_scope, scoped_retriever
 from marsrag.runtime.routing import LexicalRouter, Router, project_candidates
 from marsrag.runtime.states import task_state
@@ -485,12 +487,23 @@ class _Execution:
             self._hand_over(prior, start, first=True)
 
     def kickoff(self) -> None:
-        if self.built.crew.tasks:
-            self.built.kickoff({"goal": self.run.goal})
+        try:
+            if self.built.crew.tasks:
+                self.built.kickoff({"goal": self.run.goal})
+        finally:
+            self._stop_listening()
 
     async def akickoff(self) -> None:
-        if self.built.crew.tasks:
-            await self.built.akickoff({"goal": self.run.goal})
+        try:
+            if self.built.crew.tasks:
+                await self.built.akickoff({"goal": self.run.goal})
+        finally:
+            self._stop_listening()
+
+    def _stop_listening(self) -> None:
+        # A run that ended early (an error, a shutdown) leaves no listener behind for its tasks.
+        for item in self.built.tasks:
+            STREAMS.forget(item.task)
 
     # -- before a task -------------------------------------------------------------------------------------
 
@@ -517,10 +530,19 @@ class _Execution:
             # Text added before kickoff is interpolated with its inputs: stray braces would be read as inputs.
             text = without_placeholders(text)
         task.description = f"{task.description}\n\n{text}"
+        # What the task's answer holds while the model streams it, for viewers (the stored state is the answer).
+        listener = TaskProgressListener(
+            self.runner.store.save_progress,
+            run_id=self.run.run_id,
+            task_id=self.built.tasks[index].config.name,
+            position=index,
+        )
+        STREAMS.listen(task, listener)
 
     # -- after a task (CrewAI calls this before the next task starts) ----------------------------------------
 
     def _task_done(self, index: int, output: Any) -> None:
+        STREAMS.forget(self.built.tasks[index].task)
         state = self._state(index, self.built.tasks[index], output)
         target = self.built.tasks[index + 1].config.name if index + 1 < len(self.built.tasks) else None
         committed = self.runner.commits.commit(self.run, state, state.attempts, target=target, holder=self.holder)

@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from marsrag.state import LoopEvent, RunRecord, RunStatus, TaskState, TransitionRecord
+from marsrag.state import LoopEvent, RunRecord, RunStatus, TaskProgress, TaskState, TransitionRecord
 from marsrag.store.queries import (
     ChunkHit,
     ChunkText,
@@ -221,6 +221,21 @@ class RunStore(ABC):
     @abstractmethod
     def get_events(self, run_id: str) -> list[LoopEvent]:
         """A run's events, in the order they were stored."""
+
+    # -- progress: what a task being written has so far (streamed answers), for viewers in any process ---------
+
+    @abstractmethod
+    def save_progress(self, progress: TaskProgress) -> int:
+        """Store what a task being written has so far, replacing what its position had; the write's ``seq``.
+
+        The ``seq`` is the run's next progress number (one more than any the run has), so a reader that saw
+        number n asks :meth:`progress_since` for what changed after it. One process executes a run (its claim), so
+        a run's progress has one writer. A write for a run that does not exist stores nothing and returns 0.
+        """
+
+    @abstractmethod
+    def progress_since(self, run_id: str, after: int = 0) -> list[TaskProgress]:
+        """The run's task progress written after number ``after``, one per task position, in ``seq`` order."""
 
     # -- read models: what metrics, the dashboard, Prometheus and retrieval ask of the store -------------------
     # Windows are runs created at or after ``since`` and before ``until`` (None: unbounded); each method is one

@@ -178,6 +178,22 @@ transitions = Table(
     Index("ix_transitions_metrics", "run_id", "superseded", "mode"),
 )
 
+# What a task being written has so far (migration 0017): one row per task position of a run, replaced as the model
+# streams the answer; ``seq`` is the run's progress number of the write (a reader asks for the rows after the last it
+# saw). ``detail`` holds the rest of the TaskProgress record (call, sections, writing, counts, start).
+task_progress = Table(
+    "task_progress",
+    metadata,
+    Column("run_id", String, ForeignKey("runs.run_id", name="fk_task_progress_run_id_runs"), nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("task_id", String, nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("detail", JSON, nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+    PrimaryKeyConstraint("run_id", "position", name="pk_task_progress"),
+    Index("ix_task_progress_run_id_seq", "run_id", "seq"),
+)
+
 # No foreign key to runs: events are the high-volume table (metrics aggregate over millions of rows) and
 # describe runs; they are written in the same transaction as the state they describe.
 events = Table(

@@ -26,7 +26,16 @@ import marsrag.store._rollups as _rollups
 import marsrag.store._rows as _rows
 from marsrag.errors import AlreadyFollowedError, AmbiguousRunIdError, HolderLostError, RunNotFoundError, StoreError
 from marsrag.liveness import holder_gone
-from marsrag.state import VALIDATION_STATUSES, LoopEvent, RunRecord, RunStatus, TaskState, TransitionRecord, utcnow
+from marsrag.state import (
+    VALIDATION_STATUSES,
+    LoopEvent,
+    RunRecord,
+    RunStatus,
+    TaskProgress,
+    TaskState,
+    TransitionRecord,
+    utcnow,
+)
 from marsrag.store._knowledge_sql import SqlKnowledgeStore
 from marsrag.store._metrics_sql import Span
 from marsrag.store._migrate import ensure_schema
@@ -43,7 +52,7 @@ from marsrag.store.queries import (
     TaskFailure,
     UnsupportedGoal,
 )
-from marsrag.store.schema import attempts, events, metadata, runs, task_states, transitions
+from marsrag.store.schema import attempts, events, metadata, runs, task_progress, task_states, transitions
 
 # Write statements built once: building the expression each call cost more than executing it on SQLite.
 # The heartbeat also returns what the rollups need to know of the run (its group, whether it is counted).
@@ -116,6 +125,14 @@ _EVENT_STORED = select(events.c.id).where(
     & (events.c.name == bindparam("name"))
     & (events.c.timestamp == bindparam("timestamp"))
 )
+_LAST_PROGRESS = select(func.coalesce(func.max(task_progress.c.seq), 0)).where(
+    task_progress.c.run_id == bindparam("run_id")
+)
+_DELETE_PROGRESS = delete(task_progress).where(
+    task_progress.c.run_id == bindparam("run_id"), task_progress.c.position == bindparam("b_position")
+)
+#: What TaskProgress keeps in the row's ``detail`` (the rest are columns).
+_PROGRESS_DETAIL = ("call", "sections", "writing", "chunks", "chars", "started_at")
 _RUN_FOR_UPDATE = select(runs).where(runs.c.run_id == bindparam("run_id")).with_for_update()
 #: Rollup shards a store writes to (see marsrag.store._rollups): 1 is one row per counter. With 8 concurrent
 #: writers (bench/store_bench.py), per-writer rows (8) wrote 0.73-1.12x as fast as one row per counter on SQLite
@@ -704,6 +721,58 @@ class SqlRunStore(RunStore):
             f"read the events of run {run_id!r}", lambda connection: connection.execute(query).mappings().all()
         )
         return [_rows.event_from(row) for row in rows]
+
+    # -- progress (see RunStore) ---------------------------------------------------------------------------------
+
+    def save_progress(self, progress: TaskProgress) -> int:
+        """Replace the progress of a task position of a run; the write's number in the run (0: no such run)."""
+        detail = progress.model_dump(mode="json", include=set(_PROGRESS_DETAIL))
+        detail["started_at"] = _rows.as_utc(progress.started_at).isoformat()  # as every stored time: in UTC
+
+        def body(connection: Connection) -> int:
+            if connection.execute(_RUN_EXISTS, {"run_id": progress.run_id}).first() is None:
+                return 0
+            seq = int(connection.execute(_LAST_PROGRESS, {"run_id": progress.run_id}).scalar_one()) + 1
+            connection.execute(_DELETE_PROGRESS, {"run_id": progress.run_id, "b_position": progress.position})
+            connection.execute(
+                insert(task_progress),
+                {
+                    "run_id": progress.run_id,
+                    "position": progress.position,
+                    "task_id": progress.task_id,
+                    "seq": seq,
+                    "detail": detail,
+                    "updated_at": _rows.as_utc(progress.updated_at),
+                },
+            )
+            return seq
+
+        # No landed check: a progress write applied twice is the same progress under a later number.
+        return self._writing(f"record the progress of run {progress.run_id!r}", body)
+
+    def progress_since(self, run_id: str, after: int = 0) -> list[TaskProgress]:
+        """The run's task progress written after number ``after``, in ``seq`` order."""
+        query = (
+            select(task_progress)
+            .where(task_progress.c.run_id == run_id, task_progress.c.seq > after)
+            .order_by(task_progress.c.seq)
+        )
+        rows = self._reading(
+            f"read the progress of run {run_id!r}", lambda connection: connection.execute(query).mappings().all()
+        )
+        return [
+            TaskProgress.model_validate(
+                {
+                    **(row["detail"] if isinstance(row["detail"], dict) else {}),
+                    "run_id": row["run_id"],
+                    "task_id": row["task_id"],
+                    "position": row["position"],
+                    "seq": row["seq"],
+                    "updated_at": _rows.as_utc(row["updated_at"]),
+                }
+            )
+            for row in rows
+        ]
 
     # -- read models (see RunStore): from the rollups (_rollup_reads), or with from_rows from the raw rows by the
     # reference SQL (_metrics_sql, per backend where plans differ), which the rollups must always equal ------------

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from marsrag.state import TaskProgress
 from marsrag.store.base import RunStore
 from marsrag.store.conformance.records import T0, event, run, task, transition
 from marsrag.store.queries import ChunkText, DocumentVersion
@@ -53,6 +54,16 @@ def _with_task(store: RunStore) -> dict[str, Any]:
     store.save_task(task(context["run_id"], "t1"), [event(run_id=context["run_id"])])
     store.save_transition(transition(context["run_id"]))
     context["run"] = store.get_run(context["run_id"])
+    return context
+
+
+def _progress(run_id: str) -> TaskProgress:
+    return TaskProgress(run_id=run_id, task_id="t2", position=1, sections={"hook": "x"})
+
+
+def _with_progress(store: RunStore) -> dict[str, Any]:
+    context = _with_task(store)
+    store.save_progress(_progress(context["run_id"]))
     return context
 
 
@@ -217,6 +228,21 @@ OPERATIONS: tuple[Operation, ...] = (
         lambda s, c: s.task_outcomes([c["run_id"]]),
         lambda _s, c, r: _expect(c["run_id"] in r, "it"),
         _with_task,
+    ),
+    Operation(
+        "save_progress",
+        lambda s, c: s.save_progress(_progress(c["run_id"])),
+        lambda s, c, seq: _expect(
+            seq >= 1 and [(p.position, p.sections) for p in s.progress_since(c["run_id"])] == [(1, {"hook": "x"})],
+            "one progress row",
+        ),
+        _with_task,
+    ),
+    Operation(
+        "progress_since",
+        lambda s, c: s.progress_since(c["run_id"]),
+        lambda _s, _c, r: _expect([p.task_id for p in r] == ["t2"], "the progress"),
+        _with_progress,
     ),
     Operation(
         "knowledge.known_hashes",

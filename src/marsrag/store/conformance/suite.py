@@ -20,7 +20,7 @@ import pytest
 
 from marsrag.errors import AlreadyFollowedError, AmbiguousRunIdError, HolderLostError, RunNotFoundError, StoreError
 from marsrag.liveness import EXECUTOR_SILENT_AFTER, is_stale, owner_id
-from marsrag.state import LoopEvent, LoopFields, Retrieval, Routing, Validation
+from marsrag.state import LoopEvent, LoopFields, Retrieval, Routing, TaskProgress, Validation
 from marsrag.store.base import LEGACY_COLLECTION, RunStore
 from marsrag.store.conformance.drops import DroppedConnectionConformance
 from marsrag.store.conformance.knowledge import KnowledgeConformance
@@ -411,6 +411,45 @@ class RunStoreConformance(DroppedConnectionConformance, KnowledgeConformance):
         assert (stored.status, stored.status_reason, stored.summary) == ("completed", None, "3 of 3 valid")
         with pytest.raises(RunNotFoundError):
             store.set_run_status("nope", "completed", seen=running)
+
+    # -- progress ----------------------------------------------------------------------------------------------
+
+    def test_progress_round_trips_and_is_replaced_per_task_position(self, store: RunStore) -> None:
+        """Each write gets the run's next number; a position's row is replaced; a reader asks after a number."""
+        store.create_run(run())
+        started = T0 + timedelta(seconds=1)
+        first = TaskProgress(
+            run_id="run-1", task_id="t1", position=0, call=2, sections={"hook": "Checkout is sl"}, writing="hook",
+            chunks=4, chars=14, started_at=started, updated_at=started + timedelta(seconds=1),
+        )  # fmt: skip
+        assert store.save_progress(first) == 1
+        [back] = store.progress_since("run-1")
+        assert back == first.model_copy(update={"seq": 1})
+        assert aware_utc(back.started_at) and aware_utc(back.updated_at)
+        grown = first.model_copy(update={"sections": {"hook": "Checkout is slow.", "grip": "C"}, "writing": "grip"})
+        assert store.save_progress(grown) == 2
+        assert store.save_progress(TaskProgress(run_id="run-1", task_id="t2", position=1)) == 3
+        assert [(p.position, p.seq) for p in store.progress_since("run-1")] == [(0, 2), (1, 3)]
+        assert [p.sections for p in store.progress_since("run-1", 2)] == [{}]
+        assert store.progress_since("run-1", 3) == []
+
+    def test_progress_of_runs_stays_apart_and_needs_its_run(self, store: RunStore) -> None:
+        """Numbers are per run; a write for a run that does not exist stores nothing; no run, no progress."""
+        store.create_run(run("run-1", session_id="s-1"))
+        store.create_run(run("run-2", session_id="s-2"))
+        assert store.save_progress(TaskProgress(run_id="run-1", task_id="t1", position=0)) == 1
+        assert store.save_progress(TaskProgress(run_id="run-2", task_id="t1", position=0)) == 1
+        assert store.save_progress(TaskProgress(run_id="nope", task_id="t1", position=0)) == 0
+        assert store.progress_since("nope") == []
+        assert [p.run_id for p in store.progress_since("run-2")] == ["run-2"]
+
+    def test_progress_text_that_cannot_be_encoded_is_stored_readable(self, store: RunStore) -> None:
+        """Model output is any text: a lone surrogate or a NUL in a streamed section never breaks a later read."""
+        store.create_run(run())
+        store.save_progress(TaskProgress(run_id="run-1", task_id="t1", position=0, sections={"hook": "a\ud800b\x00c"}))
+        [back] = store.progress_since("run-1")
+        back.sections["hook"].encode("utf-8")
+        assert "\x00" not in back.sections["hook"]
 
     def test_a_save_by_a_holder_that_lost_the_run_writes_nothing(self, store: RunStore) -> None:
         """An executor whose run was taken over (found stale) cannot overwrite the new executor's tasks."""
