@@ -34,6 +34,7 @@ OPERATIONS = [
     ("GET", "/api/runs"),
     ("POST", "/api/runs"),
     ("GET", "/api/runs/{run_id}"),
+    ("GET", "/api/runs/{run_id}/stream"),
     ("POST", "/api/runs/{run_id}/follow"),
     ("POST", "/api/runs/{run_id}/feedback"),
     ("POST", "/api/runs/{run_id}/tasks/{task_id}/repair"),

@@ -8,15 +8,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query, Response, status
+from fastapi import APIRouter, Depends, Header, Query, Request, Response, status
+from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from marsrag.errors import ConfigError, InputError
 from marsrag.goals import SESSION_ID_PATTERN, Goal, SessionId
 from marsrag.runtime.feedback import MAX_COMMENT_CHARS
 from marsrag.state import FeedbackRating, FeedbackTarget, LoopEvent, RunStatus, TaskState, TransitionRecord
+from marsrag.views.live import Cursor
 from marsrag.web.backend import Backend
 from marsrag.web.errors_doc import ERROR_RESPONSES
+from marsrag.web.events_stream import event_stream
 from marsrag.web.guards import InvalidField, backend_of, require_api_writer
 from marsrag.web.schemas import Health
 
@@ -266,6 +269,52 @@ def start_run(body: RunRequest, backend: BackendDep, response: Response) -> Star
 def show_run(run_id: str, backend: BackendDep) -> dict[str, Any]:
     """The run document: tasks with attempts, transitions, events."""
     return backend.run_document(run_id)
+
+
+@router.get(
+    "/runs/{run_id}/stream",
+    response_class=StreamingResponse,
+    summary="A run's task updates as server-sent events, until it ends",
+    responses={
+        200: {
+            # Each event's data: a task (as in the run document; in progress: see below) or the run's end.
+            "content": {
+                "text/event-stream": {
+                    # One server-sent event (OpenAPI 3.2's shape of an event-stream item).
+                    "schema": {
+                        "type": "object",
+                        "properties": {
+                            "event": {"enum": ["task", "end"]},
+                            "data": {"type": "string", "contentMediaType": "application/json"},
+                            "id": {"type": "string", "pattern": "^[0-9]+-[0-9]+$"},
+                            "retry": {"type": "integer"},
+                        },
+                    }
+                }
+            },
+            "description": "`event: task` per task update (data: the task's JSON as in `runs show`; a task being "
+            "written has `validation.status` `in_progress`, its sections so far in `loop_output` and a `progress` "
+            "object), then `event: end` (data: the run's status and outcome). Each event's `id` resumes the "
+            "stream after it (`Last-Event-ID`). A finished run sends each task's final state, then `end`.",
+        }
+    },
+)
+async def stream_run(
+    run_id: str,
+    request: Request,
+    backend: BackendDep,
+    last_event_id: Annotated[
+        str | None, Header(description="The id of the last event received: the stream resumes after it.")
+    ] = None,
+) -> StreamingResponse:
+    """Watch a run: every task update after `Last-Event-ID` (from the start without it), then its end."""
+    backend.store.get_run(run_id)  # 404 before the stream starts
+    return StreamingResponse(
+        event_stream(request, backend.store, run_id, Cursor.parse(last_event_id)),
+        media_type="text/event-stream",
+        # No proxy may buffer or cache the stream.
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
 
 
 @router.post(
