@@ -132,15 +132,17 @@ def _stand_in_reason(value: str) -> tuple[str, str] | None:
         return "placeholder", (
             f"is a bracketed placeholder ({shown}), not content: write the actual text instead of the brackets"
         )
+    # An echo is not quoted back: the message is the repair's feedback, and a small model copies what it is shown
+    # (measured: Qwen2.5-Coder-0.5B wrote the quoted, cut example back into its repair, cut mark and all).
     restated = _stand_ins.restated_instruction(value)
     if restated == "instruction":
         return "template_echo", (
-            f"restates the template's instruction ({shown}) instead of answering: write this section's content "
-            "about the user's goal"
+            "restates the template's instruction instead of answering: write this section's content about the "
+            "user's goal"
         )
     if restated == "example":
         return "template_echo", (
-            f"copies the prompt's example answer ({shown}), which is about another topic: answer the user's goal"
+            "copies the prompt's example answer, which is about another topic: answer the user's goal"
         )
     return None
 
