@@ -36,6 +36,7 @@ NAMES = (
     "metrics",
     "experiments",
     "realmodel",
+    "stream",
 )
 
 

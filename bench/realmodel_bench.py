@@ -219,6 +219,8 @@ def run() -> None:
         os.environ["MARSRAG_LLM_TIMEOUT"] = "900"
         # Under `prompt` a tiny model may write until its 8k context is full: cap answers (cut = truncated).
         os.environ.setdefault("MARSRAG_LLM_MAX_TOKENS", "1000")
+        # Not streamed: llama-cpp-python's server reports no token usage in a stream, and prompt tokens are a figure.
+        os.environ.setdefault("MARSRAG_LLM_STREAM", "off")
         servers: dict[str, tuple[Any, str]] = {}
         try:
             for model in (SMOLLM2, QWEN):

@@ -35,7 +35,11 @@ from marsrag.settings import Settings, resolve_settings
 from marsrag.terminal import visible, visible_json
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from marsrag.events.sinks import EventSink
+    from marsrag.render_live import RunProgress
+    from marsrag.state import TaskProgress
     from marsrag.store.base import RunStore
 
 app = HelpTyper(
@@ -134,13 +138,25 @@ def _where() -> str:
         return f"the settings cannot be read: {error}"
 
 
-def _progress(format: FormatChoice) -> "list[EventSink]":
-    """The event sinks a command adds for people watching: the progress lines, in text format only."""
+@contextmanager
+def _progress(format: FormatChoice) -> "Iterator[RunProgress | None]":
+    """What a command shows people watching a run, in text format only: a line per task and handoff on stderr,
+    and on a terminal a live line for the task being answered (cleared when the run ends)."""
     if format is not FormatChoice.text:
-        return []
-    from marsrag.render_text import ProgressSink  # lazy: Rich
+        yield None
+        return
+    from marsrag.render_live import RunProgress  # lazy: Rich
 
-    return [ProgressSink()]
+    with RunProgress() as progress:
+        yield progress
+
+
+def _sinks(progress: "RunProgress | None") -> "list[EventSink]":
+    return [] if progress is None else [progress]
+
+
+def _watchers(progress: "RunProgress | None") -> "list[Callable[[TaskProgress], object]]":
+    return [] if progress is None else [progress.watch]
 
 
 def _version_callback(value: bool) -> None:
@@ -376,9 +392,15 @@ def run(
     from marsrag.compose import run_goal
 
     settings = _settings(config=config, llm=llm, db=db, base_url=base_url, structured_output=structured_output)
-    with _stdout_kept_for(format):
+    with _stdout_kept_for(format), _progress(format) as progress:
         document = run_goal(
-            settings, goal, workflow=workflow, session=session, sinks=_progress(format), collections=collection
+            settings,
+            goal,
+            workflow=workflow,
+            session=session,
+            sinks=_sinks(progress),
+            collections=collection,
+            watchers=_watchers(progress),
         )
     _print_run(document, format, settings)
     raise typer.Exit(0 if document["status"] == "completed" else 1)
@@ -407,8 +429,8 @@ def resume(
     from marsrag.compose import resume_run
 
     settings = _settings(config=config, llm=llm, db=db, base_url=base_url, structured_output=structured_output)
-    with _stdout_kept_for(format):
-        document = resume_run(settings, run_id, sinks=_progress(format))
+    with _stdout_kept_for(format), _progress(format) as progress:
+        document = resume_run(settings, run_id, sinks=_sinks(progress), watchers=_watchers(progress))
     _print_run(document, format, settings)
     raise typer.Exit(0 if document["status"] == "completed" else 1)
 
@@ -442,8 +464,10 @@ def follow(
     from marsrag.compose import follow_run
 
     settings = _settings(config=config, llm=llm, db=db, base_url=base_url, structured_output=structured_output)
-    with _stdout_kept_for(format):
-        document = follow_run(settings, run_id, workflow=workflow, goal=goal, sinks=_progress(format))
+    with _stdout_kept_for(format), _progress(format) as progress:
+        document = follow_run(
+            settings, run_id, workflow=workflow, goal=goal, sinks=_sinks(progress), watchers=_watchers(progress)
+        )
     _print_run(document, format, settings)
     raise typer.Exit(0 if document["status"] == "completed" else 1)
 

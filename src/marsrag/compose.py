@@ -11,7 +11,7 @@ Importing this module stays cheap: CrewAI and SQLAlchemy load when a runner or k
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +31,7 @@ from marsrag.runtime.async_executor import DEFAULT_CONCURRENCY, AsyncRunExecutor
 from marsrag.runtime.executor import EXECUTOR_KINDS, ExecutorKind, RunExecutor, ThreadRunExecutor
 from marsrag.runtime.feedback import record_feedback
 from marsrag.settings import Settings
+from marsrag.state import TaskProgress
 from marsrag.store import open_store as open_store_at
 from marsrag.store import still_holds
 from marsrag.store.base import RunStore
@@ -39,6 +40,9 @@ from marsrag.urls import mask
 from marsrag.views.document import list_runs as list_runs_at
 from marsrag.views.document import run_document
 from marsrag.views.document import show_run as show_run_at
+
+#: Told of each task's progress while a run executes (a live display); see ``WorkflowRunner.watchers``.
+Watcher = Callable[[TaskProgress], object]
 
 logger = logging.getLogger(__name__)
 
@@ -131,9 +135,14 @@ def open_sinks(settings: Settings, extra: Sequence[EventSink] = ()) -> Iterator[
 
 @contextmanager
 def open_runner(
-    settings: Settings, *, workflow: str | None = None, sinks: Sequence[EventSink] = ()
+    settings: Settings,
+    *,
+    workflow: str | None = None,
+    sinks: Sequence[EventSink] = (),
+    watchers: Sequence[Watcher] = (),
 ) -> Iterator[WorkflowRunner]:
-    """A workflow runner on the settings' project, LLM and store, with the configured sinks and ``sinks``.
+    """A workflow runner on the settings' project, LLM and store, with the configured sinks and ``sinks``, and
+    ``watchers`` told of each task's progress (see :attr:`WorkflowRunner.watchers`).
 
     Checks come cheapest first (config, workflow name, LLM spec, database), so bad input is reported before
     anything is opened or stored. The knowledge base lives in the run store's database: the retrieval step
@@ -149,7 +158,7 @@ def open_runner(
         project.workflow(workflow)
     model = open_llm(settings)
     with open_sinks(settings, sinks) as opened, open_store(settings) as store:
-        yield WorkflowRunner(store, project, model, sinks=opened, retriever=KnowledgeBase(store))
+        yield WorkflowRunner(store, project, model, sinks=opened, retriever=KnowledgeBase(store), watchers=watchers)
 
 
 def open_executor(
@@ -209,6 +218,7 @@ def run_goal(
     session: str | None = None,
     sinks: Sequence[EventSink] = (),
     collections: Sequence[str] | None = None,
+    watchers: Sequence[Watcher] = (),
 ) -> dict[str, Any]:
     """Run a workflow for a goal and return the run document (as ``runs show`` prints it).
 
@@ -219,7 +229,7 @@ def run_goal(
             (nothing is run).
         StoreError: the store failed during the run, or no longer holds it after (see :func:`kept`).
     """
-    with open_runner(settings, workflow=workflow, sinks=sinks) as runner:
+    with open_runner(settings, workflow=workflow, sinks=sinks, watchers=watchers) as runner:
         _warn_when_empty(settings, runner.store)
         record = runner.run(goal, workflow=workflow, session_id=session, collections=collections)
         return kept(settings, run_document(runner.store, record.run_id))
@@ -237,7 +247,9 @@ def _warn_when_empty(settings: Settings, store: RunStore) -> None:
     )
 
 
-def resume_run(settings: Settings, run_id: str, *, sinks: Sequence[EventSink] = ()) -> dict[str, Any]:
+def resume_run(
+    settings: Settings, run_id: str, *, sinks: Sequence[EventSink] = (), watchers: Sequence[Watcher] = ()
+) -> dict[str, Any]:
     """Finish a stopped run (``run_id``: its id or a unique prefix) without redoing its committed tasks.
 
     Returns its run document.
@@ -246,7 +258,7 @@ def resume_run(settings: Settings, run_id: str, *, sinks: Sequence[EventSink] = 
         RunNotFoundError: no such run (AmbiguousRunIdError: the prefix starts several).
         ConfigError, InputError, StoreError: bad config, LLM spec or database.
     """
-    with open_runner(settings, sinks=sinks) as runner:
+    with open_runner(settings, sinks=sinks, watchers=watchers) as runner:
         # An unknown or ambiguous id is an error before anything else.
         record = runner.resume(runner.store.resolve_run_id(run_id))
         return kept(settings, run_document(runner.store, record.run_id))
@@ -259,6 +271,7 @@ def follow_run(
     workflow: str | None = None,
     goal: str | None = None,
     sinks: Sequence[EventSink] = (),
+    watchers: Sequence[Watcher] = (),
 ) -> dict[str, Any]:
     """Follow a run's next action (``run_id``: its id or a unique prefix): the next run of its session.
 
@@ -271,7 +284,7 @@ def follow_run(
         RunNotFoundError: no such run (AmbiguousRunIdError: the prefix starts several).
         InputError: the run has no loop to follow, or ``goal`` breaks the goal rules.
     """
-    with open_runner(settings, workflow=workflow, sinks=sinks) as runner:
+    with open_runner(settings, workflow=workflow, sinks=sinks, watchers=watchers) as runner:
         record = runner.follow(runner.store.resolve_run_id(run_id), workflow=workflow, goal=goal)
         return kept(settings, run_document(runner.store, record.run_id))
 

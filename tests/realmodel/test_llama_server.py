@@ -13,11 +13,14 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
+from tests._net import free_port
 from tests.conftest import REPO
 from tests.realmodel.conftest import ModelServer
 
@@ -29,10 +32,14 @@ STATUSES = {"valid", "partial", "failed"}
 SHAPE = {"missing", "not_string", "unparseable"}
 
 
-def marsrag(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
-    """Run the CLI in its own process, as a user would, with no API key set and generous call limits."""
+def marsrag(*args: str, home: Path, stream: str = "off") -> subprocess.CompletedProcess[str]:
+    """Run the CLI in its own process, as a user would, with no API key set and generous call limits.
+
+    Not streamed unless ``stream`` says so: llama-cpp-python's server reports no token usage in a stream (it
+    ignores ``stream_options.include_usage``), and these tests check what the server reports.
+    """
     # A cap on answers: a tiny model under `prompt` may write until its context is full, holding the server.
-    limits = {"MARSRAG_LLM_TIMEOUT": "900", "MARSRAG_LLM_MAX_TOKENS": "1500"}
+    limits = {"MARSRAG_LLM_TIMEOUT": "900", "MARSRAG_LLM_MAX_TOKENS": "1500", "MARSRAG_LLM_STREAM": stream}
     env = {**os.environ, "MARSRAG_HOME": str(home), "NO_COLOR": "1", **limits}
     env.pop("OPENAI_API_KEY", None)
     return subprocess.run(
@@ -188,3 +195,74 @@ def test_qwen_answers_each_task_through_the_users_path(qwen_server: ModelServer,
         if source["validation"]["status"] == "valid":
             assert transition["transition_mode"] in ("direct", "repair")
             assert transition["hook"] == source["loop_output"]["loop"]
+
+
+def test_a_streamed_run_shows_each_task_being_written_and_stores_what_was_streamed(
+    model_server: ModelServer, home: Path, tmp_path: Path
+) -> None:
+    """SmolLM2 streaming through ``marsrag serve``: the run's event stream has more task events than tasks, the
+    first task is seen being written before it is stored, and each task's stored answer is the text streamed."""
+    from marsrag.contract import validate_output
+
+    port = free_port()
+    env = {**os.environ, "MARSRAG_HOME": str(home), "NO_COLOR": "1", "MARSRAG_LLM_TIMEOUT": "900",
+           "MARSRAG_LLM_MAX_TOKENS": "1500", "MARSRAG_LLM_STREAM": "auto"}  # fmt: skip
+    env.pop("OPENAI_API_KEY", None)
+    command = [sys.executable, "-m", "marsrag", "serve", "--port", str(port), "--llm", model_server.llm,
+               "--base-url", model_server.base_url, "--structured-output", "json_object"]  # fmt: skip
+    log = tmp_path / "serve.log"
+    with (
+        log.open("wb") as out,
+        subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO) as proc,
+    ):
+        try:
+            base = f"http://127.0.0.1:{port}"
+            wait_serving(base, proc, log)
+            started = httpx.post(f"{base}/api/runs", json={"goal": GOAL}, timeout=30)
+            assert started.status_code == 202, started.text
+            run_id = started.json()["run_id"]
+            events = stream_events(base, run_id)
+            document = httpx.get(f"{base}/api/runs/{run_id}", timeout=30).json()
+        finally:
+            proc.terminate()
+            proc.wait(timeout=60)
+    assert document["status"] == "completed", log.read_text(errors="replace")[-3000:]
+    tasks = [data for kind, data in events if kind == "task"]
+    final = [task for task in tasks if task["validation"]["status"] != "in_progress"]
+    assert final == document["tasks"] and len(tasks) > len(final)
+    first = next(index for index, task in enumerate(tasks) if task["task_id"] == final[0]["task_id"])
+    assert tasks[first]["validation"]["status"] == "in_progress"  # seen being written before it was stored
+    for stored in document["tasks"]:
+        streamed = [t for t in tasks if t["position"] == stored["position"] and "progress" in t]
+        if streamed:  # its last frame is the whole text of its last request: the answer stored
+            raw = stored["attempts"][-1]["raw"]
+            read = {k: v for k, v in validate_output(raw).loop_output.items() if v}
+            assert {k: v for k, v in streamed[-1]["loop_output"].items() if v} == read
+
+
+def wait_serving(base: str, proc: subprocess.Popen[bytes], log: Path) -> None:
+    """Wait (bounded) for ``marsrag serve`` to answer its health check."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, log.read_text(errors="replace")[-3000:]
+        try:
+            if httpx.get(f"{base}/health", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"marsrag serve did not start:\n{log.read_text(errors='replace')[-3000:]}")
+
+
+def stream_events(base: str, run_id: str) -> list[tuple[str, dict[str, Any]]]:
+    """Every event of the run's stream until its end."""
+    events: list[tuple[str, dict[str, Any]]] = []
+    with httpx.stream("GET", f"{base}/api/runs/{run_id}/stream", timeout=httpx.Timeout(30, read=900)) as response:
+        assert response.status_code == 200
+        kind = None
+        for line in response.iter_lines():
+            if line.startswith("event: "):
+                kind = line.removeprefix("event: ")
+            elif line.startswith("data: ") and kind is not None:
+                events.append((kind, json.loads(line.removeprefix("data: "))))
+    return events

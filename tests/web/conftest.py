@@ -119,11 +119,13 @@ def ui(browser: Browser, tmp_path: Path, request: pytest.FixtureRequest) -> Iter
     with ExitStack() as stack:
         started: list[Tab] = []
 
-        def start(outputs: Sequence[str], **context_options: Any) -> Tab:
+        def start(outputs: Sequence[str | dict[str, Any]], **context_options: Any) -> Tab:
             folder = tmp_path / f"server-{len(started)}"
             folder.mkdir()
             replay = folder / "replay.jsonl"
-            replay.write_text("".join(json.dumps({"output": output}) + "\n" for output in outputs), encoding="utf-8")
+            # An output text, or a whole script step (its streaming rate, latency...).
+            steps = [item if isinstance(item, dict) else {"output": item} for item in outputs]
+            replay.write_text("".join(json.dumps(step) + "\n" for step in steps), encoding="utf-8")
             settings = WebSettings(
                 resolve_settings(db=f"sqlite:///{folder / 'runs.db'}", llm=f"replay:{replay}"), run_threads=1
             )

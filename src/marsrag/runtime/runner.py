@@ -9,10 +9,11 @@ survives its repair retry), its retrieval results and, for ``agent: auto``, its 
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
@@ -44,6 +45,7 @@ from marsrag.state import (
     Retrieval,
     RunRecord,
     RunStatus,
+    TaskProgress,
     TaskState,
     TransitionRecord,
     utcnow,
@@ -52,6 +54,8 @@ from marsrag.store.base import RETRY_DELAYS, RunStore
 from marsrag.store.queries import Holder
 from marsrag.tasks.config import AUTO_AGENT, ProjectConfig, WorkflowConfig
 from marsrag.views.summary import summarize
+
+logger = logging.getLogger(__name__)
 
 
 class WorkflowRunner:
@@ -69,11 +73,15 @@ class WorkflowRunner:
         retrieval_limit: int = 5,
         crews: CrewBuilder = build_crew,
         heartbeat_every: float = HEARTBEAT_EVERY.total_seconds(),
+        watchers: Sequence[Callable[[TaskProgress], object]] = (),
     ) -> None:
         self.store = store
         self.project = project
         self.llm = llm
         self.sinks = list(sinks)
+        #: Told of each task when it starts (no chunk yet) and of its progress as the model streams it (a live
+        #: display); what they raise is logged, never the run's failure.
+        self.watchers = list(watchers)
         self.retriever: Retriever = retriever or NoRetriever()
         self.router: Router = router or LexicalRouter()
         self.retrieval_limit = retrieval_limit
@@ -531,13 +539,25 @@ class _Execution:
             text = without_placeholders(text)
         task.description = f"{task.description}\n\n{text}"
         # What the task's answer holds while the model streams it, for viewers (the stored state is the answer).
-        listener = TaskProgressListener(
-            self.runner.store.save_progress,
-            run_id=self.run.run_id,
-            task_id=self.built.tasks[index].config.name,
-            position=index,
-        )
+        name = self.built.tasks[index].config.name
+        listener = TaskProgressListener(self._publish, run_id=self.run.run_id, task_id=name, position=index)
         STREAMS.listen(task, listener)
+        if self.runner.watchers:
+            self._watch(TaskProgress(run_id=self.run.run_id, task_id=name, position=index))
+
+    def _publish(self, progress: TaskProgress) -> None:
+        """Store a task's progress (for viewers in any process) and tell this process's watchers."""
+        try:
+            progress = progress.model_copy(update={"seq": self.runner.store.save_progress(progress)})
+        finally:
+            self._watch(progress)
+
+    def _watch(self, progress: TaskProgress) -> None:
+        for watcher in self.runner.watchers:
+            try:
+                watcher(progress)
+            except Exception:  # a display must never fail the run
+                logger.exception("a progress watcher failed")
 
     # -- after a task (CrewAI calls this before the next task starts) ----------------------------------------
 

@@ -306,11 +306,19 @@ async def stream_run(
     last_event_id: Annotated[
         str | None, Header(description="The id of the last event received: the stream resumes after it.")
     ] = None,
+    after: Annotated[
+        str | None,
+        Query(
+            max_length=40,
+            description="An event id to start after when there is no `Last-Event-ID` (a page that shows some "
+            "tasks already: `3-0` skips the first three).",
+        ),
+    ] = None,
 ) -> StreamingResponse:
-    """Watch a run: every task update after `Last-Event-ID` (from the start without it), then its end."""
+    """Watch a run: every task update after `Last-Event-ID` (else `after`; else from the start), then its end."""
     backend.store.get_run(run_id)  # 404 before the stream starts
     return StreamingResponse(
-        event_stream(request, backend.store, run_id, Cursor.parse(last_event_id)),
+        event_stream(request, backend.store, run_id, Cursor.parse(last_event_id or after)),
         media_type="text/event-stream",
         # No proxy may buffer or cache the stream.
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},

@@ -62,8 +62,9 @@ def render(request: Request, template: str, context: dict[str, Any], status: int
     )
     response = HTMLResponse(html, status_code=status)
     response.headers["Content-Security-Policy"] = (
-        "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; "
-        "base-uri 'none'"
+        # Scripts and connections from this server only: the run page's live.js and its event stream.
+        "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; "
+        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
     )
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Referrer-Policy"] = "same-origin"
