@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("marsrag.__main__", "marsrag.cli_reference"),
     ("marsrag.cli", "marsrag.pytest_plugin"),
     ("marsrag._cli_help",),
-    ("marsrag.render_runs", "marsrag.render_knowledge"),
+    ("marsrag.render_runs", "marsrag.render_knowledge", "marsrag.render_live"),
     ("marsrag.render_text",),
     ("marsrag.web",),
     ("marsrag.compose", "marsrag.regression"),

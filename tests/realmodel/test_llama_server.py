@@ -201,7 +201,12 @@ def test_a_streamed_run_shows_each_task_being_written_and_stores_what_was_stream
     model_server: ModelServer, home: Path, tmp_path: Path
 ) -> None:
     """SmolLM2 streaming through ``marsrag serve``: the run's event stream has more task events than tasks, the
-    first task is seen being written before it is stored, and each task's stored answer is the text streamed."""
+    first task is seen being written before it is stored, and each task's stored answer begins as its stream did.
+
+    The last frame a viewer gets may be a little short of the whole text: the task's stored state supersedes the
+    progress written after the last poll. The sections seen are compared up to their last few characters (a value
+    cut inside an escape or a trailing space reads a little differently from the whole one).
+    """
     from marsrag.contract import validate_output
 
     port = free_port()
@@ -233,11 +238,12 @@ def test_a_streamed_run_shows_each_task_being_written_and_stores_what_was_stream
     first = next(index for index, task in enumerate(tasks) if task["task_id"] == final[0]["task_id"])
     assert tasks[first]["validation"]["status"] == "in_progress"  # seen being written before it was stored
     for stored in document["tasks"]:
-        streamed = [t for t in tasks if t["position"] == stored["position"] and "progress" in t]
-        if streamed:  # its last frame is the whole text of its last request: the answer stored
-            raw = stored["attempts"][-1]["raw"]
-            read = {k: v for k, v in validate_output(raw).loop_output.items() if v}
-            assert {k: v for k, v in streamed[-1]["loop_output"].items() if v} == read
+        frames = [t for t in tasks if t["position"] == stored["position"] and "progress" in t]
+        last = [t for t in frames if t["progress"]["call"] == len(stored["attempts"])]
+        if last:  # what the viewer saw of the last request's text is how the stored answer begins
+            read = validate_output(stored["attempts"][-1]["raw"]).loop_output
+            seen = {k: v for k, v in last[-1]["loop_output"].items() if v}
+            assert all(str(read[k]).startswith(v[: len(v) - 8]) for k, v in seen.items()), (seen, read)
 
 
 def wait_serving(base: str, proc: subprocess.Popen[bytes], log: Path) -> None:
