@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from tests._net import free_port
+from tests._sse import events
 from tests.contract.samples import CONTENT
 from tests.queue.conftest import Process, serving, wait_for
 
@@ -22,16 +23,9 @@ RATE = 50
 
 def events_of(base: str, run_id: str) -> list[tuple[str, dict[str, Any]]]:
     """Every event of the run's stream on ``base``, until its end."""
-    events: list[tuple[str, dict[str, Any]]] = []
     with httpx.stream("GET", f"{base}/api/runs/{run_id}/stream", timeout=httpx.Timeout(10, read=120)) as response:
         assert response.status_code == 200, response.read()
-        kind = None
-        for line in response.iter_lines():
-            if line.startswith("event: "):
-                kind = line.removeprefix("event: ")
-            elif line.startswith("data: ") and kind is not None:
-                events.append((kind, json.loads(line.removeprefix("data: "))))
-    return events
+        return [(event.kind, event.data) for event in events(response.iter_lines())]
 
 
 def test_the_updates_of_a_run_on_a_worker_reach_a_client_of_another_server(

@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from tests._net import free_port
+from tests._sse import events
 from tests.conftest import REPO
 from tests.realmodel.conftest import ModelServer
 
@@ -262,13 +263,6 @@ def wait_serving(base: str, proc: subprocess.Popen[bytes], log: Path) -> None:
 
 def stream_events(base: str, run_id: str) -> list[tuple[str, dict[str, Any]]]:
     """Every event of the run's stream until its end."""
-    events: list[tuple[str, dict[str, Any]]] = []
     with httpx.stream("GET", f"{base}/api/runs/{run_id}/stream", timeout=httpx.Timeout(30, read=900)) as response:
         assert response.status_code == 200
-        kind = None
-        for line in response.iter_lines():
-            if line.startswith("event: "):
-                kind = line.removeprefix("event: ")
-            elif line.startswith("data: ") and kind is not None:
-                events.append((kind, json.loads(line.removeprefix("data: "))))
-    return events
+        return [(event.kind, event.data) for event in events(response.iter_lines())]

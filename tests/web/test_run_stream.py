@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
+from tests._sse import Event, events
 from tests.web.conftest import Site, answer
 
 pytestmark = pytest.mark.crewai
@@ -17,32 +16,13 @@ pytestmark = pytest.mark.crewai
 RATE = 150
 
 
-@dataclass(frozen=True)
-class Event:
-    id: str | None
-    kind: str
-    data: dict[str, Any]
-
-
 def read_events(site: Site, run_id: str, last_event_id: str | None = None) -> list[Event]:
     """Every event of the run's stream until it ends (the stream closes after ``end``)."""
     headers = {"Last-Event-ID": last_event_id} if last_event_id is not None else {}
-    events: list[Event] = []
     with site.client.stream("GET", f"/api/runs/{run_id}/stream", headers=headers) as response:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
-        fields: dict[str, str] = {}
-        for line in response.iter_lines():
-            if line.startswith(":"):
-                continue  # a comment: the heartbeat
-            if line:
-                name, _, value = line.partition(": ")
-                fields[name] = value
-                continue
-            if "event" in fields:
-                events.append(Event(fields.get("id"), fields["event"], json.loads(fields["data"])))
-            fields = {}
-    return events
+        return events(response.iter_lines())
 
 
 def streamed_steps(count: int, rate: float = RATE) -> list[dict[str, Any]]:
