@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 import time
@@ -69,8 +70,8 @@ def _replay_timeline(tmp: Path) -> Timeline:
     from marsrag.settings import Settings
 
     script = tmp / "streamed.jsonl"
-    step = f'{{"output": {_json(CLEAN)}, "tokens_per_second": {TOKENS_PER_SECOND}}}\n'
-    script.write_text(step * 3, encoding="utf-8")
+    step = json.dumps({"output": CLEAN, "tokens_per_second": TOKENS_PER_SECOND})
+    script.write_text(f"{step}\n" * 3, encoding="utf-8")
     timeline = Timeline()
     settings = Settings.resolve(llm=f"replay:{script}", db=f"sqlite:///{tmp / 'replay.db'}")
     document = run_goal(settings, GOAL, sinks=[timeline], watchers=[timeline.watch])
@@ -114,12 +115,6 @@ def _all_cores() -> None:
     # The bench pins itself to one core; the model server gets them all (it is what is being measured).
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, range(os.cpu_count() or 1))
-
-
-def _json(text: str) -> str:
-    import json
-
-    return json.dumps(text)
 
 
 class _Silent:
@@ -182,7 +177,6 @@ def _overhead(tmp: Path, count: int = 20, rounds: int = 9) -> tuple[float, float
 
 def _delivery(tmp: Path, writes: int = 30) -> list[float]:
     """Seconds from each of ``writes`` progress writes to its event at a client of a live server's stream."""
-    import json
     import threading
 
     import httpx
