@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP_FLAGS ?= --disable-pip-version-check --quiet
 
-.PHONY: run serve test lint typecheck docs docs-cli models pytest bench contract-snapshot clean
+.PHONY: run serve test lint typecheck docs docs-cli models phoenix pytest bench contract-snapshot clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,17 @@ $(VENV)/.test-installed: pyproject.toml | $(BIN)/python
 # an interrupted fetch stopped, and downloads nothing when the file is already there (tests/realmodel/fetch.py).
 models: $(VENV)/.test-installed
 	$(BIN)/python -m tests.realmodel.fetch
+
+## phoenix: Arize Phoenix, the real trace receiver the tracing tests export to, in a virtualenv of its own
+# (about 850 MB; its pins never meet ours). The tests start it once per test session (tests/tracing/phoenix.py).
+PHOENIX_VENV ?= .cache/phoenix
+PHOENIX_VERSION ?= 20.26.1
+phoenix: $(PHOENIX_VENV)/.installed
+
+$(PHOENIX_VENV)/.installed:
+	$(PYTHON) -m venv $(PHOENIX_VENV)
+	$(PHOENIX_VENV)/bin/python -m pip install $(PIP_FLAGS) 'arize-phoenix==$(PHOENIX_VERSION)'
+	touch $@
 
 SAMPLE_GOAL ?= Checkout latency breached its SLO in three regions right after cache nodes restarted. What is going on, and what should we do?
 
@@ -62,7 +73,7 @@ docs-cli: $(VENV)/.test-installed
 	$(BIN)/python -m marsrag.cli_reference > docs/cli-reference.md
 	$(BIN)/python -m marsrag.contract.catalog > docs/formats.md
 
-pytest: $(VENV)/.test-installed models
+pytest: $(VENV)/.test-installed models phoenix
 	$(BIN)/pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 ## bench: benchmarks, each figure next to its baseline measured in the same run (BENCH="store metrics": only those)

@@ -37,6 +37,7 @@ NAMES = (
     "experiments",
     "realmodel",
     "stream",
+    "tracing",
 )
 
 

@@ -55,6 +55,7 @@ NEVER = (
     "marsrag.rag",
     "marsrag.queue",
     "marsrag.events",
+    "marsrag.tracing",
     "marsrag.web",
 )
 #: Not imported by the commands reading the store: the config loader, the contract's model and validator, and

@@ -38,6 +38,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("marsrag.integrations",),
     ("marsrag.store",),
     ("marsrag.chain", "marsrag.events"),
+    ("marsrag.tracing",),
     ("marsrag.tasks",),
     ("marsrag.inputs", "marsrag.goals", "marsrag.scaffold"),
     ("marsrag.liveness",),

@@ -328,6 +328,9 @@ class RunRecord(Record):
     #: The knowledge base collections the run's retrieval keeps to (None: every collection), chosen when it
     #: started: its resumption, its operator actions and the runs following it keep to the same ones.
     collections: list[str] | None = None
+    #: The W3C ``traceparent`` of the run's trace (see :mod:`marsrag.tracing.spans`): the span that submitted it,
+    #: else its first execution's run span; None when no one traced it.
+    trace: str | None = None
 
 
 #: The loop events of spec section 8, then MarsRAG's own: a reader's rating of an answer or next action, and a

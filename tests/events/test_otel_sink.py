@@ -468,8 +468,9 @@ class Collector(BaseHTTPRequestHandler):
 
 
 def test_marsrag_run_exports_its_events_over_otlp_before_exiting(tmp_path: Path) -> None:
-    """``marsrag run`` with an OTLP endpoint sends every event of the run to it before the process exits."""
+    """``marsrag run`` with an OTLP endpoint sends every event of the run, and its trace, before the process exits."""
     from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
     script = tmp_path / "answers.jsonl"
     answers = [{**CONTENT, "loop": f"Question {i}?"} for i in range(3)]
@@ -489,9 +490,21 @@ def test_marsrag_run_exports_its_events_over_otlp_before_exiting(tmp_path: Path)
         server.shutdown()
     assert proc.returncode == 0, proc.stderr
     document = json.loads(proc.stdout)
-    assert {path for path, _ in received} == {"/v1/logs"}
+    # The run's trace goes to the same endpoint (issue 42): one root, the run's, named by its id.
+    assert {path for path, _ in received} == {"/v1/logs", "/v1/traces"}
+    spans = [
+        span
+        for path, body in received
+        if path == "/v1/traces"
+        for resource_spans in ExportTraceServiceRequest.FromString(body).resource_spans
+        for scope in resource_spans.scope_spans
+        for span in scope.spans
+    ]
+    [root] = [span for span in spans if not span.parent_span_id]
+    assert {a.key: a.value.string_value for a in root.attributes}["marsrag.run_id"] == document["run_id"]
+    assert len({span.trace_id for span in spans}) == 1
     records = []
-    for _, body in received:
+    for _, body in (item for item in received if item[0] == "/v1/logs"):
         request = ExportLogsServiceRequest.FromString(body)
         for resource_logs in request.resource_logs:
             service = {a.key: a.value.string_value for a in resource_logs.resource.attributes}["service.name"]

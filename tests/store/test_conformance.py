@@ -49,11 +49,11 @@ def task_row_before_0009(state: TaskState) -> dict[str, Any]:
 
 def run_row_before_0007(record: RunRecord) -> dict[str, Any]:
     """A ``runs`` row as revisions before 0007 had it (no ``followed_from``, nor 0012's experiment and arm, nor
-    0016's collections)."""
+    0016's collections, nor 0018's trace)."""
     from marsrag.store import _rows
 
     row = _rows.run_row(record)
-    del row["followed_from"], row["experiment"], row["arm"], row["collections"]
+    del row["followed_from"], row["experiment"], row["arm"], row["collections"], row["trace"]
     return row
 
 
@@ -323,7 +323,7 @@ def test_migration_0016_reads_runs_stored_before_it_as_searching_every_collectio
     from marsrag.store import _rows
     from marsrag.store.schema import runs
 
-    before = {k: v for k, v in _rows.run_row(run("r")).items() if k != "collections"}
+    before = {k: v for k, v in _rows.run_row(run("r")).items() if k not in ("collections", "trace")}
     with at_revision(db_url, "0015") as connection:
         connection.execute(insert(runs), [before])
     with open_store(db_url) as migrated:
@@ -333,6 +333,27 @@ def test_migration_0016_reads_runs_stored_before_it_as_searching_every_collectio
     with at_revision(db_url, "0015", downgrade=True) as connection:
         assert "collections" not in {column["name"] for column in inspect(connection).get_columns("runs")}
         assert connection.execute(text("SELECT count(*) FROM runs")).scalar() == 2
+
+
+def test_migration_0018_reads_runs_stored_before_it_as_untraced(db_url: str) -> None:
+    """A run stored at 0017 reads back with no trace; a claim gives it one, once; 0018 downgrades."""
+    from sqlalchemy import insert, inspect
+
+    from marsrag.store import _rows
+    from marsrag.store.schema import runs
+
+    before = {k: v for k, v in _rows.run_row(run("r")).items() if k != "trace"}
+    with at_revision(db_url, "0017") as connection:
+        connection.execute(insert(runs), [before])
+    first = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    with open_store(db_url) as migrated:
+        seen = migrated.get_run("r")
+        assert seen.trace is None
+        assert migrated.claim_run("r", "host:1", seen=seen, trace=first)
+        assert migrated.get_run("r").trace == first
+    with at_revision(db_url, "0017", downgrade=True) as connection:
+        assert "trace" not in {column["name"] for column in inspect(connection).get_columns("runs")}
+        assert connection.execute(text("SELECT count(*) FROM runs")).scalar() == 1
 
 
 def test_migration_0007_downgrades_to_0006(db_url: str) -> None:

@@ -501,9 +501,9 @@ def test_the_migration_backfills_a_store_from_before_it(db_url: str, tmp_path: A
                 table.name: [dict(row) for row in connection.execute(select(table)).mappings()] for table in TABLES
             }
     # Only the columns the revision had (0012 added the experiment, the arm and the event detail; 0015 support;
-    # 0016 the run's collections).
+    # 0016 the run's collections; 0018 its trace).
     dropped: tuple[str, ...] = ("id",) if revision == "0012" else ("id", "experiment", "arm", "detail")
-    dropped += ("support_level", "support", "collections")
+    dropped += ("support_level", "support", "collections", "trace")
     dropped += () if revision >= "0010" else ("metrics_code",)
     kept = (runs, task_states, attempts, transitions, events) + ((rollups,) if revision >= "0010" else ())
     with at_revision(db_url, revision) as connection:

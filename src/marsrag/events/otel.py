@@ -17,31 +17,25 @@ when a sink is built.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from marsrag._version import __version__
 from marsrag.state import LoopEvent
+from marsrag.tracing import config
+from marsrag.tracing.loop_events import event_attributes, nanoseconds
 
 if TYPE_CHECKING:
     from opentelemetry.sdk._logs import LoggerProvider
-    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk._logs.export import LogRecordExporter
     from opentelemetry.util.types import AttributeValue
 
 log = logging.getLogger("marsrag.events")
 
 SCOPE = "marsrag.events"
-ATTRIBUTE_PREFIX = "marsrag."
-# The event fields carried as attributes; the name is the record's event name, the timestamp its timestamp.
-ATTRIBUTE_FIELDS = ("run_id", "task_id", "loop_contract_version", "loop_mode", "validation_status", "transition_mode")
 VERDICTS = frozenset({"loop.contract.validated", "loop.contract.failed"})
 #: The events that are also exported as ``gen_ai.evaluation.result``.
 EVALUATED = VERDICTS | {"loop.feedback.recorded", "loop.experiment.assigned"}
-#: ``detail`` keys exported on the loop event's record as ``marsrag.detail.<key>`` (scalars only: OTel has no null
-#: and no nested map in an attribute).
-DETAIL_PREFIX = ATTRIBUTE_PREFIX + "detail."
 
 # GenAI semantic conventions. Spelled out rather than imported: opentelemetry-semantic-conventions keeps them in a
 # private ``_incubating`` module, marked as moved to the separate GenAI conventions repository.
@@ -53,8 +47,6 @@ GEN_AI_EVALUATION_EXPLANATION = "gen_ai.evaluation.explanation"
 EVALUATION_NAME = "loop_contract"
 FEEDBACK_EVALUATION = "loop_feedback"
 EXPERIMENT_EVALUATION = "loop_experiment.arm"
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class OtelSink:
@@ -74,7 +66,7 @@ class OtelSink:
         from opentelemetry._logs import SeverityNumber
 
         for event in events:
-            timestamp = _nanoseconds(event.timestamp)
+            timestamp = nanoseconds(event.timestamp)
             attributes = event_attributes(event)
             self._logger.emit(
                 timestamp=timestamp,
@@ -108,22 +100,6 @@ class OtelSink:
             self.provider.shutdown()
         except Exception:  # noqa: BLE001 - telemetry must never fail a run
             log.exception("shutting down OpenTelemetry events failed")
-
-
-def event_attributes(event: LoopEvent) -> dict[str, AttributeValue]:
-    """The event's fields as ``marsrag.``-prefixed attributes, its ``detail`` as ``marsrag.detail.<key>``.
-
-    Null fields are left out (OTel has no null), and so are detail values that are not a string, a number or a
-    boolean.
-    """
-    values = {name: getattr(event, name) for name in ATTRIBUTE_FIELDS}
-    attributes: dict[str, AttributeValue] = {
-        ATTRIBUTE_PREFIX + name: value for name, value in values.items() if value is not None
-    }
-    for key, value in (event.detail or {}).items():
-        if isinstance(value, str | int | float | bool):
-            attributes[DETAIL_PREFIX + key] = value
-    return attributes
 
 
 def evaluation_attributes(event: LoopEvent) -> dict[str, AttributeValue] | None:
@@ -186,26 +162,20 @@ def _verdict_evaluation(event: LoopEvent) -> dict[str, AttributeValue]:
 
 
 def otel_sink_from_env() -> OtelSink | None:
-    """An OTLP/HTTP sink when the standard OTEL_* variables configure one, else None; never raises.
-
-    A sink is built when ``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_LOGS_ENDPOINT`` is set, unless
-    ``OTEL_SDK_DISABLED`` is ``true`` or ``OTEL_LOGS_EXPORTER`` is ``none``. The exporter reads the endpoint,
-    headers, timeout, compression and certificates from the environment itself.
+    """An OTLP sink (HTTP, or gRPC when the environment says so) when the standard OTEL_* variables configure one
+    (:func:`marsrag.tracing.config.exported`), else None; never raises.
     """
-    if _env("OTEL_SDK_DISABLED") == "true" or _env("OTEL_LOGS_EXPORTER") == "none":
-        return None
-    if not (_env("OTEL_EXPORTER_OTLP_ENDPOINT") or _env("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT")):
+    if not config.exported("logs"):
         return None
     try:
         # lazy: OpenTelemetry, loads only when an exporter is configured
-        from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
         from opentelemetry.sdk._logs import LoggerProvider
         from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
 
         # The processor first: it validates the OTEL_BLRP_* settings, and a provider built before it fails would
         # linger in atexit for nothing.
-        processor = BatchLogRecordProcessor(OTLPLogExporter())
-        provider = LoggerProvider(resource=_resource())
+        processor = BatchLogRecordProcessor(_exporter())
+        provider = LoggerProvider(resource=config.resource())
         provider.add_log_record_processor(processor)
         return OtelSink(provider)
     except Exception:  # noqa: BLE001 - a bad telemetry setting must not stop a run
@@ -213,23 +183,13 @@ def otel_sink_from_env() -> OtelSink | None:
         return None
 
 
-def _resource() -> Resource:
-    """The SDK's resource from the environment, named ``marsrag`` unless the user named the service."""
+def _exporter() -> LogRecordExporter:
+    if config.protocol("logs") == "grpc":
+        # lazy: OpenTelemetry's gRPC exporter (and grpcio), only for a user who asked for gRPC
+        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcExporter
+
+        return GrpcExporter()
     # lazy: OpenTelemetry, loads only when an exporter is configured
-    from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as HttpExporter
 
-    resource = Resource.create()
-    if str(resource.attributes.get(SERVICE_NAME, "")).startswith("unknown_service"):
-        resource = resource.merge(Resource({SERVICE_NAME: "marsrag"}))
-    return resource
-
-
-def _env(name: str) -> str:
-    return os.environ.get(name, "").strip().lower()
-
-
-def _nanoseconds(moment: datetime) -> int:
-    """Nanoseconds since the epoch, exactly (float seconds would lose the microseconds)."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)  # MarsRAG timestamps are UTC; a naive one comes from a store round trip
-    return (moment - _EPOCH) // timedelta(microseconds=1) * 1_000
+    return HttpExporter()

@@ -25,7 +25,7 @@ from marsrag.events.sinks import EventSink
 from marsrag.goals import check_session_id, clean_goal
 from marsrag.integrations.crewai_builders import BuiltTask
 from marsrag.liveness import is_stale, owner_id
-from marsrag.runtime.commit import TaskCommitter
+from marsrag.runtime.commit import Committed, TaskCommitter
 from marsrag.runtime.heartbeat import Heartbeat
 from marsrag.runtime.retrieval import NoRetriever, Retriever, retrieve, run_scope, scoped_retriever
 from marsrag.runtime.routing import Candidate, Router
@@ -33,6 +33,9 @@ from marsrag.runtime.states import task_state
 from marsrag.state import HookSource, RunRecord, RunStatus, TaskState, TransitionRecord
 from marsrag.store.base import RunStore
 from marsrag.store.queries import Holder
+from marsrag.tracing import semconv
+from marsrag.tracing.spans import NO_SPAN, Span, current_traceparent, end_run, start_run, start_task
+from marsrag.views.outcome import task_outcome
 from marsrag.views.summary import summarize
 
 
@@ -82,9 +85,12 @@ class FlowExecution:
         *,
         finished: bool,
         new_session: bool = False,
+        span: Span = NO_SPAN,
     ) -> None:
         self.binding = binding
         self.run = run
+        #: The run's span (this kickoff's execution of it): each step's span goes under it.
+        self.span = span
         #: What the run's steps and their agents' tools search: the knowledge base kept to the run's collections.
         self.retriever = scoped_retriever(binding.retriever, run.collections)
         #: Every write applies only while this process still holds the run.
@@ -130,9 +136,12 @@ class FlowExecution:
             if run.status == "running" and not is_stale(run):
                 raise ActionConflictError(f"run {run_id!r} is still running in {run.owner}: resume it once that stops")
             owner = owner_id()
-            if not store.claim_run(run_id, owner, seen=run):
+            # A resumed run: a new trace linked to the run's first (an unended span of a refused claim is dropped).
+            span = start_run(run, resumed=True)
+            if not store.claim_run(run_id, owner, seen=run, trace=None if run.trace else span.traceparent()):
                 raise ActionConflictError(f"run {run_id!r} was taken by another process")
-            return cls(binding, run.model_copy(update={"status": "running", "owner": owner}), stored, finished=False)
+            held = run.model_copy(update={"status": "running", "owner": owner})
+            return cls(binding, held, stored, finished=False, span=span)
         given = check_session_id(session_id)
         scope = run_scope(binding.retriever, binding.collections)  # an unknown collection stores nothing
         # Created running under this process (one write): no other process knows the run before it is stored.
@@ -145,9 +154,18 @@ class FlowExecution:
             status="running",
             owner=owner_id(),
             collections=scope,
+            # Under the span of the code that kicked the flow off, if any (a traced application).
+            trace=current_traceparent(),
         )
-        binding.commits.create_run(run)
-        return cls(binding, run, [], finished=False, new_session=given is None)
+        span = start_run(run, resumed=False)
+        run = run.model_copy(update={"trace": run.trace or span.traceparent()})
+        try:
+            binding.commits.create_run(run)
+        except BaseException as error:
+            span.fail(error)
+            span.end()
+            raise
+        return cls(binding, run, [], finished=False, new_session=given is None, span=span)
 
     def step(self, name: str, execute: Executor, *, chained: bool) -> tuple[TaskState, bool]:
         """Run step ``name`` (or reuse its committed state) after the steps so far; its state, and whether reused.
@@ -191,6 +209,33 @@ class FlowExecution:
         chained: bool,
         after: TaskState | None,
     ) -> TaskState:
+        span = start_task(self.span, self.run, task_id, position, None)
+        try:
+            with span.current():  # the step's LLM calls run in its context: their spans nest under it
+                committed = self._run_step(task_id, position, hook, source, execute, chained=chained, after=after)
+        except BaseException as error:
+            span.fail(error)
+            span.end()
+            raise
+        state = committed.state
+        span.set({semconv.AGENT_NAME: state.agent, semconv.VALIDATION_STATUS: state.validation.status})
+        span.set({semconv.HOOK_SOURCE: state.hook_source, semconv.ATTEMPTS: len(state.attempts)})
+        span.set({semconv.CONTRACT_VERSION: state.loop_contract_version})
+        span.events(committed.events)
+        span.end()
+        return state
+
+    def _run_step(
+        self,
+        task_id: str,
+        position: int,
+        hook: str | None,
+        source: HookSource,
+        execute: Executor,
+        *,
+        chained: bool,
+        after: TaskState | None,
+    ) -> Committed:
         retrieval = retrieve(self.retriever, hook, self.run.goal, self.binding.retrieval_limit, numbers=self.numbers)
         # The hooks handed within this run were asked too: a later step's LOOP should not circle back to them.
         handed = [state.loop_output.hook for state in self.states if state.hook_source != "goal"]
@@ -214,9 +259,9 @@ class FlowExecution:
             candidates=self.binding.candidates,
             known=self.numbers.sources(),
         )
-        self.binding.commits.commit(self.run, state, state.attempts, after=after, holder=self.holder)
+        committed = self.binding.commits.commit(self.run, state, state.attempts, after=after, holder=self.holder)
         self.states.append(state)
-        return state
+        return committed
 
     def _stored_transition(self, prior: TaskState, target: str) -> TransitionRecord | None:
         """The stored transition from ``prior`` to ``target`` (a resumed run's), else None.
@@ -247,12 +292,18 @@ class FlowExecution:
                 self.binding.store.set_run_status(
                     self.run.run_id, status, seen=self.run, reason=reason, summary=summary
                 )
+            final = self.binding.store.get_run(self.run.run_id)
+            outcome = task_outcome(state.validation.status for state in self.states) if status == "completed" else None
+            end_run(self.span, final, outcome)
+            return final
         finally:
             self.close()
-        return self.binding.store.get_run(self.run.run_id)
 
     def close(self) -> None:
-        """Stop beating for the run (idempotent): its kickoff ended, recorded or not."""
+        """Stop beating for the run (idempotent): its kickoff ended, recorded or not (then its span ends failed)."""
+        if self.span:
+            self.span.fail("the flow's kickoff ended before the run did")
+            self.span.end()
         if self._beating:
             self._beating = False
             self.binding.heartbeat.release(self.run.run_id)

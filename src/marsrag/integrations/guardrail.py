@@ -16,6 +16,8 @@ from marsrag.contract import FIELD_LIMITS, FIELDS, Mode, ValidationResult, is_cu
 from marsrag.faults import failpoint
 from marsrag.integrations.calls import JOURNAL, AttemptCalls
 from marsrag.state import AttemptKind, AttemptRecord
+from marsrag.tracing import semconv
+from marsrag.tracing.spans import TASKS
 
 #: How many attempts a contract task gets: its first answer and one repair.
 MAX_ATTEMPTS = 2
@@ -110,6 +112,8 @@ class ContractGuardrail:
         with self._lock:
             attempt = Attempt(len(self.attempts) + 1, raw, result, calls)
             self.attempts.append(attempt)
+        if self.task is not None:
+            _traced(self.task, attempt)
         if self.on_attempt is not None:
             self.on_attempt(attempt)
         if attempt.number < MAX_ATTEMPTS and needs_repair(result):
@@ -118,3 +122,18 @@ class ContractGuardrail:
         model = result.model
         update = {"pydantic": model, "json_dict": model.model_dump() if model is not None else None}
         return True, output.model_copy(update=update)
+
+
+def _traced(task: Any, attempt: Attempt) -> None:
+    """Put the attempt's verdict on its task's span: the calls that follow it are the next attempt's."""
+    span = TASKS.get(JOURNAL.owner(task))
+    if span:
+        span.attempts = attempt.number
+        span.event(
+            semconv.ATTEMPT_EVENT,
+            {
+                semconv.ATTEMPT: attempt.number,
+                semconv.VALIDATION_STATUS: attempt.result.status,
+                "marsrag.attempt.errors": len(attempt.result.errors),
+            },
+        )

@@ -14,7 +14,8 @@
 5. pass each streamed chunk of the answer, with its task, to :data:`~marsrag.integrations.streams.STREAMS`
    (and say when a request starts, so a listener drops the text of an answer that was not kept);
 6. record the call (model, endpoint host, mode, refusals, latency, tokens, finish reason) in the
-   :data:`~marsrag.integrations.calls.JOURNAL` under its task, for the attempt it produces.
+   :data:`~marsrag.integrations.calls.JOURNAL` under its task, for the attempt it produces;
+7. trace it: a ``chat`` span under its task's span (:mod:`marsrag.tracing.spans`), when traces are exported.
 
 The object is not wrapped: CrewAI keys per-call state by the LLM's identity (``call_stop_override`` stores
 the stop words under ``id(llm)``), checks ``isinstance(llm, BaseLLM)`` and sets fields such as ``stop`` on
@@ -51,6 +52,7 @@ from marsrag.llm.structured import (
     ladder,
     take_offer,
 )
+from marsrag.tracing import semconv, spans
 
 _T = TypeVar("_T")
 
@@ -58,7 +60,7 @@ _T = TypeVar("_T")
 class _Exchange:
     """One call of an LLM for a task: the offers made, the refusals met, and the record of the answer."""
 
-    def __init__(self, llm: Any, *, structured: bool, task: Any) -> None:
+    def __init__(self, llm: Any, *, structured: bool, task: Any, messages: Any) -> None:
         self.llm = llm
         self.task = task
         self.model = str(getattr(llm, "model", "llm"))
@@ -69,6 +71,38 @@ class _Exchange:
         self.refused: list[str] = []
         self.stepped = False
         self.started = time.monotonic()
+        self.recorded: CallRecord | None = None
+        local = bool(getattr(llm, "boundary_local", False))
+        provider = getattr(llm, "provider", None)
+        self.span = spans.start_call(
+            spans.TASKS.get(JOURNAL.owner(task)) if task is not None else spans.NO_SPAN,
+            model=self.model,
+            provider="marsrag" if local or not isinstance(provider, str) or not provider else provider,
+            endpoint=self.endpoint,
+            local=local,
+            messages=messages,
+        )
+
+    def answered(self, answer: Any) -> Any:
+        """End the call's span with what its answer's record says; the answer."""
+        record = self.recorded
+        spans.end_call(
+            self.span,
+            model=self.model,
+            mode=record.structured_output if record else None,
+            refused=self.refused,
+            input_tokens=record.prompt_tokens if record else None,
+            output_tokens=record.completion_tokens if record else None,
+            finish_reason=record.finish_reason if record else None,
+            answer=answer,
+        )
+        return answer
+
+    def failed(self, error: BaseException) -> None:
+        """End the call's span as failed (the error propagates to the task)."""
+        self.span.set({semconv.STRUCTURED_OUTPUT_REFUSED: list(self.refused) or None})
+        self.span.fail(error)
+        self.span.end()
 
     def first(self) -> Offer:
         return NEGOTIATOR.current(self.key, self.setting)
@@ -109,19 +143,17 @@ class _Exchange:
             self.record(request, capture)
 
     def record(self, request: Request, capture: Capture) -> None:
-        JOURNAL.add(
-            self.task,
-            CallRecord(
-                model=self.model,
-                endpoint=self.endpoint,
-                structured_output=request.mode,
-                structured_output_refused=tuple(self.refused),
-                latency_ms=round((time.monotonic() - self.started) * 1000),
-                prompt_tokens=capture.prompt_tokens,
-                completion_tokens=capture.completion_tokens,
-                finish_reason=capture.finish_reason,
-            ),
+        self.recorded = CallRecord(
+            model=self.model,
+            endpoint=self.endpoint,
+            structured_output=request.mode,
+            structured_output_refused=tuple(self.refused),
+            latency_ms=round((time.monotonic() - self.started) * 1000),
+            prompt_tokens=capture.prompt_tokens,
+            completion_tokens=capture.completion_tokens,
+            finish_reason=capture.finish_reason,
         )
+        JOURNAL.add(self.task, self.recorded)
 
 
 class BoundaryCalls:
@@ -132,7 +164,14 @@ class BoundaryCalls:
     structured_output: ClassVar[str] = AUTO
 
     def _exchange(
-        self, tools: Any, callbacks: Any, available_functions: Any, from_task: Any, from_agent: Any, response_model: Any
+        self,
+        messages: Any,
+        tools: Any,
+        callbacks: Any,
+        available_functions: Any,
+        from_task: Any,
+        from_agent: Any,
+        response_model: Any,
     ) -> tuple[_Exchange, dict[str, Any]]:
         """The exchange of one call and the keyword arguments the LLM's own call gets."""
         kwargs = {
@@ -146,7 +185,7 @@ class BoundaryCalls:
         if getattr(self, "boundary_local", False):
             kwargs["response_model"] = response_model
         structured = asks_for_structure(response_model, tools, agent=from_agent, task=from_task)
-        return _Exchange(self, structured=structured, task=from_task), kwargs
+        return _Exchange(self, structured=structured, task=from_task, messages=messages), kwargs
 
     def call(
         self,
@@ -160,21 +199,27 @@ class BoundaryCalls:
     ) -> Any:
         """The LLM's own call at the boundary: time-limited, retried, structure negotiated, recorded."""
         parent = super()
-        exchange, kwargs = self._exchange(tools, callbacks, available_functions, from_task, from_agent, response_model)
-        offer = exchange.first()
-        while True:
-            with exchange.sending(offer):
-                try:
-                    answer = call_with_policy(
-                        lambda: exchange.send(lambda: parent.call(messages, **kwargs)),  # type: ignore[attr-defined]
-                        self.call_policy,
-                        model=exchange.model,
-                        retryable=exchange.retryable(offer),
-                    )
-                except Exception as error:
-                    offer = exchange.step_down(offer, error)
-                    continue
-            return clean_text(answer)
+        exchange, kwargs = self._exchange(
+            messages, tools, callbacks, available_functions, from_task, from_agent, response_model
+        )
+        try:
+            offer = exchange.first()
+            while True:
+                with exchange.sending(offer):
+                    try:
+                        answer = call_with_policy(
+                            lambda: exchange.send(lambda: parent.call(messages, **kwargs)),  # type: ignore[attr-defined]
+                            self.call_policy,
+                            model=exchange.model,
+                            retryable=exchange.retryable(offer),
+                        )
+                    except Exception as error:
+                        offer = exchange.step_down(offer, error)
+                        continue
+                return exchange.answered(clean_text(answer))
+        except BaseException as error:
+            exchange.failed(error)
+            raise
 
     async def acall(
         self,
@@ -188,21 +233,27 @@ class BoundaryCalls:
     ) -> Any:
         """The async :meth:`call`."""
         parent = super()
-        exchange, kwargs = self._exchange(tools, callbacks, available_functions, from_task, from_agent, response_model)
-        offer = exchange.first()
-        while True:
-            with exchange.sending(offer):
-                operation: Callable[[], Awaitable[Any]] = lambda: exchange.send(  # noqa: E731
-                    lambda: parent.acall(messages, **kwargs)  # type: ignore[attr-defined]
-                )
-                try:
-                    answer = await acall_with_policy(
-                        operation, self.call_policy, model=exchange.model, retryable=exchange.retryable(offer)
+        exchange, kwargs = self._exchange(
+            messages, tools, callbacks, available_functions, from_task, from_agent, response_model
+        )
+        try:
+            offer = exchange.first()
+            while True:
+                with exchange.sending(offer):
+                    operation: Callable[[], Awaitable[Any]] = lambda: exchange.send(  # noqa: E731
+                        lambda: parent.acall(messages, **kwargs)  # type: ignore[attr-defined]
                     )
-                except Exception as error:
-                    offer = exchange.step_down(offer, error)
-                    continue
-            return clean_text(answer)
+                    try:
+                        answer = await acall_with_policy(
+                            operation, self.call_policy, model=exchange.model, retryable=exchange.retryable(offer)
+                        )
+                    except Exception as error:
+                        offer = exchange.step_down(offer, error)
+                        continue
+                return exchange.answered(clean_text(answer))
+        except BaseException as error:
+            exchange.failed(error)
+            raise
 
     # -- what CrewAI's providers report, captured for the call being made --------------------------------
 

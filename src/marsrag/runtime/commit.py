@@ -162,6 +162,8 @@ class Committed:
 
     state: TaskState
     transition: TransitionRecord | None
+    #: The events stored with them (the attempts' verdicts, the transition's).
+    events: tuple[LoopEvent, ...] = ()
 
 
 class TaskCommitter:
@@ -217,7 +219,7 @@ class TaskCommitter:
             self.sinks,
         )
         failpoint("task.after_commit", state.task_id)
-        return Committed(state, transition)
+        return Committed(state, transition, (*events, *transition_events))
 
     def commit_transition(
         self, run: RunRecord, prior: TaskState, target: str, *, holder: Holder | None = None

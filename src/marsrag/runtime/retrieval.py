@@ -17,6 +17,8 @@ from marsrag.rag.manage import check_collections
 from marsrag.rag.support import asked_terms, assess
 from marsrag.state import Retrieval
 from marsrag.store import TermCounts
+from marsrag.tracing import semconv
+from marsrag.tracing.spans import NO_SPAN, Span, start_retrieval
 
 
 class Retriever(Protocol):
@@ -89,21 +91,38 @@ def retrieval_query(hook: str | None, goal: str) -> str:
 
 
 def retrieve(
-    retriever: Retriever, hook: str | None, goal: str, limit: int, *, numbers: SourceNumbers | None = None
+    retriever: Retriever,
+    hook: str | None,
+    goal: str,
+    limit: int,
+    *,
+    numbers: SourceNumbers | None = None,
+    span: Span = NO_SPAN,
 ) -> Retrieval:
     """A task's retrieval: the query its hook shapes, the passages found, and their support of the task.
 
     A retriever without term statistics (one of the user's own) has its support measured with every term
     weighed alike. ``numbers``: the run's sources (:mod:`marsrag.chain.numbering`); the passages are then
-    one per section, each with its run-wide ``ref``, before support is assessed on them.
+    one per section, each with its run-wide ``ref``, before support is assessed on them. Traced as a
+    ``retrieval`` span under ``span`` (the task's; by default the current span).
     """
     query = retrieval_query(hook, goal)
-    results = retriever.search(query, limit)
-    if numbers is not None:
-        results = numbers.number(results)
-    counts = None
-    if isinstance(retriever, NoRetriever):
-        counts = TermCounts(0, {})
-    elif callable(getattr(retriever, "term_counts", None)):
-        counts = retriever.term_counts(asked_terms(goal, hook))  # type: ignore[attr-defined]
-    return Retrieval(query=query, results=results, support=assess(goal, hook, results, counts))
+    traced = start_retrieval(span, query, limit=limit)
+    try:
+        results = retriever.search(query, limit)
+        if numbers is not None:
+            results = numbers.number(results)
+        counts = None
+        if isinstance(retriever, NoRetriever):
+            counts = TermCounts(0, {})
+        elif callable(getattr(retriever, "term_counts", None)):
+            counts = retriever.term_counts(asked_terms(goal, hook))  # type: ignore[attr-defined]
+        retrieval = Retrieval(query=query, results=results, support=assess(goal, hook, results, counts))
+    except BaseException as error:
+        traced.fail(error)
+        traced.end()
+        raise
+    level = retrieval.support.level if retrieval.support is not None else None
+    traced.set({semconv.RETRIEVAL_RESULTS: len(results), semconv.SUPPORT: level})
+    traced.end()
+    return retrieval

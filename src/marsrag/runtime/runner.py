@@ -32,7 +32,7 @@ from marsrag.integrations.streams import STREAMS
 from marsrag.liveness import HEARTBEAT_EVERY, is_stale, owner_id
 from marsrag.llm.boundary import supports_async
 from marsrag.llm.select import resolve_llm
-from marsrag.runtime.commit import TaskCommitter
+from marsrag.runtime.commit import Committed, TaskCommitter
 from marsrag.runtime.heartbeat import Heartbeat
 from marsrag.runtime.progress import TaskProgressListener
 from marsrag.runtime.retrieval import NoRetriever, Retriever, retrieve, run_scope, scoped_retriever
@@ -53,6 +53,9 @@ from marsrag.state import (
 from marsrag.store.base import RETRY_DELAYS, RunStore
 from marsrag.store.queries import Holder
 from marsrag.tasks.config import AUTO_AGENT, ProjectConfig, WorkflowConfig
+from marsrag.tracing import semconv
+from marsrag.tracing.spans import NO_SPAN, TASKS, Span, current_traceparent, end_run, start_run, start_task
+from marsrag.views.outcome import task_outcome
 from marsrag.views.summary import summarize
 
 logger = logging.getLogger(__name__)
@@ -142,6 +145,8 @@ class WorkflowRunner:
             experiment=assignment.experiment if assignment else None,
             arm=assignment.arm if assignment else None,
             collections=scope,
+            # The trace of whoever started it (a server's submit span): its execution, anywhere, continues it.
+            trace=current_traceparent(),
         )
         if assignment is not None and assignment.first:
             # In the same transaction as the session's first run in the experiment: never one without the other.
@@ -333,40 +338,43 @@ class WorkflowRunner:
         )
 
     def _execute(self, run: RunRecord, stored: list[TaskState]) -> RunRecord:
-        held = self._claim(run)
+        span = start_run(run, resumed=_resumed(run, stored))
+        held = self._claim(run, span)
         execution: _Execution | None = None
-        with self.heartbeat.holding(held.run_id):
+        with self.heartbeat.holding(held.run_id), span.current():
             try:
-                execution = _Execution(self, held, stored)
+                execution = _Execution(self, held, stored, span)
                 execution.kickoff()
             except Exception as error:  # noqa: BLE001 - any failure is recorded on the run, with its reason
-                return self._finish(held, *_ending(execution, error))
-            return self._finish(held, *_ending(execution, None))
+                return _traced_end(span, execution, self._finish(held, *_ending(execution, error)))
+            return _traced_end(span, execution, self._finish(held, *_ending(execution, None)))
 
     async def _aexecute(self, run: RunRecord, stored: list[TaskState]) -> RunRecord:
         if not supports_async(self.run_setup(run)[1]):
             # An LLM with call only (a user's BaseLLM): the sync path on a thread of the loop, never a failed run.
             return await asyncio.to_thread(self._execute, run, stored)
-        held = self._claim(run)
+        span = start_run(run, resumed=_resumed(run, stored))
+        held = self._claim(run, span)
         execution: _Execution | None = None
-        with self.heartbeat.holding(held.run_id):
+        with self.heartbeat.holding(held.run_id), span.current():
             try:
-                execution = _Execution(self, held, stored)
+                execution = _Execution(self, held, stored, span)
                 await execution.akickoff()
             except Exception as error:  # noqa: BLE001 - any failure is recorded on the run, with its reason
-                return await self._afinish(held, *_ending(execution, error))
-            return await self._afinish(held, *_ending(execution, None))
+                return _traced_end(span, execution, await self._afinish(held, *_ending(execution, error)))
+            return _traced_end(span, execution, await self._afinish(held, *_ending(execution, None)))
 
-    def _claim(self, run: RunRecord) -> RunRecord:
-        """The run as this process holds it once claimed.
+    def _claim(self, run: RunRecord, span: Span = NO_SPAN) -> RunRecord:
+        """The run as this process holds it once claimed (``span``, its execution's, is its trace if it had none).
 
         Raises:
             ActionConflictError: another process took it, or an operator action holds one of its tasks.
         """
         # Compare-and-set on the run as read: of processes racing for it (a redelivered job), one executes it;
-        # none while an operator action holds one of its tasks.
+        # none while an operator action holds one of its tasks. A refused claim leaves ``span`` unended: an
+        # unended span is never exported, so an execution that did not happen leaves no trace.
         owner = owner_id()
-        claim = self.store.claim_run(run.run_id, owner, seen=run)
+        claim = self.store.claim_run(run.run_id, owner, seen=run, trace=None if run.trace else span.traceparent())
         if not claim:
             if claim.refusal == "busy":
                 raise ActionConflictError(
@@ -423,6 +431,22 @@ class WorkflowRunner:
         return self.store.get_run(held.run_id)
 
 
+def _resumed(run: RunRecord, stored: Sequence[TaskState]) -> bool:
+    """Whether executing ``run`` now resumes it: it ran before (it has committed tasks, or was claimed)."""
+    return bool(stored) or run.status != "pending"
+
+
+def _traced_end(span: Span, execution: _Execution | None, final: RunRecord) -> RunRecord:
+    """End the run's span (and any task span left open) with how it ended; ``final``."""
+    if execution is not None:
+        execution.end_task_spans(final.status_reason or "the run ended before the task did")
+    outcome = None
+    if execution is not None and final.status == "completed":
+        outcome = task_outcome(state.validation.status for state in execution.states)
+    end_run(span, final, outcome)
+    return final
+
+
 def _ending(execution: _Execution | None, error: Exception | None) -> tuple[RunStatus, dict[str, str]]:
     """How an execution ended: its run's final status and details (reason, summary)."""
     if execution is not None and error is None:
@@ -440,9 +464,11 @@ class RunInterrupted(Exception):  # noqa: N818 - not an error: the run is handed
 class _Execution:
     """The mutable state of one run while its crew executes."""
 
-    def __init__(self, runner: WorkflowRunner, run: RunRecord, stored: list[TaskState]) -> None:
+    def __init__(self, runner: WorkflowRunner, run: RunRecord, stored: list[TaskState], span: Span = NO_SPAN) -> None:
         self.runner = runner
         self.run = run
+        #: The run's span: its tasks' spans go under it.
+        self.span = span
         #: Every write of the execution applies only while this process still holds the run.
         self.holder = Holder(run_owner=run.owner)
         start = len(stored)
@@ -513,12 +539,24 @@ class _Execution:
         for item in self.built.tasks:
             STREAMS.forget(item.task)
 
+    def end_task_spans(self, reason: str) -> None:
+        """End the spans of tasks that never finished (the run failed or stopped in them), as failed."""
+        for item in self.built.tasks:
+            span = TASKS.close(item.task)
+            span.fail(reason)
+            span.end()
+
     # -- before a task -------------------------------------------------------------------------------------
 
     def _prepare(self, index: int, hook: str | None, *, first: bool = False) -> None:
         """Give task ``index`` its hook and retrieval results, in its description."""
-        task = self.built.tasks[index].task
-        retrieval = retrieve(self.retriever, hook, self.run.goal, self.runner.retrieval_limit, numbers=self.numbers)
+        item = self.built.tasks[index]
+        task = item.task
+        span = start_task(self.span, self.run, item.config.name, index, item.config.agent)
+        TASKS.open(task, span)
+        retrieval = retrieve(
+            self.retriever, hook, self.run.goal, self.runner.retrieval_limit, numbers=self.numbers, span=span
+        )
         self.retrievals[index] = retrieval
         results = retrieval.results
         # The agent's knowledge tool numbers what it finds by the run's sources too (see _retrieval).
@@ -567,6 +605,7 @@ class _Execution:
         target = self.built.tasks[index + 1].config.name if index + 1 < len(self.built.tasks) else None
         committed = self.runner.commits.commit(self.run, state, state.attempts, target=target, holder=self.holder)
         self.states.append(state)
+        _end_task_span(TASKS.close(self.built.tasks[index].task), state, committed)
         if target is not None and self.runner.stopping.is_set():
             raise RunInterrupted(f"interrupted by a shutdown after task {state.task_id!r}: it resumes from there")
         if committed.transition is not None:
@@ -607,3 +646,23 @@ class _Execution:
             candidates=self.runner.candidates,
             known=self.numbers.sources(),
         )
+
+
+def _end_task_span(span: Span, state: TaskState, committed: Committed) -> None:
+    """Record the committed task on its span (verdict, hook, support, attempts, its loop events) and end it."""
+    support = state.retrieval.support if state.retrieval is not None else None
+    span.set(
+        {
+            semconv.AGENT_NAME: state.agent,
+            semconv.VALIDATION_STATUS: state.validation.status,
+            semconv.CONTRACT_VERSION: state.loop_contract_version,
+            semconv.HOOK_SOURCE: state.hook_source,
+            semconv.TRANSITION_MODE: committed.transition.transition_mode if committed.transition else None,
+            semconv.SUPPORT: support.level if support is not None else None,
+            semconv.ATTEMPTS: len(state.attempts),
+        }
+    )
+    span.events(committed.events)
+    if state.validation.status == "failed":
+        span.fail("the answer failed the Loop Contract")
+    span.end()

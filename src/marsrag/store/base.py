@@ -84,8 +84,10 @@ class RunStore(ABC):
         """
 
     @abstractmethod
-    def claim_run(self, run_id: str, owner: str, *, seen: RunRecord) -> Claim:
+    def claim_run(self, run_id: str, owner: str, *, seen: RunRecord, trace: str | None = None) -> Claim:
         """Mark a run ``running`` under ``owner`` if it is still as ``seen`` (status and owner); whether it was.
+
+        ``trace`` becomes the run's trace context when it has none yet (its first traced execution's span).
 
         A compare-and-set: of several processes that read the same pending (or abandoned) run and race to
         execute it, exactly one gets it. Refused (``busy``, naming the task and its holder) while an operator

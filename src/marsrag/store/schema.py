@@ -69,6 +69,8 @@ runs = Table(
     Column("arm", String, nullable=True),
     # The knowledge base collections the run's retrieval keeps to, a JSON list (migration 0016); NULL: all.
     Column("collections", JSON(none_as_null=True), nullable=True),
+    # The W3C traceparent its OpenTelemetry spans continue from (migration 0018); NULL: not traced.
+    Column("trace", String, nullable=True),
     PrimaryKeyConstraint("run_id", name="pk_runs"),
     Index("uq_runs_followed_from", "followed_from", unique=True),
     Index("ix_runs_created_at", "created_at"),

@@ -307,7 +307,7 @@ class SqlRunStore(RunStore):
     def _owned_by(owner: str | None) -> Any:
         return runs.c.owner.is_(None) if owner is None else runs.c.owner == owner
 
-    def claim_run(self, run_id: str, owner: str, *, seen: RunRecord) -> Claim:
+    def claim_run(self, run_id: str, owner: str, *, seen: RunRecord, trace: str | None = None) -> Claim:
         """Mark a run ``running`` under ``owner`` if still as ``seen`` and no action holds a task (see RunStore)."""
         claims = select(task_states.c.task_id, task_states.c.action_owner, task_states.c.action_started_at).where(
             task_states.c.run_id == run_id, task_states.c.action_owner.is_not(None)
@@ -327,7 +327,12 @@ class SqlRunStore(RunStore):
             connection.execute(
                 update(runs)
                 .where(runs.c.run_id == run_id)
-                .values(status="running", owner=owner, updated_at=_rows.as_utc(utcnow()))
+                .values(
+                    status="running",
+                    owner=owner,
+                    updated_at=_rows.as_utc(utcnow()),
+                    trace=func.coalesce(runs.c.trace, trace),
+                )
             )
             self._refresh(connection, run_id)
             return Claim(True)

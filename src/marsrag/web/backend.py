@@ -23,6 +23,8 @@ from marsrag.runtime.runner import WorkflowRunner
 from marsrag.state import LoopEvent, RunRecord, TaskState
 from marsrag.store.base import RunStore
 from marsrag.tasks.config import ProjectConfig
+from marsrag.tracing import semconv
+from marsrag.tracing.spans import submitting
 from marsrag.views.ask import WorkflowChoice, answering_llm, workflow_choices
 from marsrag.views.document import run_document, run_rows
 from marsrag.views.viewmodel import RunView, read_run_view, run_view
@@ -101,8 +103,11 @@ class Backend:
             ConfigError: no such workflow (nothing is stored).
             InputError: an unknown collection (nothing is stored).
         """
-        run = self.runner.start(goal, workflow=workflow, session_id=session_id, collections=collections)
-        self.executor.submit(run.run_id)
+        # The trace starts here: whichever process executes the run continues it (the context is stored with it).
+        with submitting() as span:
+            run = self.runner.start(goal, workflow=workflow, session_id=session_id, collections=collections)
+            span.set({semconv.RUN_ID: run.run_id})
+            self.executor.submit(run.run_id)
         return run
 
     def follow(self, run_id: str, *, goal: str | None = None) -> tuple[RunRecord, bool]:
@@ -117,11 +122,13 @@ class Backend:
             ActionConflictError: the run is executing or has no next action.
             InputError: ``goal`` breaks the goal rules.
         """
-        try:
-            run = self.runner.start_follow(run_id, goal=goal)
-        except AlreadyFollowedError as already:
-            return self.store.get_run(already.run_id), False
-        self.executor.submit(run.run_id)
+        with submitting() as span:
+            try:
+                run = self.runner.start_follow(run_id, goal=goal)
+            except AlreadyFollowedError as already:
+                return self.store.get_run(already.run_id), False
+            span.set({semconv.RUN_ID: run.run_id})
+            self.executor.submit(run.run_id)
         return run, True
 
     def rate(self, run_id: str, *, on: str, rating: str, comment: str | None = None) -> LoopEvent:

@@ -349,6 +349,20 @@ class RunStoreConformance(DroppedConnectionConformance, KnowledgeConformance):
         assert store.claim_task("run-1", "t1", dead, statuses=("partial",), seen=seen)
         assert store.claim_run("run-1", "host:1", seen=seen)
 
+    def test_a_claim_gives_a_run_its_trace_only_when_it_has_none(self, store: RunStore) -> None:
+        """The first traced execution's context stays the run's: a later claim (a resume) does not replace it."""
+        first = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+        later = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        store.create_run(run())
+        assert store.claim_run("run-1", "host:1", seen=store.get_run("run-1"), trace=first)
+        assert store.get_run("run-1").trace == first
+        store.set_run_status("run-1", "failed", seen=store.get_run("run-1"), reason="boom")
+        assert store.claim_run("run-1", "host:2", seen=store.get_run("run-1"), trace=later)
+        assert store.get_run("run-1").trace == first
+        store.create_run(run("run-2", trace=later))
+        assert store.claim_run("run-2", "host:1", seen=store.get_run("run-2"))  # no trace given: kept
+        assert store.get_run("run-2").trace == later
+
     def test_claim_run_lets_exactly_one_of_the_racers_in(self, store: RunStore) -> None:
         """claim_run compare-and-sets (status, owner): the first caller wins, a later one with that view loses."""
         store.create_run(run())
