@@ -226,3 +226,53 @@ def test_unconfigured_tracing_imports_nothing_of_opentelemetry(untraced: None) -
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     done = subprocess.run([sys.executable, "-c", _UNCONFIGURED], capture_output=True, text=True, env=env, check=True)
     assert json.loads(done.stdout) == [None, False, []]
+
+
+def test_a_flow_is_one_trace_with_a_span_per_step_and_its_calls_under_it(
+    memory: InMemorySpanExporter, store: RunStore, sample: ProjectConfig
+) -> None:
+    from marsrag.llm.boundary import make_resilient
+    from marsrag.llm.replay import ReplayLLM
+    from tests.flows.triage import TO_ROLLOUT, TriageFlow
+    from tests.flows.triage import answer as flow_answer
+
+    outputs = [flow_answer(), flow_answer(grip=None), flow_answer(loop=TO_ROLLOUT), flow_answer()]
+    flow = TriageFlow(
+        store=store, llm=make_resilient(ReplayLLM.from_outputs(outputs)), project=sample, suppress_flow_events=True
+    )
+    flow.kickoff(inputs={"goal": GOAL})
+    assert flow.run is not None and flow.run.status == "completed"
+    spans = memory.get_finished_spans()
+    assert len({span.context.trace_id for span in spans}) == 1
+    children = tree(spans)
+    [root] = children[None]
+    assert root.name == "invoke_workflow triage_flow" and attributes(root)[semconv.RUN_ID] == flow.run.run_id
+    steps = children[root.context.span_id]
+    assert [attributes(s)[semconv.TASK_ID] for s in steps] == ["diagnose", "recommend", "plan"]
+    assert [attributes(s)[semconv.ATTEMPTS] for s in steps] == [1, 2, 1]
+    for step_span in steps:
+        inner = children[step_span.context.span_id]
+        assert inner[0].name == "retrieval"
+        calls = [attributes(span) for span in inner if span.name.startswith("chat")]
+        assert [call[semconv.ATTEMPT] for call in calls] == list(range(1, attributes(step_span)[semconv.ATTEMPTS] + 1))
+        assert "loop.contract.validated" in [event.name for event in step_span.events]
+    assert store.get_run(flow.run.run_id).trace is not None
+
+
+def test_a_refused_structured_output_and_a_failed_call_are_on_the_call_span(
+    memory: InMemorySpanExporter, store: RunStore, sample: ProjectConfig
+) -> None:
+    project = project_with(sample, ["diagnose", "recommend"])
+    refusal = {"error": {"status": 400, "body": "response_format json_schema is not supported"}}
+    # The first call is refused its schema and answered in the next mode; the second task's call fails outright.
+    record = run(store, project, [refusal, step(answer()), {"error": {"status": 400, "body": "bad request"}}])
+    assert record.status == "failed"
+    calls = [span for span in memory.get_finished_spans() if span.name.startswith("chat")]
+    assert len(calls) == 2
+    refused = attributes(calls[0])
+    assert refused[semconv.STRUCTURED_OUTPUT_REFUSED] == ("json_schema",)
+    assert refused[semconv.STRUCTURED_OUTPUT] != "json_schema" and calls[0].status.is_ok
+    assert not calls[1].status.is_ok and semconv.ERROR_TYPE in attributes(calls[1])
+    [root] = [span for span in memory.get_finished_spans() if span.parent is None]
+    failed = [span for span in memory.get_finished_spans() if span.name.startswith("invoke_agent")]
+    assert not root.status.is_ok and not failed[-1].status.is_ok

@@ -112,8 +112,7 @@ class ContractGuardrail:
         with self._lock:
             attempt = Attempt(len(self.attempts) + 1, raw, result, calls)
             self.attempts.append(attempt)
-        if self.task is not None:
-            _traced(self.task, attempt)
+        _traced(self.task, attempt)
         if self.on_attempt is not None:
             self.on_attempt(attempt)
         if attempt.number < MAX_ATTEMPTS and needs_repair(result):
@@ -126,7 +125,7 @@ class ContractGuardrail:
 
 def _traced(task: Any, attempt: Attempt) -> None:
     """Put the attempt's verdict on its task's span: the calls that follow it are the next attempt's."""
-    span = TASKS.get(JOURNAL.owner(task))
+    span = TASKS.get(JOURNAL.owner(task) if task is not None else None)
     if span:
         span.attempts = attempt.number
         span.event(

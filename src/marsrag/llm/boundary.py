@@ -75,7 +75,7 @@ class _Exchange:
         local = bool(getattr(llm, "boundary_local", False))
         provider = getattr(llm, "provider", None)
         self.span = spans.start_call(
-            spans.TASKS.get(JOURNAL.owner(task)) if task is not None else spans.NO_SPAN,
+            spans.TASKS.get(JOURNAL.owner(task) if task is not None else None),
             model=self.model,
             provider="marsrag" if local or not isinstance(provider, str) or not provider else provider,
             endpoint=self.endpoint,

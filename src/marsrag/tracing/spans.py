@@ -23,6 +23,7 @@ known task nests under the current span (a Flow step's, a run's).
 
 from __future__ import annotations
 
+import contextvars
 import json
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -59,12 +60,14 @@ _TRACEPARENT: Final = "traceparent"
 class Span:
     """A span being recorded (see the module); true until it ends. Every method is safe after :meth:`end`."""
 
-    __slots__ = ("_span", "attempts")
+    __slots__ = ("_span", "attempts", "task")
 
-    def __init__(self, span: OtelSpan | None) -> None:
+    def __init__(self, span: OtelSpan | None, *, task: bool = False) -> None:
         self._span = span
         #: The contract's judgements of the task's answers so far (a task span's): the next call is attempt + 1.
         self.attempts = 0
+        #: Whether it is a task's (or a Flow step's) span: the calls made while it is current are the task's.
+        self.task = task
 
     def __bool__(self) -> bool:
         return self._span is not None
@@ -124,8 +127,12 @@ class Span:
         # lazy: OpenTelemetry, loads only when an exporter is configured
         from opentelemetry.trace import use_span
 
-        with use_span(self._span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
-            yield
+        token = _CURRENT.set(self)
+        try:
+            with use_span(self._span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
+                yield
+        finally:
+            _CURRENT.reset(token)
 
     @property
     def otel(self) -> OtelSpan | None:
@@ -135,6 +142,8 @@ class Span:
 
 #: The span of nothing: what every ``start_*`` returns when traces are off.
 NO_SPAN: Final = Span(None)
+#: The span made current by :meth:`Span.current` in this context (a Flow step's, a run's).
+_CURRENT: contextvars.ContextVar[Span | None] = contextvars.ContextVar("marsrag_current_span", default=None)
 
 
 class TaskSpans:
@@ -151,10 +160,13 @@ class TaskSpans:
                 self._spans[id(task)] = span
 
     def get(self, task: object | None) -> Span:
-        """``task``'s span, else :data:`NO_SPAN`."""
-        if task is None or not self._spans:
-            return NO_SPAN
-        return self._spans.get(id(task), NO_SPAN)
+        """``task``'s span; else the task span current in this context (a Flow step's, whose crew's task objects
+        MarsRAG never sees); else :data:`NO_SPAN`."""
+        found = self._spans.get(id(task)) if task is not None and self._spans else None
+        if found is not None:
+            return found
+        current = _CURRENT.get()
+        return current if current is not None and current.task else NO_SPAN
 
     def close(self, task: object) -> Span:
         """Forget ``task``'s span and return it (:data:`NO_SPAN` when there was none); the caller ends it."""
@@ -293,7 +305,10 @@ def start_task(parent: Span, run: RunRecord, task_id: str, position: int, agent:
         semconv.POSITION: position,
         semconv.LOOP_MODE: run.loop_mode,
     }
-    return _start(f"{semconv.INVOKE_AGENT} {agent or task_id}", "INTERNAL", attributes, **_parented(parent))
+    span = _start(f"{semconv.INVOKE_AGENT} {agent or task_id}", "INTERNAL", attributes, **_parented(parent))
+    if span:  # never the shared no-op span
+        span.task = True
+    return span
 
 
 def start_retrieval(parent: Span, query: str, *, limit: int) -> Span:
