@@ -276,3 +276,28 @@ def test_a_refused_structured_output_and_a_failed_call_are_on_the_call_span(
     [root] = [span for span in memory.get_finished_spans() if span.parent is None]
     failed = [span for span in memory.get_finished_spans() if span.name.startswith("invoke_agent")]
     assert not root.status.is_ok and not failed[-1].status.is_ok
+
+
+def test_an_operator_repair_is_a_trace_of_its_own_linked_to_the_runs(
+    memory: InMemorySpanExporter, store: RunStore, sample: ProjectConfig
+) -> None:
+    from marsrag.llm.boundary import make_resilient
+    from marsrag.llm.replay import ReplayLLM
+    from marsrag.runtime.actions import repair_task
+    from marsrag.runtime.runner import WorkflowRunner
+
+    project = project_with(sample, ["diagnose"])
+    llm = make_resilient(ReplayLLM.from_outputs(["No idea.", "No idea.", answer()]))
+    runner = WorkflowRunner(store, project, llm)
+    record = runner.run(GOAL, workflow="flow")
+    [first] = [span for span in memory.get_finished_spans() if span.parent is None]
+    memory.clear()
+    assert repair_task(runner, record.run_id, "diagnose").validation.status == "valid"
+    spans = memory.get_finished_spans()
+    [root] = [span for span in spans if span.parent is None]
+    assert root.name == "repair diagnose" and attributes(root)[semconv.ACTION] == "repair"
+    assert root.context.trace_id != first.context.trace_id
+    assert [link.context.span_id for link in root.links] == [first.context.span_id]
+    [call] = [span for span in spans if span.name.startswith("chat")]
+    assert call.parent is not None and call.parent.span_id == root.context.span_id
+    assert attributes(call)[semconv.ATTEMPT] == 1

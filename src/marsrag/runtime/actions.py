@@ -26,6 +26,7 @@ from marsrag.runtime.runner import WorkflowRunner
 from marsrag.runtime.states import with_found
 from marsrag.state import AttemptKind, AttemptRecord, RunRecord, TaskState
 from marsrag.store.queries import Claim, Holder
+from marsrag.tracing.spans import start_action
 from marsrag.views.summary import summarize
 
 Action = Literal["repair", "regenerate"]
@@ -61,7 +62,7 @@ def _repair(runner: WorkflowRunner, run: RunRecord, state: TaskState, holder: Ho
         "five sections.",
     )
     assert item.guardrail is not None  # _crew refuses tasks without the contract
-    error = _kickoff(crew, run)
+    error = _kickoff(crew, run, "repair", state.task_id)
     if error is not None or not item.guardrail.attempts:
         return _record_failure(runner, run, state, holder, "operator_repair", error or "the task produced no answer")
     attempts = [
@@ -104,7 +105,7 @@ def _regenerate(runner: WorkflowRunner, run: RunRecord, state: TaskState, holder
         f"Only the sections {labels}, each on its own line as `LABEL: text`: non-empty, {FIELD_LIMITS}, "
         "consistent with the sections that passed."
     )
-    error = _kickoff(crew, run)
+    error = _kickoff(crew, run, "regenerate", state.task_id)
     output: Any = getattr(item.task, "output", None)
     raw: str | None = output.raw if isinstance(getattr(output, "raw", None), str) else None
     if error is not None or raw is None:
@@ -235,12 +236,18 @@ def _with_found(state: TaskState, task: Any) -> TaskState:
     return state.model_copy(update={"retrieval": with_found(state.retrieval, task)})
 
 
-def _kickoff(crew: Any, run: RunRecord) -> str | None:
-    """Run the crew; the error as one line when it raised (an LLM or provider failure), else None."""
+def _kickoff(crew: Any, run: RunRecord, action: Action, task_id: str) -> str | None:
+    """Run the crew (traced as the action's span); the error as one line when it raised (an LLM or provider
+    failure), else None."""
+    span = start_action(run, action, task_id)
     try:
-        crew.kickoff({"goal": run.goal})
+        with span.current():
+            crew.kickoff({"goal": run.goal})
     except Exception as error:  # noqa: BLE001 - recorded on the task as a failed attempt, never raised
+        span.fail(error)
         return f"{type(error).__name__}: {error}"
+    finally:
+        span.end()
     return None
 
 

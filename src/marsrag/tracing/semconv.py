@@ -57,6 +57,8 @@ SESSION_ID: Final = "marsrag.session_id"
 RUN_STATUS: Final = "marsrag.run.status"
 RUN_REASON: Final = "marsrag.run.reason"
 RESUMED: Final = "marsrag.run.resumed"
+#: The operator action (``repair``, ``regenerate``) an action span is.
+ACTION: Final = "marsrag.action"
 EXPERIMENT: Final = "marsrag.experiment"
 ARM: Final = "marsrag.arm"
 POSITION: Final = "marsrag.task.position"

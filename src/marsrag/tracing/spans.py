@@ -46,6 +46,7 @@ __all__ = [
     "Span",
     "TaskSpans",
     "current_traceparent",
+    "start_action",
     "start_call",
     "start_retrieval",
     "start_run",
@@ -293,6 +294,30 @@ def end_run(span: Span, run: RunRecord, outcome: Mapping[str, int] | None) -> No
     if run.status == "failed":
         span.fail(run.status_reason or "failed")
     span.end()
+
+
+def start_action(run: RunRecord, action: str, task_id: str) -> Span:
+    """The span of an operator action (``repair``, ``regenerate``) on a task of a finished run: a trace of its own,
+    linked to the run's; the action's LLM calls go under it while it is current."""
+    if tracer() is None:
+        return NO_SPAN
+    # lazy: OpenTelemetry, loads only when an exporter is configured
+    from opentelemetry.context import Context
+    from opentelemetry.trace import Link, get_current_span
+
+    origin = _extract(run.trace)
+    links = [Link(get_current_span(origin).get_span_context())] if origin is not None else []
+    attributes: dict[str, AttributeValue | None] = {
+        semconv.OPERATION: semconv.INVOKE_AGENT,
+        semconv.RUN_ID: run.run_id,
+        semconv.TASK_ID: task_id,
+        semconv.ACTION: action,
+        semconv.LOOP_MODE: run.loop_mode,
+    }
+    span = _start(f"{action} {task_id}", "INTERNAL", attributes, context=Context(), links=links)
+    if span:
+        span.task = True
+    return span
 
 
 def start_task(parent: Span, run: RunRecord, task_id: str, position: int, agent: str | None) -> Span:
