@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from marsrag.llm.structured import NEGOTIATOR
 from marsrag.tracing import provider
 from tests.queue.conftest import queue_env, spawn  # noqa: F401 - the worker fixtures
 from tests.runtime.conftest import sample, store  # noqa: F401 - the runner fixtures
@@ -27,6 +28,14 @@ OTEL_VARIABLES = (
     "OTEL_LOGS_EXPORTER",
     "MARSRAG_TRACE_CONTENT",
 )
+
+
+@pytest.fixture(autouse=True)
+def fresh_negotiator() -> Iterator[None]:
+    """No test sees what a server refused in another test (a refusal here would outlive it in the process)."""
+    NEGOTIATOR.forget()
+    yield
+    NEGOTIATOR.forget()
 
 
 @pytest.fixture
