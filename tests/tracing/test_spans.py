@@ -192,6 +192,38 @@ def test_a_resumed_run_starts_a_new_trace_linked_to_its_first(
     assert store.get_run(first.run_id).trace == stored.trace  # the run keeps its first trace
 
 
+def test_a_run_whose_first_retrieval_fails_ends_its_task_span_failed_and_keeps_none(
+    memory: InMemorySpanExporter, tmp_path: Any, sample: ProjectConfig
+) -> None:
+    """The knowledge base breaks before the first task has an execution to end its span: nothing stays open."""
+    import sqlite3
+
+    from marsrag.store import open_store
+    from marsrag.tracing.spans import TASKS
+
+    path = tmp_path / "broken.db"
+    with open_store(f"sqlite:///{path}"):
+        pass
+    with sqlite3.connect(path) as connection:
+        connection.execute("DROP TABLE chunks_fts")  # the knowledge search now fails in the first task's briefing
+    from marsrag.llm.boundary import make_resilient
+    from marsrag.llm.replay import ReplayLLM
+    from marsrag.rag.knowledge import KnowledgeBase
+    from marsrag.runtime.runner import WorkflowRunner
+
+    with open_store(f"sqlite:///{path}") as broken:
+        llm = make_resilient(ReplayLLM.from_outputs([step(answer())]))
+        runner = WorkflowRunner(broken, project_with(sample, ["diagnose"]), llm, retriever=KnowledgeBase(broken))
+        record = runner.run(GOAL, workflow="flow")
+    assert record.status == "failed" and "knowledge base" in (record.status_reason or "")
+    spans = memory.get_finished_spans()
+    [task] = [span for span in spans if span.name.startswith("invoke_agent")]
+    [root] = [span for span in spans if span.parent is None]
+    assert task.parent is not None and task.parent.span_id == root.context.span_id
+    assert task.status.status_code.name == "ERROR" and root.status.status_code.name == "ERROR"
+    assert len(TASKS) == 0
+
+
 def test_unconfigured_nothing_is_traced(untraced: None, store: RunStore, sample: ProjectConfig) -> None:
     project = project_with(sample, ["diagnose"])
     record = run(store, project, [step(answer())])

@@ -346,8 +346,15 @@ class WorkflowRunner:
                 execution = _Execution(self, held, stored, span)
                 execution.kickoff()
             except Exception as error:  # noqa: BLE001 - any failure is recorded on the run, with its reason
-                return _traced_end(span, execution, self._finish(held, *_ending(execution, error)))
-            return _traced_end(span, execution, self._finish(held, *_ending(execution, None)))
+                ending = _ending(execution, error)
+            else:
+                ending = _ending(execution, None)
+            try:
+                final = self._finish(held, *ending)
+            except BaseException as error:
+                _traced_abandon(span, execution, error)
+                raise
+            return _traced_end(span, execution, final)
 
     async def _aexecute(self, run: RunRecord, stored: list[TaskState]) -> RunRecord:
         if not supports_async(self.run_setup(run)[1]):
@@ -361,8 +368,15 @@ class WorkflowRunner:
                 execution = _Execution(self, held, stored, span)
                 await execution.akickoff()
             except Exception as error:  # noqa: BLE001 - any failure is recorded on the run, with its reason
-                return _traced_end(span, execution, await self._afinish(held, *_ending(execution, error)))
-            return _traced_end(span, execution, await self._afinish(held, *_ending(execution, None)))
+                ending = _ending(execution, error)
+            else:
+                ending = _ending(execution, None)
+            try:
+                final = await self._afinish(held, *ending)
+            except BaseException as error:
+                _traced_abandon(span, execution, error)
+                raise
+            return _traced_end(span, execution, final)
 
     def _claim(self, run: RunRecord, span: Span = NO_SPAN) -> RunRecord:
         """The run as this process holds it once claimed (``span``, its execution's, is its trace if it had none).
@@ -445,6 +459,15 @@ def _traced_end(span: Span, execution: _Execution | None, final: RunRecord) -> R
         outcome = task_outcome(state.validation.status for state in execution.states)
     end_run(span, final, outcome)
     return final
+
+
+def _traced_abandon(span: Span, execution: _Execution | None, error: BaseException) -> None:
+    """End the run's span (and any task span left open) as failed: its end could not be recorded (``error``)."""
+    reason = f"the run's end could not be recorded: {type(error).__name__}: {error}"
+    if execution is not None:
+        execution.end_task_spans(reason)
+    span.fail(reason)
+    span.end()
 
 
 def _ending(execution: _Execution | None, error: Exception | None) -> tuple[RunStatus, dict[str, str]]:
@@ -554,9 +577,16 @@ class _Execution:
         task = item.task
         span = start_task(self.span, self.run, item.config.name, index, item.config.agent)
         TASKS.open(task, span)
-        retrieval = retrieve(
-            self.retriever, hook, self.run.goal, self.runner.retrieval_limit, numbers=self.numbers, span=span
-        )
+        try:
+            retrieval = retrieve(
+                self.retriever, hook, self.run.goal, self.runner.retrieval_limit, numbers=self.numbers, span=span
+            )
+        except BaseException as error:
+            # Raised while the execution may not exist yet (its first task): nothing else would end the span.
+            TASKS.close(task)
+            span.fail(error)
+            span.end()
+            raise
         self.retrievals[index] = retrieval
         results = retrieval.results
         # The agent's knowledge tool numbers what it finds by the run's sources too (see _retrieval).

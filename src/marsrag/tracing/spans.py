@@ -169,6 +169,10 @@ class TaskSpans:
         current = _CURRENT.get()
         return current if current is not None and current.task else NO_SPAN
 
+    def __len__(self) -> int:
+        """How many task spans are open (an ended run leaves none)."""
+        return len(self._spans)
+
     def close(self, task: object) -> Span:
         """Forget ``task``'s span and return it (:data:`NO_SPAN` when there was none); the caller ends it."""
         with self._lock:
