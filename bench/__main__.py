@@ -29,6 +29,7 @@ NAMES = (
     "store",
     "rag",
     "support",
+    "retrieval",
     "main_job",
     "coldstart",
     "web",

@@ -73,6 +73,8 @@ LAZY_ON_PURPOSE = (
     "statsmodels",
     "snowballstemmer",
     "lemminflect",
+    "wordllama",
+    "httpx",
 )
 #: Light enough to import at the top elsewhere (``tasks`` reads YAML configs), but imported inside a function
 #: by the contract, whose ``validate`` must start fast and parses YAML only for an answer written in it (checked

@@ -97,7 +97,12 @@ def test_the_file_is_read_only_when_needed(clean: Path, monkeypatch: pytest.Monk
         resolve_settings()
     monkeypatch.setenv("MARSRAG_BROKER", "redis://127.0.0.1:6379/0")
     chosen = resolve_settings(
-        llm="composer", base_url="http://x:1/v1", db="sqlite:////x.db", structured_output="prompt"
+        llm="composer",
+        base_url="http://x:1/v1",
+        db="sqlite:////x.db",
+        structured_output="prompt",
+        embedder="wordllama",
+        embedder_url="http://x:2/v1",
     )
     assert isinstance(chosen, Settings) and chosen.db == "sqlite:////x.db"
 
@@ -185,6 +190,6 @@ def test_an_unknown_key_is_an_error_with_the_closest_known_key(clean: Path, key:
         resolve_settings()
     message = str(raised.value)
     assert message.startswith(f"{clean}: unknown key {key!r}: ") and message.endswith(
-        "the settings file may set llm, base_url, db, broker, structured_output"
+        "the settings file may set llm, base_url, db, broker, structured_output, embedder, embedder_url"
     )
     assert (f"did you mean {suggested!r}?" in message) if suggested else ("did you mean" not in message)

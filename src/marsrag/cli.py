@@ -100,6 +100,16 @@ StructuredOutputOption = Annotated[
         "json_object, grammar or prompt; or MARSRAG_STRUCTURED_OUTPUT."
     ),
 ]
+EmbedderOption = Annotated[
+    str | None,
+    typer.Option(
+        help="What embeds the knowledge base for hybrid search: wordllama (default, offline), none (keyword only) "
+        "or PROVIDER/MODEL on an OpenAI-compatible /v1/embeddings endpoint; or MARSRAG_EMBEDDER."
+    ),
+]
+EmbedderUrlOption = Annotated[
+    str | None, typer.Option(help="The embeddings endpoint's base URL (http://host:port/v1); or MARSRAG_EMBEDDER_URL.")
+]
 BrokerOption = Annotated[
     str | None,
     typer.Option(help="Job queue (redis://host:6379/0) run by `marsrag worker`; default MARSRAG_BROKER, else none."),
@@ -114,13 +124,22 @@ def _settings(
     base_url: str | None = None,
     broker: str | None = None,
     structured_output: str | None = None,
+    embedder: str | None = None,
+    embedder_url: str | None = None,
 ) -> Settings:
     """The settings of this command: its flags, else the environment, else the settings file, else defaults.
 
     Kept for the command's error lines, which name the project and store when a store error is reported.
     """
     settings = resolve_settings(
-        config=config, llm=llm, db=db, base_url=base_url, broker=broker, structured_output=structured_output
+        config=config,
+        llm=llm,
+        db=db,
+        base_url=base_url,
+        broker=broker,
+        structured_output=structured_output,
+        embedder=embedder,
+        embedder_url=embedder_url,
     )
     _RESOLVED[:] = [settings]
     return settings
@@ -316,6 +335,8 @@ def ingest(
         typer.Option(help="Put the documents in this collection; default: the resolved folder each path is in."),
     ] = None,
     format: Annotated[FormatChoice, typer.Option(help="text, or json (the ingest report).")] = FormatChoice.text,
+    embedder: EmbedderOption = None,
+    embedder_url: EmbedderUrlOption = None,
 ) -> None:
     """Ingest documents into the knowledge base: chunks by heading, kept with their source path and heading.
 
@@ -332,7 +353,7 @@ def ingest(
     # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.compose import ingest as ingest_into
 
-    settings = _settings(db=db)
+    settings = _settings(db=db, embedder=embedder, embedder_url=embedder_url)
     if not paths:
         if settings.knowledge is None:
             raise InputError("name the files or folders to ingest (only a project has a default knowledge folder)")
@@ -363,6 +384,8 @@ def run(
     ] = None,
     base_url: BaseUrlOption = None,
     structured_output: StructuredOutputOption = None,
+    embedder: EmbedderOption = None,
+    embedder_url: EmbedderUrlOption = None,
     collection: Annotated[
         list[str] | None,
         typer.Option(
@@ -391,7 +414,15 @@ def run(
     # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.compose import run_goal
 
-    settings = _settings(config=config, llm=llm, db=db, base_url=base_url, structured_output=structured_output)
+    settings = _settings(
+        config=config,
+        llm=llm,
+        db=db,
+        base_url=base_url,
+        structured_output=structured_output,
+        embedder=embedder,
+        embedder_url=embedder_url,
+    )
     with _stdout_kept_for(format), _progress(format) as progress:
         document = run_goal(
             settings,
@@ -417,6 +448,8 @@ def resume(
     db: DbOption = None,
     base_url: BaseUrlOption = None,
     structured_output: StructuredOutputOption = None,
+    embedder: EmbedderOption = None,
+    embedder_url: EmbedderUrlOption = None,
     format: Annotated[FormatChoice, typer.Option(help="text, or json (the runs show document).")] = FormatChoice.text,
 ) -> None:
     """Finish a run that stopped (a crash, a killed process) without redoing its committed tasks.
@@ -428,7 +461,15 @@ def resume(
     # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.compose import resume_run
 
-    settings = _settings(config=config, llm=llm, db=db, base_url=base_url, structured_output=structured_output)
+    settings = _settings(
+        config=config,
+        llm=llm,
+        db=db,
+        base_url=base_url,
+        structured_output=structured_output,
+        embedder=embedder,
+        embedder_url=embedder_url,
+    )
     with _stdout_kept_for(format), _progress(format) as progress:
         document = resume_run(settings, run_id, sinks=_sinks(progress), watchers=_watchers(progress))
     _print_run(document, format, settings)
@@ -450,6 +491,8 @@ def follow(
     db: DbOption = None,
     base_url: BaseUrlOption = None,
     structured_output: StructuredOutputOption = None,
+    embedder: EmbedderOption = None,
+    embedder_url: EmbedderUrlOption = None,
     format: Annotated[FormatChoice, typer.Option(help="text, or json (the runs show document).")] = FormatChoice.text,
 ) -> None:
     """Follow a run's next action: the next run of its session, with that action as the goal.
@@ -463,7 +506,15 @@ def follow(
     # lazy: only this command's library loads (validate, schema and lint start fast)
     from marsrag.compose import follow_run
 
-    settings = _settings(config=config, llm=llm, db=db, base_url=base_url, structured_output=structured_output)
+    settings = _settings(
+        config=config,
+        llm=llm,
+        db=db,
+        base_url=base_url,
+        structured_output=structured_output,
+        embedder=embedder,
+        embedder_url=embedder_url,
+    )
     with _stdout_kept_for(format), _progress(format) as progress:
         document = follow_run(
             settings, run_id, workflow=workflow, goal=goal, sinks=_sinks(progress), watchers=_watchers(progress)
@@ -486,6 +537,8 @@ def serve(
     llm: LlmOption = None,
     base_url: BaseUrlOption = None,
     structured_output: StructuredOutputOption = None,
+    embedder: EmbedderOption = None,
+    embedder_url: EmbedderUrlOption = None,
     run_threads: Annotated[
         int, typer.Option(min=1, max=64, help="Runs executing at once on the thread executor (without a broker).")
     ] = 2,
@@ -529,7 +582,14 @@ def serve(
     from marsrag.web.settings import WebSettings
 
     settings = _settings(
-        config=config, llm=llm, db=db, base_url=base_url, broker=broker, structured_output=structured_output
+        config=config,
+        llm=llm,
+        db=db,
+        base_url=base_url,
+        broker=broker,
+        structured_output=structured_output,
+        embedder=embedder,
+        embedder_url=embedder_url,
     )
     web = WebSettings(
         settings,
@@ -549,6 +609,8 @@ def worker(
     llm: LlmOption = None,
     base_url: BaseUrlOption = None,
     structured_output: StructuredOutputOption = None,
+    embedder: EmbedderOption = None,
+    embedder_url: EmbedderUrlOption = None,
     broker: BrokerOption = None,
     concurrency: Annotated[int, typer.Option(min=1, max=64, help="Jobs executing at once in this process.")] = 1,
 ) -> None:
@@ -564,7 +626,14 @@ def worker(
     from marsrag.compose import run_worker_process
 
     settings = _settings(
-        config=config, llm=llm, db=db, base_url=base_url, broker=broker, structured_output=structured_output
+        config=config,
+        llm=llm,
+        db=db,
+        base_url=base_url,
+        broker=broker,
+        structured_output=structured_output,
+        embedder=embedder,
+        embedder_url=embedder_url,
     )
     run_worker_process(settings, concurrency=concurrency)
 
@@ -925,6 +994,8 @@ def runs_repair(
     db: DbOption = None,
     base_url: BaseUrlOption = None,
     structured_output: StructuredOutputOption = None,
+    embedder: EmbedderOption = None,
+    embedder_url: EmbedderUrlOption = None,
     format: Annotated[FormatChoice, typer.Option(help="text, or json (the runs show document).")] = FormatChoice.text,
 ) -> None:
     """Run a task's repair again (the web UI's "Run repair task"); exit 0 when the task is valid after it.
@@ -937,7 +1008,15 @@ def runs_repair(
         "repair",
         run_id,
         task_id,
-        _settings(config=config, llm=llm, db=db, base_url=base_url, structured_output=structured_output),
+        _settings(
+            config=config,
+            llm=llm,
+            db=db,
+            base_url=base_url,
+            structured_output=structured_output,
+            embedder=embedder,
+            embedder_url=embedder_url,
+        ),
         format,
     )
 
@@ -951,6 +1030,8 @@ def runs_regenerate(
     db: DbOption = None,
     base_url: BaseUrlOption = None,
     structured_output: StructuredOutputOption = None,
+    embedder: EmbedderOption = None,
+    embedder_url: EmbedderUrlOption = None,
     format: Annotated[FormatChoice, typer.Option(help="text, or json (the runs show document).")] = FormatChoice.text,
 ) -> None:
     """Regenerate only a task's failing sections and merge them with the passing ones (the UI's "Regenerate section").
@@ -961,7 +1042,15 @@ def runs_regenerate(
         "regenerate",
         run_id,
         task_id,
-        _settings(config=config, llm=llm, db=db, base_url=base_url, structured_output=structured_output),
+        _settings(
+            config=config,
+            llm=llm,
+            db=db,
+            base_url=base_url,
+            structured_output=structured_output,
+            embedder=embedder,
+            embedder_url=embedder_url,
+        ),
         format,
     )
 

@@ -24,6 +24,8 @@ from marsrag.llm.select import resolve_llm
 from marsrag.queue.app import QueueSettings
 from marsrag.queue.executor import CeleryRunExecutor
 from marsrag.queue.worker import check_broker, run_worker
+from marsrag.rag.embedders.base import Embedder
+from marsrag.rag.embedders.select import resolve_embedder
 from marsrag.rag.knowledge import KnowledgeBase
 from marsrag.rag.report import IngestReport
 from marsrag.rag.service import ingest_paths, knowledge_base
@@ -59,6 +61,7 @@ __all__ = [
     "kept",
     "list_runs",
     "open_executor",
+    "open_embedder",
     "open_knowledge_base",
     "open_llm",
     "open_runner",
@@ -88,6 +91,15 @@ def open_llm(settings: Settings) -> Any:
     )
 
 
+def open_embedder(settings: Settings) -> Embedder | None:
+    """The embedder the settings name (None: ``none``, keyword search only).
+
+    Raises:
+        InputError: the setting names no embedder, or an endpoint's URL is missing or not an HTTP URL.
+    """
+    return resolve_embedder(settings.embedder, base_url=settings.embedder_url, api_key=settings.embedder_key)
+
+
 def open_store(settings: Settings) -> RunStore:
     """The run store at the settings' URL, created and migrated as needed (a context manager: it closes).
 
@@ -103,7 +115,7 @@ def open_knowledge_base(settings: Settings) -> AbstractContextManager[KnowledgeB
     Raises:
         StoreError: a bad URL, or a database that cannot be reached or migrated.
     """
-    return knowledge_base(settings.db)
+    return knowledge_base(settings.db, embedder=open_embedder(settings))
 
 
 def ingest(
@@ -114,8 +126,10 @@ def ingest(
     Raises:
         InputError: a path does not exist, or ``collection`` cannot name a collection.
         StoreError: a bad URL, or the database cannot be reached, migrated or written.
+        EmbeddingError: the embedder failed (the files ingested before it stay ingested).
     """
-    return ingest_paths(paths, db=settings.db, progress=progress, collection=collection)
+    embedder = open_embedder(settings)
+    return ingest_paths(paths, db=settings.db, progress=progress, collection=collection, embedder=embedder)
 
 
 @contextmanager
@@ -157,8 +171,10 @@ def open_runner(
     if workflow is not None:
         project.workflow(workflow)
     model = open_llm(settings)
+    embedder = open_embedder(settings)
     with open_sinks(settings, sinks) as opened, open_store(settings) as store:
-        yield WorkflowRunner(store, project, model, sinks=opened, retriever=KnowledgeBase(store), watchers=watchers)
+        retriever = KnowledgeBase(store, embedder=embedder)
+        yield WorkflowRunner(store, project, model, sinks=opened, retriever=retriever, watchers=watchers)
 
 
 def open_executor(

@@ -6,14 +6,15 @@ a store in its own data folder; ``$MARSRAG_CONFIG`` and the data directory's ``c
 that no setting of theirs makes projects share a store again. Outside any project:
 
 The settings file is TOML, named by ``$MARSRAG_CONFIG``, else ``<data dir>/config.toml``; it may set ``llm``,
-``base_url``, ``db``, ``broker`` and ``structured_output``, each a string. It is read only when a flag or the
-environment leaves one of those unset, and then it says when it is wrong: a file ``$MARSRAG_CONFIG`` names
-that does not exist, an unknown key (with the closest known one suggested), a value that is not a string or
-not of its kind are errors naming the file and the key (the default file need not exist). ``--config`` names
-the *config folder* (agents, tasks, workflows), not this file.
+``base_url``, ``db``, ``broker``, ``structured_output``, ``embedder`` and ``embedder_url``, each a string. It is
+read only when a flag or the environment leaves one of those unset, and then it says when it is wrong: a file
+``$MARSRAG_CONFIG`` names that does not exist, an unknown key (with the closest known one suggested), a value
+that is not a string or not of its kind are errors naming the file and the key (the default file need not
+exist). ``--config`` names the *config folder* (agents, tasks, workflows), not this file.
 
 This is the only module reading the configuration variables ``MARSRAG_CONFIG``, ``MARSRAG_LLM``,
-``MARSRAG_BASE_URL``, ``MARSRAG_DB``, ``MARSRAG_BROKER``, ``MARSRAG_STRUCTURED_OUTPUT``, ``MARSRAG_TOKEN``,
+``MARSRAG_BASE_URL``, ``MARSRAG_DB``, ``MARSRAG_BROKER``, ``MARSRAG_STRUCTURED_OUTPUT``, ``MARSRAG_EMBEDDER``,
+``MARSRAG_EMBEDDER_URL``, ``MARSRAG_EMBEDDER_KEY``, ``MARSRAG_TOKEN``,
 ``MARSRAG_ALLOWED_HOSTS``, ``MARSRAG_SWEEP_SECONDS``, ``MARSRAG_QUEUE``, ``MARSRAG_REDELIVER_AFTER``,
 ``MARSRAG_ACTION_TIMEOUT`` and the LLM call policy's ``MARSRAG_LLM_TIMEOUT``, ``MARSRAG_LLM_RETRIES``,
 ``MARSRAG_LLM_BACKOFF`` and ``MARSRAG_LLM_MAX_TOKENS`` (the data directory's ``MARSRAG_HOME`` is
@@ -61,6 +62,8 @@ ENV = {
     "db": "MARSRAG_DB",
     "broker": "MARSRAG_BROKER",
     "structured_output": "MARSRAG_STRUCTURED_OUTPUT",
+    "embedder": "MARSRAG_EMBEDDER",
+    "embedder_url": "MARSRAG_EMBEDDER_URL",
 }
 #: The keys the settings file may set.
 FILE_KEYS = tuple(ENV)
@@ -78,6 +81,10 @@ LLM_RETRIES_ENV = "MARSRAG_LLM_RETRIES"
 LLM_BACKOFF_ENV = "MARSRAG_LLM_BACKOFF"
 LLM_MAX_TOKENS_ENV = "MARSRAG_LLM_MAX_TOKENS"
 LLM_STREAM_ENV = "MARSRAG_LLM_STREAM"
+#: The key of an embeddings endpoint that wants one (never in a settings file: a secret stays in the environment).
+EMBEDDER_KEY_ENV = "MARSRAG_EMBEDDER_KEY"
+#: The embedded default embedder: WordLlama's static embeddings, offline, no key (see marsrag.rag.embedders).
+DEFAULT_EMBEDDER = "wordllama"
 #: Whether LLMs stream their answers: ``auto`` (model servers do, the offline composer answers at once), on, off.
 STREAM_SETTINGS = ("auto", "on", "off")
 SWEEP_SECONDS_ENV = "MARSRAG_SWEEP_SECONDS"
@@ -162,6 +169,10 @@ class Settings:
         llm_calls: the time limit and transport retries of every LLM call (``$MARSRAG_LLM_*``).
         structured_output: how the LLM is asked for structure: ``auto`` (default), ``json_schema``,
             ``json_object``, ``grammar`` or ``prompt``.
+        embedder: what embeds the knowledge base for hybrid search: ``wordllama`` (default, offline), ``none``
+            (keyword search only) or ``PROVIDER/MODEL`` on an OpenAI-compatible ``/v1/embeddings`` endpoint.
+        embedder_url: that endpoint's base URL (``http://host:port/v1``).
+        embedder_key: its key (``$MARSRAG_EMBEDDER_KEY``, else ``$OPENAI_API_KEY`` for ``openai/...``).
     """
 
     data_dir: Path
@@ -182,6 +193,9 @@ class Settings:
     action_timeout: float = 300.0
     llm_calls: LlmCallSettings = LlmCallSettings()
     structured_output: str = "auto"
+    embedder: str = DEFAULT_EMBEDDER
+    embedder_url: str | None = None
+    embedder_key: str | None = None
 
     @classmethod
     def resolve(
@@ -193,6 +207,8 @@ class Settings:
         db: str | None = None,
         broker: str | None = None,
         structured_output: str | None = None,
+        embedder: str | None = None,
+        embedder_url: str | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> Settings:
         """The settings from these flags (None: not given), else the environment, else the settings file, else defaults.
@@ -212,7 +228,15 @@ class Settings:
         else:
             home, path = data_dir(), settings_file(env)
             from_file = _FileValues(path, explicit=bool(env.get(SETTINGS_FILE_ENV)))
-        flags = {"llm": llm, "base_url": base_url, "db": db, "broker": broker, "structured_output": structured_output}
+        flags = {
+            "llm": llm,
+            "base_url": base_url,
+            "db": db,
+            "broker": broker,
+            "structured_output": structured_output,
+            "embedder": embedder,
+            "embedder_url": embedder_url,
+        }
 
         def pick(name: str) -> str | None:
             return _text(flags[name]) or _text(env.get(ENV[name])) or from_file.get(name)
@@ -222,6 +246,7 @@ class Settings:
             db_url = _in_project(from_file_db, project) if project is not None else from_file_db
 
         chosen_broker = pick("broker")
+        chosen_embedder = pick("embedder") or DEFAULT_EMBEDDER
         queue_options: dict[str, Any] = {}
         if chosen_broker:
             queue_options = {
@@ -245,6 +270,10 @@ class Settings:
             sweep_seconds=_number(env, SWEEP_SECONDS_ENV, 30.0),
             llm_calls=LlmCallSettings.from_env(env),
             structured_output=_structured_output(pick("structured_output")),
+            embedder=chosen_embedder,
+            embedder_url=pick("embedder_url"),
+            embedder_key=_text(env.get(EMBEDDER_KEY_ENV))
+            or (_text(env.get("OPENAI_API_KEY")) if chosen_embedder.lower().startswith("openai/") else None),
             **queue_options,
         )
 
@@ -378,6 +407,8 @@ _FILE_CHECKS: dict[str, Callable[[str], str | None]] = {
     "db": _url_problem("a store URL", "sqlite", "postgresql"),
     "broker": _url_problem("a Redis URL", "redis"),
     "structured_output": _choice_problem,
+    "embedder": lambda value: None,
+    "embedder_url": _url_problem("an HTTP URL", "http"),
     "name": lambda value: None,
     "config": lambda value: None,
     "knowledge": lambda value: None,

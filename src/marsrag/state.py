@@ -174,7 +174,9 @@ class Support(Record):
 
     ``score`` is the best single passage's: the mean of the share of the asked terms' weight it contains
     (``coverage``) and the share of the question's neighbouring term pairs it has near each other
-    (``proximity``). The level follows from the score's thresholds (see :mod:`marsrag.rag.support`).
+    (``proximity``), or its similarity to the query on the same scale when that is higher (a paraphrase shares
+    few words with what answers it). The level follows from the score's thresholds (see
+    :mod:`marsrag.rag.support`).
     """
 
     level: SupportLevel
@@ -185,6 +187,9 @@ class Support(Record):
     best: int | None = None
     #: The knowledge base's size when it was assessed, in chunks.
     chunks: int = 0
+    #: The best passage's cosine similarity to the query, when an embedder with a calibrated scale found it
+    #: (its score is then the larger of the term evidence and this similarity on the same scale); else None.
+    similarity: float | None = None
     terms: list[SupportTerm] = Field(default_factory=list)
     #: How it was measured, so that levels of later methods can be told apart.
     method: str = "terms"
@@ -218,6 +223,16 @@ class Retrieval(Record):
     )
     #: None for a task stored before support was assessed.
     support: Support | None = None
+    retrievers: list[str] = Field(
+        default_factory=list,
+        description="The retrievers whose lists were fused into the results: keyword, then vector (empty for a "
+        "task stored before hybrid retrieval, or a retriever of the user's own).",
+    )
+    skipped: str | None = Field(
+        default=None,
+        description="Why the vector search did not answer (the embedder failed, or no vector of it is stored): "
+        "the results are the keyword search's alone. None when every retriever answered.",
+    )
 
 
 class Citation(Record):

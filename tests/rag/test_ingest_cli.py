@@ -11,6 +11,9 @@ from marsrag.rag import knowledge_base
 from marsrag.rag.identity import MAX_COLLECTION_CHARS
 from tests.rag.conftest import marsrag, write
 
+#: The summary's end when the default embedder embedded one chunk.
+EMBEDDED_ONE = ", 1 embedded with wordllama/l2_supercat-256"
+
 
 @pytest.fixture
 def layout(tmp_path: Path) -> Path:
@@ -31,7 +34,7 @@ def test_ingesting_a_same_named_folder_adds_it_beside_the_first(layout: Path, db
     first = marsrag("ingest", "one/kb", "--db", db_url, cwd=layout)
     assert first.returncode == 0, first.stderr
     second = marsrag("ingest", "two/kb", "--db", db_url, cwd=layout)
-    assert second.stdout == "ingested: 1 added, 0 updated, 0 unchanged, 0 skipped; 1 chunks written\n"
+    assert second.stdout == f"ingested: 1 added, 0 updated, 0 unchanged, 0 skipped; 1 chunks written{EMBEDDED_ONE}\n"
     assert searched(db_url, "heater") == ["kb/doc.md#Airlock", "kb/doc.md#Scrubber"]
     again = marsrag("ingest", "one/kb", "--db", db_url, "--format", "json", cwd=layout)
     report = json.loads(again.stdout)
@@ -47,7 +50,7 @@ def test_a_replacement_in_a_named_collection_is_printed_with_why(layout: Path, d
     old = (layout / "one" / "kb" / "doc.md").resolve()
     assert proc.stdout.splitlines() == [
         f"updated kb/doc.md in handbook: content changed; the version replaced was read from {old}",
-        "ingested: 0 added, 1 updated, 0 unchanged, 0 skipped; 1 chunks written",
+        f"ingested: 0 added, 1 updated, 0 unchanged, 0 skipped; 1 chunks written{EMBEDDED_ONE}",
     ]
     assert searched(db_url, "heater") == ["kb/doc.md#Airlock"]
     as_json = json.loads(
@@ -76,3 +79,18 @@ def test_the_help_names_the_collection_option(layout: Path) -> None:
     """``ingest --help`` documents ``--collection`` and its default."""
     help_text = " ".join(marsrag("ingest", "--help", cwd=layout).stdout.split())
     assert "--collection" in help_text and "default: the resolved folder each path is in" in help_text
+
+
+def test_an_embedder_that_is_wrong_or_down_is_one_line_and_exit_2(layout: Path, db_url: str) -> None:
+    from tests._net import free_port
+
+    unknown = marsrag("ingest", "one/kb", "--db", db_url, "--embedder", "bge", cwd=layout)
+    assert unknown.returncode == 2 and unknown.stdout == ""
+    assert unknown.stderr.startswith("marsrag: error: embedder 'bge' is not one") and unknown.stderr.count("\n") == 1
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    down = marsrag("ingest", "one/kb", "--db", db_url, "--embedder", "custom/m", "--embedder-url", url, cwd=layout)
+    assert down.returncode == 2 and "Traceback" not in down.stderr and down.stderr.count("\n") == 1
+    assert down.stderr.startswith(f"marsrag: error: cannot reach the embeddings endpoint {url}/embeddings")
+    keyword_only = marsrag("ingest", "one/kb", "--db", db_url, "--embedder", "none", cwd=layout)
+    assert keyword_only.returncode == 0, keyword_only.stderr
+    assert keyword_only.stdout.endswith("chunks written\n")  # nothing embedded, nothing said about it

@@ -232,8 +232,9 @@ def test_hits_are_retriever_results(kb: KnowledgeBase, docs: Path) -> None:
     retriever: Retriever = kb
     hits = retriever.search("cache snapshot checkout latency payments", limit=2)
     assert len(hits) == 2
-    assert all(set(hit) == {"chunk_id", "source", "heading", "text", "score"} for hit in hits)
+    assert all(set(hit) == {"chunk_id", "source", "heading", "text", "score", "retrievers"} for hit in hits)
     assert hits[0]["score"] >= hits[1]["score"] > 0
+    assert [hit["retrievers"] for hit in hits] == [{"keyword": 1}, {"keyword": 2}]  # no embedder: keyword only
     ((document,),) = sql(kb, f"SELECT d.path {CHUNKS_OF_DOCUMENTS} WHERE c.id = :i", i=hits[0]["chunk_id"])
     assert hits[0]["source"] == f"{document}#{hits[0]['heading']}"
     assert json.loads(json.dumps(hits)) == hits

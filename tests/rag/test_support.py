@@ -142,3 +142,33 @@ def test_term_counts_follow_ingest_and_the_migration_counts_stored_documents(db_
         assert connection.execute(text("SELECT count(*) FROM chunks")).scalar_one() == 1
     with KnowledgeBase.open(db_url) as kb:
         assert kb.term_counts(["chain", "lube", "wax"]) == before
+
+
+def test_a_passage_similar_in_meaning_supports_a_paraphrase_that_shares_no_term() -> None:
+    """With a calibrated scale, similarity lifts a passage whose terms miss; without one, or below it, nothing."""
+    from marsrag.rag.support import SimilarityScale
+
+    scale = SimilarityScale(weak=0.5, strong=0.7)
+    passage = {"heading": "Payments gateway", "text": "Fail over to the secondary acquirer."}
+    counts = TermCounts(100, {})
+    goal = "the card processor keeps rejecting charges"
+    terms_only = assess(goal, None, [passage], counts)
+    assert terms_only.level == "none" and terms_only.similarity is None
+    similar = assess(goal, None, [{**passage, "similarity": 0.6}], counts, scale=scale)
+    assert similar.level == "weak" and similar.similarity == 0.6 and similar.best == 1
+    assert similar.method == "terms-1+similarity"
+    assert WEAK < similar.score < STRONG
+    assert assess(goal, None, [{**passage, "similarity": 0.75}], counts, scale=scale).level == "strong"
+    assert assess(goal, None, [{**passage, "similarity": 0.3}], counts, scale=scale).level == "none"
+    assert assess(goal, None, [{**passage, "similarity": 0.9}], counts).level == "none"  # no scale: no evidence
+    for junk in (float("nan"), "0.9", True, None):
+        assert assess(goal, None, [{**passage, "similarity": junk}], counts, scale=scale).level == "none"
+
+
+def test_the_embedded_default_s_scale_is_calibrated_and_ordered() -> None:
+    from marsrag.rag.embedders.wordllama import WordLlamaEmbedder
+    from marsrag.rag.support import SIMILARITY_SCALES
+
+    scale = SIMILARITY_SCALES[WordLlamaEmbedder().identity]
+    assert 0 < scale.weak < scale.strong < 1
+    assert scale.score(scale.weak) == pytest.approx(WEAK) and scale.score(scale.strong) == pytest.approx(STRONG)

@@ -35,11 +35,13 @@ class ModelServer:
         return f"openai/{self.model}"
 
 
-def serve(model: RealModel, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModelServer]:
+def serve(
+    model: RealModel, tmp_path_factory: pytest.TempPathFactory, extra: tuple[str, ...] = ()
+) -> Iterator[ModelServer]:
     """Run a server for ``model`` for as long as the generator is open (what each session fixture yields from)."""
     port = free_port()
     log = tmp_path_factory.mktemp(f"llama-{model.alias}") / "server.log"
-    process = start_server(model, port, log)
+    process = start_server(model, port, log, extra=extra)
     try:
         yield ModelServer(f"http://127.0.0.1:{port}/v1", model.alias, log)
     finally:
@@ -59,3 +61,9 @@ def model_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModelServ
 def qwen_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModelServer]:
     """Qwen2.5-Coder-0.5B-Instruct on a llama-cpp-python server for the session."""
     yield from serve(QWEN, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def embedding_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModelServer]:
+    """SmolLM2-135M on a llama-cpp-python server with embeddings on (poor vectors, the real protocol)."""
+    yield from serve(SMOLLM2, tmp_path_factory, ("--embedding", "true"))

@@ -64,7 +64,12 @@ MODELS = (SMOLLM2, QWEN)
 
 
 def start_server(
-    model: RealModel, port: int, log: Path, *, preexec_fn: Callable[[], None] | None = None
+    model: RealModel,
+    port: int,
+    log: Path,
+    *,
+    preexec_fn: Callable[[], None] | None = None,
+    extra: tuple[str, ...] = (),
 ) -> subprocess.Popen[bytes]:
     """Start a llama-cpp-python server for ``model`` on loopback ``port``; return once it answers /v1/models.
 
@@ -77,6 +82,7 @@ def start_server(
     command = [
         sys.executable, "-m", "llama_cpp.server", "--model", str(model.file()), "--model_alias", model.alias,
         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "8192", "--n_threads", str(os.cpu_count() or 2),
+        *extra,
     ]  # fmt: skip
     with log.open("wb") as output:
         process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, preexec_fn=preexec_fn)

@@ -266,3 +266,28 @@ def stream_events(base: str, run_id: str) -> list[tuple[str, dict[str, Any]]]:
     with httpx.stream("GET", f"{base}/api/runs/{run_id}/stream", timeout=httpx.Timeout(30, read=900)) as response:
         assert response.status_code == 200
         return [(event.kind, event.data) for event in events(response.iter_lines())]
+
+
+def test_a_real_embeddings_endpoint_embeds_the_knowledge_base_and_search_fuses_its_vectors(
+    embedding_server: ModelServer, home: Path
+) -> None:
+    """llama.cpp's server answers one vector per token for SmolLM2 (no pooling layer): they are mean-pooled
+    into one vector per chunk, stored, and searched; the CLI says what embedded them."""
+    from marsrag.rag.embedders.endpoint import EndpointEmbedder
+    from marsrag.rag.knowledge import KnowledgeBase
+
+    db = f"sqlite:///{home}/kb.db"
+    proc = subprocess.run(
+        [sys.executable, "-m", "marsrag", "ingest", str(REPO / "examples" / "knowledge_base" / "runbooks"),
+         "--db", db, "--embedder", f"llamacpp/{embedding_server.model}", "--embedder-url", embedding_server.base_url],
+        capture_output=True, text=True, check=False, env={**os.environ, "MARSRAG_HOME": str(home)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.rstrip().endswith(f"embedded with llamacpp/{embedding_server.model}")
+    embedder = EndpointEmbedder(embedding_server.model, embedding_server.base_url, provider="llamacpp")
+    with KnowledgeBase.open(db, embedder=embedder) as kb:
+        found = kb.find("rotate the TLS certificates", 5)
+        assert found.retrievers == ["keyword", "vector"] and found.skipped is None
+        assert embedder.dimension == 576  # SmolLM2-135M's hidden size
+        assert any("vector" in hit["retrievers"] for hit in found.results)
+        assert kb.embed_missing() == 0  # every chunk has its vector already

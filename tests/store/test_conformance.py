@@ -39,11 +39,13 @@ def sql(store: RunStore, statement: str, **params: Any) -> list[Any]:
 
 
 def task_row_before_0009(state: TaskState) -> dict[str, Any]:
-    """A ``task_states`` row as revisions before 0009 had it (no citation columns, nor 0015's support)."""
+    """A ``task_states`` row as revisions before 0009 had it (no citation columns, nor 0015's support, nor 0019's
+    retrievers)."""
     from marsrag.store import _rows
 
     row = _rows.task_row(state)
     del row["citations"], row["citation_warnings"], row["support_level"], row["support"]
+    del row["retrievers"], row["retrieval_skipped"]
     return row
 
 

@@ -17,20 +17,26 @@ import hashlib
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from marsrag.rag._discover import Found, discover
+from marsrag.rag._discover import Found as FoundFile
+from marsrag.rag._discover import discover
 from marsrag.rag._query import terms
 from marsrag.rag.chunking import CHUNKER_VERSION, chunk_blocks, cite
+from marsrag.rag.embedders.base import Embedder, EmbeddingError
+from marsrag.rag.fusion import Fused, fuse
 from marsrag.rag.identity import check_collection
 from marsrag.rag.readers import NotTextError, decode, parse
 from marsrag.rag.report import IngestReport, ReplacedDocument, SkippedFile
+from marsrag.rag.support import SIMILARITY_SCALES, SimilarityScale
 from marsrag.store import (
     LEGACY_COLLECTION,
     ChunkHit,
     ChunkText,
+    ChunkVectors,
     DocumentChange,
     DocumentKey,
     DocumentVersion,
@@ -41,7 +47,7 @@ from marsrag.store import (
 )
 from marsrag.tokens import stems
 
-__all__ = ["MAX_FILE_BYTES", "PER_DOCUMENT", "KnowledgeBase", "ProgressCallback"]
+__all__ = ["KEYWORD", "MAX_FILE_BYTES", "PER_DOCUMENT", "VECTOR", "Found", "KnowledgeBase", "ProgressCallback"]
 
 logger = logging.getLogger(__name__)
 # A library reports through its loggers but leaves output to the application: no "last resort" stderr lines.
@@ -56,16 +62,40 @@ MAX_FILE_BYTES = 16 * 1024 * 1024
 PER_DOCUMENT = 2
 # Candidates read per place when the cap applies: enough for the cap to find other documents.
 _POOL_FACTOR = 4
+# Stored chunks embedded per batch when re-embedding: one read, one embedder call, one write.
+_EMBED_BATCH = 256
+#: The retrievers' names, in ``retrievers`` of each result: full-text search, and the embedder's vectors.
+KEYWORD = "keyword"
+VECTOR = "vector"
+
+
+@dataclass(frozen=True)
+class Found:
+    """What a search found: the results, the retrievers whose lists were fused, and why one was skipped."""
+
+    results: list[dict[str, Any]]
+    #: The retrievers that answered, in fusion order (``keyword``, then ``vector`` when an embedder answered).
+    retrievers: list[str]
+    #: Why the vector search did not answer (the embedder failed, no vector of it stored); None: it did or
+    #: there is no embedder.
+    skipped: str | None = None
 
 
 class KnowledgeBase:
     """Documents and their chunks in a MarsRAG database; :meth:`search` makes it a runtime ``Retriever``."""
 
-    def __init__(self, store: RunStore, *, on_close: Callable[[], None] | None = None) -> None:
-        """Use the knowledge base kept in an open run store's database (:meth:`RunStore.knowledge`)."""
+    def __init__(
+        self, store: RunStore, *, embedder: Embedder | None = None, on_close: Callable[[], None] | None = None
+    ) -> None:
+        """Use the knowledge base kept in an open run store's database (:meth:`RunStore.knowledge`).
+
+        ``embedder``: what embeds chunks at ingest and queries at search, making search hybrid (keyword and
+        vector lists fused); None: keyword search only (vectors stored by others are left as they are).
+        """
         self._documents: KnowledgeStore = store.knowledge()
         self.url = self._documents.url
         self._on_close = on_close
+        self.embedder = embedder
         #: The collections searched and counted (None: all of them); see :meth:`scoped`.
         self.collections: tuple[str, ...] | None = None
 
@@ -89,14 +119,14 @@ class KnowledgeBase:
         return [collection.name for collection in self._documents.collections()]
 
     @classmethod
-    def open(cls, url: str | None = None) -> KnowledgeBase:
+    def open(cls, url: str | None = None, *, embedder: Embedder | None = None) -> KnowledgeBase:
         """Open the knowledge base in the database at ``url`` (default: the run store's), migrating it as needed.
 
         Raises:
             StoreError: a bad URL, or a database that cannot be reached or migrated.
         """
         store = open_store(url)
-        return cls(store, on_close=store.close)
+        return cls(store, embedder=embedder, on_close=store.close)
 
     def close(self) -> None:
         """Release the connections of a knowledge base made by :meth:`open` (idempotent)."""
@@ -120,15 +150,21 @@ class KnowledgeBase:
         unreadable and oversized files, and symlinks leading outside ``paths``, are skipped: named in the
         report and logged as warnings.
 
+        With an :attr:`embedder`, each changed document's chunks are embedded with it (a chunk unchanged from
+        the version replaced keeps its vector), then every stored chunk without a vector of it is embedded:
+        chunks ingested before, or by another embedder (re-embedded, never mixed: one vector per chunk).
+
         Raises:
             InputError: a path does not exist, or ``collection`` cannot name a collection.
             StoreError: the database fails (files already ingested stay ingested).
+            EmbeddingError: the embedder failed (files already ingested stay ingested, with their vectors).
         """
         if collection is not None:
             check_collection(collection)
         found = discover(paths, collection=collection)
         report = IngestReport(ignored=found.ignored, skipped=list(found.skipped))
         report.collections = list(dict.fromkeys(item.collection for item in found.files))
+        report.embedder = self.embedder.identity if self.embedder is not None else None
         known = self._known_hashes()
         for done, item in enumerate(found.files, start=1):
             self._ingest_file(item, known, report)
@@ -136,13 +172,29 @@ class KnowledgeBase:
                 progress(done, len(found.files))
         for skipped in report.skipped:
             logger.warning("skipped %s: %s", skipped.path, skipped.reason)
+        self._embed_missing(report)
         return report
+
+    def embed_missing(self) -> int:
+        """Embed every stored chunk with no vector of :attr:`embedder` (none, or another embedder's); how many.
+
+        Raises:
+            StoreError: the database fails.
+            EmbeddingError: the embedder failed (the chunks embedded before it stay embedded).
+        """
+        report = IngestReport()
+        self._embed_missing(report)
+        return report.embedded
 
     def search(self, query: str, limit: int = 5, *, per_document: int | None = PER_DOCUMENT) -> list[dict[str, Any]]:
         """The chunks that best match ``query`` (free text; any string is safe), best first.
 
-        Each hit is ``{"chunk_id", "source", "heading", "text", "score"}``; ``source`` is ``path#heading``,
-        ready to cite. A query with no searchable word gives no hits.
+        Each hit is ``{"chunk_id", "source", "heading", "text", "score", "retrievers"}``; ``source`` is
+        ``path#heading``, ready to cite; ``retrievers`` names each retriever that found it with its rank there
+        (``{"keyword": 1, "vector": 3}``). With an :attr:`embedder`, the keyword and vector lists are fused by
+        reciprocal rank (:mod:`marsrag.rag.fusion`) and ``score`` is the fused score; else ``score`` is the
+        keyword search's. A query with no searchable word gives no keyword hits. A vector search that cannot
+        answer (the embedder fails, no vector of it is stored) leaves the keyword list alone: see :meth:`find`.
 
         ``per_document``: at most this many chunks of one document while others match (None: no cap). Every
         chunk's heading path starts with its document's title, so a document whose title matches the query
@@ -153,25 +205,96 @@ class KnowledgeBase:
             ValueError: a negative limit.
             StoreError: the database fails.
         """
+        return self.find(query, limit, per_document=per_document).results
+
+    def find(
+        self,
+        query: str,
+        limit: int = 5,
+        *,
+        per_document: int | None = PER_DOCUMENT,
+        retrievers: Sequence[str] = (KEYWORD, VECTOR),
+    ) -> Found:
+        """:meth:`search`'s results, with which retrievers answered and why one did not (see :class:`Found`).
+
+        ``retrievers``: the lists to fuse (the vector list only with an :attr:`embedder`); one of them alone
+        measures what it finds by itself.
+
+        Raises:
+            ValueError: a negative limit.
+            StoreError: the database fails.
+        """
         if limit < 0:
             raise ValueError(f"limit must be >= 0, got {limit}")
-        words = terms(query)
-        if not words or limit == 0:
-            return []
-        pool = self._documents.search_chunks(
-            words, limit if per_document is None else limit * _POOL_FACTOR, collections=self.collections
-        )
-        hits = pool[:limit] if per_document is None else _spread(pool, limit, per_document)
-        return [
+        words = terms(query) if KEYWORD in retrievers else []
+        vectors = self.embedder is not None and VECTOR in retrievers
+        if limit == 0 or (not words and not vectors):
+            return Found([], [name for name in (KEYWORD, VECTOR) if name in retrievers and (name != VECTOR or vectors)])
+        size = limit if per_document is None else limit * _POOL_FACTOR
+        lists: dict[str, list[ChunkHit]] = {}
+        if KEYWORD in retrievers:
+            lists[KEYWORD] = self._documents.search_chunks(words, size, collections=self.collections) if words else []
+        skipped = None
+        if vectors:
+            vector, skipped = self._vector_search(query, size)
+            if skipped is None:
+                lists[VECTOR] = vector
+        fused = fuse(lists)
+        if len(lists) == 1:  # one list: its own scores (BM25, ts_rank_cd or cosine), as before fusion existed
+            for entry in fused:
+                entry.score = entry.hit.score
+        chosen = fused[:limit] if per_document is None else _spread(fused, limit, per_document)
+        similarity = {hit.chunk_id: hit.score for hit in lists.get(VECTOR, [])}
+        results = [
             {
-                "chunk_id": hit.chunk_id,
-                "source": cite(hit.document_path, hit.heading),
-                "heading": hit.heading,
-                "text": hit.text,
-                "score": hit.score,
+                "chunk_id": entry.hit.chunk_id,
+                "source": cite(entry.hit.document_path, entry.hit.heading),
+                "heading": entry.hit.heading,
+                "text": entry.hit.text,
+                "score": round(entry.score, 6),
+                "retrievers": dict(entry.ranks),
+                # Its cosine to the query, when the vector list found it: the support signal's similarity evidence.
+                **(
+                    {"similarity": round(similarity[entry.hit.chunk_id], 4)} if entry.hit.chunk_id in similarity else {}
+                ),
             }
-            for hit in hits
+            for entry in chosen
         ]
+        return Found(results, list(lists), skipped)
+
+    def _vector_search(self, query: str, size: int) -> tuple[list[ChunkHit], str | None]:
+        """The vector list for ``query``, or why there is none (the embedder failed, no vector of it stored)."""
+        assert self.embedder is not None
+        identity = self.embedder.identity
+        try:
+            vector = self.embedder.embed([query])[0]
+        except EmbeddingError as error:
+            logger.warning("vector search skipped: %s", error)
+            return [], f"vector search skipped: {error}"
+        hits = self._documents.search_vectors(vector.tobytes(), identity, size, collections=self.collections)
+        if hits:
+            return hits, None
+        stored = self._documents.embedders(collections=self.collections)
+        if identity in stored and stored[identity][0] == len(vector):
+            return [], None  # its vectors are there: none in this scope is near enough to count
+        if identity in stored:
+            return [], (
+                f"vector search skipped: the knowledge base's vectors of {identity} have {stored[identity][0]} "
+                f"dimensions, the embedder now answers {len(vector)}: ingest again to re-embed it"
+            )
+        if stored:
+            return [], (
+                f"vector search skipped: the knowledge base was embedded with {', '.join(sorted(stored))}, not "
+                f"{identity}: ingest again with this embedder to re-embed it"
+            )
+        if self._documents.term_counts([], collections=self.collections).chunks:
+            return [], f"vector search skipped: no chunk has a vector of {identity}: ingest again to embed them"
+        return [], None  # an empty knowledge base: nothing to find either way
+
+    @property
+    def similarity_scale(self) -> SimilarityScale | None:
+        """The :attr:`embedder`'s calibrated similarity scale for the support signal (None: none is known)."""
+        return SIMILARITY_SCALES.get(self.embedder.identity) if self.embedder is not None else None
 
     def term_counts(self, terms: Sequence[str]) -> TermCounts:
         """How many chunks the knowledge base holds, and how many contain each term (a stem of
@@ -187,7 +310,7 @@ class KnowledgeBase:
         # One read up front lets unchanged files skip the write transaction (and its lock) entirely.
         return self._documents.known_hashes(chunker=CHUNKER_VERSION)
 
-    def _ingest_file(self, item: Found, known: dict[DocumentKey, str], report: IngestReport) -> None:
+    def _ingest_file(self, item: FoundFile, known: dict[DocumentKey, str], report: IngestReport) -> None:
         try:
             data = _read(item.path)
         except OSError as error:
@@ -204,8 +327,9 @@ class KnowledgeBase:
             return
         pieces = [ChunkText(p.position, p.heading, p.text) for p in chunk_blocks(item.key, blocks)]
         version = DocumentVersion(item.collection, item.key, sha256, len(data), str(item.real), CHUNKER_VERSION)
+        vectors = self._vectors((item.collection, item.key), pieces, report)
         change = self._documents.replace_document(
-            version, pieces, adopt_from=LEGACY_COLLECTION, terms=chunk_terms(pieces)
+            version, pieces, adopt_from=LEGACY_COLLECTION, terms=chunk_terms(pieces), vectors=vectors
         )
         if change.outcome == "added":
             report.added += 1
@@ -217,6 +341,43 @@ class KnowledgeBase:
         if change.outcome != "unchanged":
             report.chunks_written += len(pieces)
 
+    def _vectors(self, key: DocumentKey, pieces: Sequence[ChunkText], report: IngestReport) -> ChunkVectors | None:
+        """The pieces' vectors by :attr:`embedder`: the stored version's for unchanged chunks, the rest embedded."""
+        if self.embedder is None or not pieces:
+            return None
+        identity = self.embedder.identity
+        stored = self._documents.document_vectors(key, identity)
+        wanted = [piece for piece in pieces if (piece.heading, piece.text) not in stored]
+        made = self.embedder.embed([embedding_text(piece.heading, piece.text) for piece in wanted]) if wanted else None
+        fresh = {(p.heading, p.text): made[i].tobytes() for i, p in enumerate(wanted)} if made is not None else {}
+        vectors = [stored.get((p.heading, p.text)) or fresh[(p.heading, p.text)] for p in pieces]
+        sizes = {len(vector) for vector in vectors}
+        if len(sizes) != 1:  # the stored ones came from the same identity at another dimension: embed all anew
+            made = self.embedder.embed([embedding_text(p.heading, p.text) for p in pieces])
+            vectors, wanted = [row.tobytes() for row in made], list(pieces)
+        report.embedded += len(wanted)
+        report.reused += len(pieces) - len(wanted)
+        return ChunkVectors(identity, len(vectors[0]) // 4, vectors)
+
+    def _embed_missing(self, report: IngestReport) -> None:
+        """Embed the stored chunks with no vector of :attr:`embedder`, a batch at a time (see :meth:`embed_missing`)."""
+        if self.embedder is None:
+            return
+        identity = self.embedder.identity
+        while batch := self._documents.unembedded(identity, _EMBED_BATCH):
+            made = self.embedder.embed([embedding_text(chunk.heading, chunk.text) for chunk in batch])
+            stored = self._documents.set_vectors(
+                identity, int(made.shape[1]), {chunk.chunk_id: made[i].tobytes() for i, chunk in enumerate(batch)}
+            )
+            report.embedded += stored
+            if stored == 0:  # every chunk of the batch was removed meanwhile: the next read has others
+                continue
+
+
+def embedding_text(heading: str, text: str) -> str:
+    """What a chunk's vector is made of: its heading path (the document's title first), then its text."""
+    return f"{heading}\n{text}" if heading else text
+
 
 def chunk_terms(pieces: Iterable[ChunkText]) -> dict[str, int]:
     """How many of a document's chunks contain each term (heading and text; a term counts once per chunk)."""
@@ -226,21 +387,22 @@ def chunk_terms(pieces: Iterable[ChunkText]) -> dict[str, int]:
     return dict(counts)
 
 
-def _spread(pool: list[ChunkHit], limit: int, per_document: int) -> list[ChunkHit]:
+def _spread(pool: list[Fused], limit: int, per_document: int) -> list[Fused]:
     """The best ``limit`` hits of ``pool`` with at most ``per_document`` per document, topped up in rank order."""
-    kept: list[ChunkHit] = []
+    kept: list[Fused] = []
     counts: dict[str, int] = {}
-    for hit in pool:
-        if counts.get(hit.document_path, 0) < per_document:
-            kept.append(hit)
-            counts[hit.document_path] = counts.get(hit.document_path, 0) + 1
+    for entry in pool:
+        path = entry.hit.document_path
+        if counts.get(path, 0) < per_document:
+            kept.append(entry)
+            counts[path] = counts.get(path, 0) + 1
             if len(kept) == limit:
                 break
     if len(kept) < limit:
-        chosen = {hit.chunk_id for hit in kept}
-        kept.extend([hit for hit in pool if hit.chunk_id not in chosen][: limit - len(kept)])
-    order = {hit.chunk_id: position for position, hit in enumerate(pool)}
-    return sorted(kept, key=lambda hit: order[hit.chunk_id])
+        chosen = {entry.hit.chunk_id for entry in kept}
+        kept.extend([entry for entry in pool if entry.hit.chunk_id not in chosen][: limit - len(kept)])
+    order = {entry.hit.chunk_id: position for position, entry in enumerate(pool)}
+    return sorted(kept, key=lambda entry: order[entry.hit.chunk_id])
 
 
 def _why(change: DocumentChange, version: DocumentVersion) -> str:

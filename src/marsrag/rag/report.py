@@ -40,16 +40,24 @@ class IngestReport:
     collections: list[str] = field(default_factory=list)
     #: One entry per update: which document was replaced, and why.
     replaced: list[ReplacedDocument] = field(default_factory=list)
+    #: The embedder that embedded the chunks (its identity); None: keyword search only, nothing embedded.
+    embedder: str | None = None
+    #: Chunks embedded (new or changed chunks, and stored chunks with no vector of the embedder).
+    embedded: int = 0
+    #: Chunks of a changed document that kept the vector of the version replaced (their text is unchanged).
+    reused: int = 0
 
     def lines(self) -> list[str]:
         """One line per replaced document, for people: ``updated kb/doc.md in /srv/one: content changed``."""
         return [f"updated {item.path} in {item.collection}: {item.reason}" for item in self.replaced]
 
     def summary(self) -> str:
-        """One line for people: ``2 added, 1 updated, 5 unchanged, 1 skipped; 14 chunks written``."""
+        """One line for people: ``2 added, 1 updated, 5 unchanged, 1 skipped; 14 chunks written, 14 embedded
+        with wordllama/l2_supercat-256``."""
         counts = f"{self.added} added, {self.updated} updated, {self.unchanged} unchanged, {len(self.skipped)} skipped"
         ignored = f" ({self.ignored} other files ignored)" if self.ignored else ""
-        return f"{counts}{ignored}; {self.chunks_written} chunks written"
+        embedded = f", {self.embedded} embedded with {self.embedder}" if self.embedder else ""
+        return f"{counts}{ignored}; {self.chunks_written} chunks written{embedded}"
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON-ready data (for ``--format json``)."""

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from marsrag.rag.embedders.base import Embedder
 from marsrag.rag.identity import check_collection
 from marsrag.rag.knowledge import KnowledgeBase
 from marsrag.rag.report import IngestReport
@@ -24,7 +25,12 @@ PROGRESS_MIN_FILES = 20
 
 
 def ingest_paths(
-    paths: Iterable[str | Path], *, db: str | None = None, progress: bool = True, collection: str | None = None
+    paths: Iterable[str | Path],
+    *,
+    db: str | None = None,
+    progress: bool = True,
+    collection: str | None = None,
+    embedder: Embedder | None = None,
 ) -> IngestReport:
     """Ingest files and folders into the knowledge base at ``db`` (default: the run store's database).
 
@@ -40,7 +46,7 @@ def ingest_paths(
         check_collection(collection)  # before the database is opened (and maybe created) for nothing
     bar = _ProgressBar() if progress else None
     try:
-        with knowledge_base(db) as kb:
+        with knowledge_base(db, embedder=embedder) as kb:
             return kb.ingest(paths, progress=bar, collection=collection)
     finally:
         if bar is not None:
@@ -48,13 +54,13 @@ def ingest_paths(
 
 
 @contextmanager
-def knowledge_base(db: str | None = None) -> Iterator[KnowledgeBase]:
+def knowledge_base(db: str | None = None, *, embedder: Embedder | None = None) -> Iterator[KnowledgeBase]:
     """The knowledge base at ``db`` (default: the run store's database), closed on exit: a ``Retriever``.
 
     Raises:
         StoreError: a bad URL, or a database that cannot be reached or migrated.
     """
-    kb = KnowledgeBase.open(db)
+    kb = KnowledgeBase.open(db, embedder=embedder)
     try:
         yield kb
     finally:

@@ -20,11 +20,18 @@ knowledge base is empty. Every number is computed from the passages' text and th
 backend's ranking score, so SQLite (BM25) and PostgreSQL (``ts_rank_cd``) give the same level for the same
 passages.
 
+- **similarity** (with an embedder whose scale is calibrated, :data:`SIMILARITY_SCALES`): the passage's
+  cosine similarity to the query (``similarity`` in the passage, set by the vector search), mapped onto the
+  same score scale: the embedder's calibrated cosine for ``weak`` scores :data:`WEAK`, for ``strong``
+  :data:`STRONG`. A passage's score is the larger of its term score and this one: a paraphrased question
+  shares few terms with the passage that answers it, but not its meaning.
+
 The thresholds were calibrated on the sample knowledge base with goals of both kinds (``bench/_support_goals.py``:
 goals it answers, worded plainly, and goals about topics it lacks, some sharing its vocabulary) and checked on a
 second set held out from calibration; ``python -m bench support`` measures both. A paraphrased goal that shares
-few words with its document scores low here: similarity evidence (embeddings) is the next kind of evidence to
-join the score, as another share next to coverage and proximity.
+few words with its document scores low on terms: the similarity evidence is what lifts it. Cosines differ in
+scale between embedders, so each embedder's two cosines are calibrated on its own (``python -m bench support``
+prints them); an embedder without a calibrated scale adds no similarity evidence.
 """
 
 from __future__ import annotations
@@ -50,6 +57,28 @@ METHOD: Final = "terms-1"
 MAX_TERMS: Final = 32
 
 
+@dataclass(frozen=True)
+class SimilarityScale:
+    """An embedder's calibrated cosines: from ``weak`` a passage supports a question weakly, from ``strong``
+    strongly (the cosines at which its score reaches :data:`WEAK` and :data:`STRONG`)."""
+
+    weak: float
+    strong: float
+
+    def score(self, cosine: float) -> float:
+        """``cosine`` on the support score's scale: linear through (weak, WEAK) and (strong, STRONG), in 0-1."""
+        slope = (STRONG - WEAK) / (self.strong - self.weak)
+        return min(1.0, max(0.0, WEAK + (cosine - self.weak) * slope))
+
+
+#: Each embedder's calibrated scale, by identity (``bench/support_bench.py`` measured them on the calibration
+#: goals: ``weak`` above the highest cosine of a goal outside the knowledge base, ``strong`` near the upper
+#: quartile of the goals inside it).
+SIMILARITY_SCALES: Final[dict[str, SimilarityScale]] = {
+    "wordllama/l2_supercat-256": SimilarityScale(weak=0.47, strong=0.65),
+}
+
+
 # "how" and the word after it: a degree ("how often", "how high") unless that word is a function word ("how do").
 _DEGREE = re.compile(r"\bhow\s+([^\W\d_]+)", re.IGNORECASE)
 
@@ -67,11 +96,20 @@ def asked_terms(goal: str, hook: str | None) -> list[str]:
     return list(_asked(goal, hook).terms)
 
 
-def assess(goal: str, hook: str | None, passages: Sequence[Mapping[str, Any]], counts: TermCounts | None) -> Support:
-    """How well ``passages`` (dicts with ``text`` and, optionally, ``heading``) support ``goal`` and ``hook``.
+def assess(
+    goal: str,
+    hook: str | None,
+    passages: Sequence[Mapping[str, Any]],
+    counts: TermCounts | None,
+    *,
+    scale: SimilarityScale | None = None,
+) -> Support:
+    """How well ``passages`` (dicts with ``text`` and, optionally, ``heading`` and ``similarity``) support
+    ``goal`` and ``hook``.
 
     ``counts``: the knowledge base's term statistics for :func:`asked_terms`; None (a retriever that keeps
-    none) weighs every term alike.
+    none) weighs every term alike. ``scale``: the embedder's calibrated similarity scale; None: the passages'
+    similarity is not evidence.
     """
     asked = _asked(goal, hook)
     size = counts.chunks if counts is not None else len(passages)
@@ -88,15 +126,18 @@ def assess(goal: str, hook: str | None, passages: Sequence[Mapping[str, Any]], c
         )
         for term, (word, where) in asked.terms.items()
     ]
-    best, score, coverage, proximity = None, 0.0, 0.0, 0.0
+    best, score, coverage, proximity, similar = None, 0.0, 0.0, 0.0, None
     if size > 0 and weights:
-        for position, (found, near) in enumerate(evidence, start=1):
+        for position, ((found, near), passage) in enumerate(zip(evidence, passages, strict=True), start=1):
             covered = _share(weights, [term for term in weights if term in found])
             pairs = [pair for pair in asked.pairs if pair in near]
             close = _pair_share(weights, asked.pairs, pairs)
             total = covered if not asked.pairs else (covered + close) / 2
+            cosine = _similarity(passage) if scale is not None else None
+            if cosine is not None and scale is not None:
+                total = max(total, scale.score(cosine))
             if total > score:
-                best, score, coverage, proximity = position, total, covered, close
+                best, score, coverage, proximity, similar = position, total, covered, close, cosine
     return Support(
         level=level(score),
         score=round(score, 3),
@@ -104,9 +145,18 @@ def assess(goal: str, hook: str | None, passages: Sequence[Mapping[str, Any]], c
         proximity=round(proximity, 3),
         best=best,
         chunks=size,
+        similarity=round(similar, 3) if similar is not None else None,
         terms=terms,
-        method=METHOD,
+        method=f"{METHOD}+similarity" if scale is not None else METHOD,
     )
+
+
+def _similarity(passage: Mapping[str, Any]) -> float | None:
+    """The passage's cosine similarity to the query, when the vector search gave it one (a finite number)."""
+    value = passage.get("similarity")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
 
 
 def level(score: float) -> SupportLevel:

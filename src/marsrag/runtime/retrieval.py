@@ -29,6 +29,14 @@ class Retriever(Protocol):
         ...
 
 
+class Finder(Protocol):
+    """A retriever that says which retrievers answered and why one did not (the knowledge base does)."""
+
+    def find(self, query: str, limit: int = 5) -> Any:
+        """Results (``.results``), the retrievers fused (``.retrievers``), why one was skipped (``.skipped``)."""
+        ...
+
+
 class TermStatistics(Protocol):
     """A retriever that keeps term statistics (the knowledge base does): support weighs terms by them."""
 
@@ -109,7 +117,13 @@ def retrieve(
     query = retrieval_query(hook, goal)
     traced = start_retrieval(span, query, limit=limit)
     try:
-        results = retriever.search(query, limit)
+        retrievers: list[str] = []
+        skipped: str | None = None
+        if callable(getattr(retriever, "find", None)):
+            found = retriever.find(query, limit)  # type: ignore[attr-defined]
+            results, retrievers, skipped = found.results, list(found.retrievers), found.skipped
+        else:
+            results = retriever.search(query, limit)
         if numbers is not None:
             results = numbers.number(results)
         counts = None
@@ -117,7 +131,13 @@ def retrieve(
             counts = TermCounts(0, {})
         elif callable(getattr(retriever, "term_counts", None)):
             counts = retriever.term_counts(asked_terms(goal, hook))  # type: ignore[attr-defined]
-        retrieval = Retrieval(query=query, results=results, support=assess(goal, hook, results, counts))
+        retrieval = Retrieval(
+            query=query,
+            results=results,
+            support=assess(goal, hook, results, counts, scale=getattr(retriever, "similarity_scale", None)),
+            retrievers=retrievers,
+            skipped=skipped,
+        )
     except BaseException as error:
         traced.fail(error)
         traced.end()

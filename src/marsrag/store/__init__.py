@@ -14,6 +14,7 @@ from marsrag.store.base import LEGACY_COLLECTION, KnowledgeStore, Rankings, RunS
 from marsrag.store.queries import (
     ChunkHit,
     ChunkText,
+    ChunkVectors,
     CollectionSummary,
     DocumentChange,
     DocumentKey,
@@ -28,6 +29,7 @@ from marsrag.store.queries import (
     Removal,
     TaskFailure,
     TermCounts,
+    UnembeddedChunk,
     UnsupportedGoal,
 )
 
@@ -52,6 +54,8 @@ __all__ = [
     "RunStore",
     "TaskFailure",
     "TermCounts",
+    "ChunkVectors",
+    "UnembeddedChunk",
     "UnsupportedGoal",
     "default_db_url",
     "open_store",

@@ -21,10 +21,12 @@ from sqlalchemy.exc import IntegrityError
 
 from marsrag.store._rows import as_utc
 from marsrag.store._transactions import Transactions
+from marsrag.store._vectors import VectorIndex, bump_generation
 from marsrag.store.base import KnowledgeStore
 from marsrag.store.queries import (
     ChunkHit,
     ChunkText,
+    ChunkVectors,
     CollectionSummary,
     DocumentChange,
     DocumentKey,
@@ -32,8 +34,9 @@ from marsrag.store.queries import (
     DocumentVersion,
     Removal,
     TermCounts,
+    UnembeddedChunk,
 )
-from marsrag.store.schema import chunks, document_terms, documents
+from marsrag.store.schema import chunk_vectors, chunks, document_terms, documents
 
 # FOR UPDATE (PostgreSQL; SQLite's BEGIN IMMEDIATE already serializes writers): a second ingest of the same
 # changed file waits for the first, then finds it unchanged instead of colliding on chunk positions.
@@ -94,6 +97,52 @@ _COLLECTIONS = (
     .group_by(documents.c.collection)
     .order_by(documents.c.collection)
 )
+_DOCUMENT_VECTORS = (
+    select(chunks.c.heading, chunks.c.text, chunk_vectors.c.vector)
+    .select_from(
+        chunks.join(chunk_vectors, chunk_vectors.c.chunk_id == chunks.c.id).join(
+            documents, documents.c.id == chunks.c.document_id
+        )
+    )
+    .where(
+        documents.c.collection == bindparam("collection"),
+        documents.c.path == bindparam("path"),
+        chunk_vectors.c.embedder == bindparam("embedder"),
+    )
+)
+_UNEMBEDDED = (
+    select(chunks.c.id, chunks.c.heading, chunks.c.text)
+    .select_from(
+        chunks.outerjoin(
+            chunk_vectors,
+            (chunk_vectors.c.chunk_id == chunks.c.id) & (chunk_vectors.c.embedder == bindparam("embedder")),
+        )
+    )
+    .where(chunk_vectors.c.chunk_id.is_(None))
+    .order_by(chunks.c.id)
+    .limit(bindparam("limit"))
+)
+_EXISTING_CHUNKS = select(chunks.c.id).where(chunks.c.id.in_(bindparam("ids", expanding=True)))
+_DELETE_VECTORS = delete(chunk_vectors).where(chunk_vectors.c.chunk_id.in_(bindparam("ids", expanding=True)))
+_INSERT_VECTORS = insert(chunk_vectors)
+_EMBEDDERS = select(chunk_vectors.c.embedder, chunk_vectors.c.dimension, func.count()).group_by(
+    chunk_vectors.c.embedder, chunk_vectors.c.dimension
+)
+_SCOPED_EMBEDDERS = (
+    select(chunk_vectors.c.embedder, chunk_vectors.c.dimension, func.count())
+    .select_from(
+        chunk_vectors.join(chunks, chunks.c.id == chunk_vectors.c.chunk_id).join(
+            documents, documents.c.id == chunks.c.document_id
+        )
+    )
+    .where(_IN_COLLECTIONS)
+    .group_by(chunk_vectors.c.embedder, chunk_vectors.c.dimension)
+)
+_HITS = (
+    select(chunks.c.id, documents.c.path, chunks.c.heading, chunks.c.text)
+    .select_from(chunks.join(documents, documents.c.id == chunks.c.document_id))
+    .where(chunks.c.id.in_(bindparam("ids", expanding=True)))
+)
 # Removal deletes by id, this many at a time: a collection of many documents stays under every backend's limit
 # of bound parameters.
 _REMOVE_BATCH = 500
@@ -152,6 +201,7 @@ class SqlKnowledgeStore(KnowledgeStore):
         self._search = _SEARCH_POSTGRES if postgres else _SEARCH_SQLITE
         self._scoped_search = _SEARCH_POSTGRES_SCOPED if postgres else _SEARCH_SQLITE_SCOPED
         self._format = tsquery if postgres else fts5_query
+        self._vectors = VectorIndex()
 
     def known_hashes(self, *, chunker: int | None = None) -> dict[DocumentKey, str]:
         """(collection, path) -> the SHA-256 of its ingested content (only ``chunker``'s, when given)."""
@@ -171,6 +221,7 @@ class SqlKnowledgeStore(KnowledgeStore):
         *,
         adopt_from: str | None = None,
         terms: Mapping[str, int] | None = None,
+        vectors: ChunkVectors | None = None,
     ) -> DocumentChange:
         """Store a document's chunks in one transaction, unless it is stored with this hash already (see base).
 
@@ -181,11 +232,11 @@ class SqlKnowledgeStore(KnowledgeStore):
         def body(connection: Connection) -> DocumentChange:
             try:
                 with connection.begin_nested():
-                    return self._replace(connection, document, pieces, adopt_from, terms or {})
+                    return self._replace(connection, document, pieces, adopt_from, terms or {}, vectors)
             except IntegrityError:
                 # A new document has no row to lock: a concurrent ingest may insert it first. Once more, then it
                 # is there to compare with.
-                return self._replace(connection, document, pieces, adopt_from, terms or {})
+                return self._replace(connection, document, pieces, adopt_from, terms or {}, vectors)
 
         return self._transactions.writing(f"ingest {document.path}", body)
 
@@ -220,6 +271,93 @@ class SqlKnowledgeStore(KnowledgeStore):
             "search the knowledge base", lambda connection: connection.execute(query, parameters).all()
         )
         return [ChunkHit(int(id_), path, heading, body, float(score)) for id_, path, heading, body, score in rows]
+
+    def document_vectors(self, key: DocumentKey, embedder: str) -> dict[tuple[str, str], bytes]:
+        """The stored document's chunk vectors of ``embedder`` by (heading, text) (see base)."""
+        parameters = {"collection": key[0], "path": key[1], "embedder": embedder}
+
+        def body(connection: Connection) -> dict[tuple[str, str], bytes]:
+            return {
+                (heading, text): bytes(vector)
+                for heading, text, vector in connection.execute(_DOCUMENT_VECTORS, parameters)
+            }
+
+        return self._transactions.reading("read the knowledge base's vectors", body)
+
+    def unembedded(self, embedder: str, limit: int) -> list[UnembeddedChunk]:
+        """Chunks with no vector of ``embedder``, by id (see base)."""
+
+        def body(connection: Connection) -> list[UnembeddedChunk]:
+            rows = connection.execute(_UNEMBEDDED, {"embedder": embedder, "limit": limit})
+            return [UnembeddedChunk(int(id_), heading, text) for id_, heading, text in rows]
+
+        return self._transactions.reading("read the knowledge base's chunks", body)
+
+    def set_vectors(self, embedder: str, dimension: int, vectors: Mapping[int, bytes]) -> int:
+        """Store chunk vectors as ``embedder``'s, replacing any other (see base)."""
+        wanted = dict(vectors)
+
+        def body(connection: Connection) -> int:
+            if not wanted:
+                return 0
+            ids = list(wanted)
+            existing: set[int] = set()
+            for start in range(0, len(ids), _REMOVE_BATCH):
+                batch = ids[start : start + _REMOVE_BATCH]
+                existing.update(connection.execute(_EXISTING_CHUNKS, {"ids": batch}).scalars().all())
+                connection.execute(_DELETE_VECTORS, {"ids": batch})
+            rows = [
+                {"chunk_id": id_, "embedder": embedder, "dimension": dimension, "vector": wanted[id_]}
+                for id_ in ids
+                if id_ in existing
+            ]
+            if rows:
+                connection.execute(_INSERT_VECTORS, rows)
+            bump_generation(connection)
+            return len(rows)
+
+        return self._transactions.writing("store the knowledge base's vectors", body)
+
+    def embedders(self, *, collections: Sequence[str] | None = None) -> dict[str, tuple[int, int]]:
+        """Each embedder whose vectors are stored -> (dimension, chunks) (see base)."""
+        if collections is not None and not collections:
+            return {}
+        query = _EMBEDDERS if collections is None else _SCOPED_EMBEDDERS
+        scope = {} if collections is None else {"collections": list(collections)}
+
+        def body(connection: Connection) -> dict[str, tuple[int, int]]:
+            found: dict[str, tuple[int, int]] = {}
+            for embedder, dimension, count in connection.execute(query, scope):
+                # Of one identity stored at two dimensions (a server that changed), the more common one.
+                if embedder not in found or found[embedder][1] < int(count):
+                    found[embedder] = (int(dimension), int(count))
+            return found
+
+        return self._transactions.reading("read the knowledge base's embedders", body)
+
+    def search_vectors(
+        self, vector: bytes, embedder: str, limit: int, *, collections: Sequence[str] | None = None
+    ) -> list[ChunkHit]:
+        """The chunks nearest ``vector`` among ``embedder``'s, by an exact scan in memory (see base)."""
+        if limit <= 0 or (collections is not None and not collections) or not vector:
+            return []
+        # lazy: NumPy, loaded when vectors are searched
+        import numpy as np
+
+        query = np.frombuffer(vector, dtype="<f4").astype(np.float32)
+
+        def body(connection: Connection) -> list[ChunkHit]:
+            nearest = self._vectors.search(connection, query, embedder, limit, collections)
+            if not nearest:
+                return []
+            rows = {row.id: row for row in connection.execute(_HITS, {"ids": [id_ for id_, _ in nearest]})}
+            return [
+                ChunkHit(id_, rows[id_].path, rows[id_].heading, rows[id_].text, score)
+                for id_, score in nearest
+                if id_ in rows
+            ]
+
+        return self._transactions.reading("search the knowledge base's vectors", body)
 
     def collections(self) -> list[CollectionSummary]:
         """Every collection holding a document, by name (see base): one grouped read."""
@@ -278,6 +416,7 @@ class SqlKnowledgeStore(KnowledgeStore):
                 connection.execute(delete(chunks).where(chunks.c.document_id.in_(batch)))
                 connection.execute(delete(document_terms).where(document_terms.c.document_id.in_(batch)))
                 connection.execute(delete(documents).where(documents.c.id.in_(batch)))
+            bump_generation(connection)
             return Removal(documents=tuple(found))
 
         return self._transactions.writing("remove documents from the knowledge base", body, landed)
@@ -289,6 +428,7 @@ class SqlKnowledgeStore(KnowledgeStore):
         pieces: Sequence[ChunkText],
         adopt_from: str | None,
         terms: Mapping[str, int],
+        vectors: ChunkVectors | None,
     ) -> DocumentChange:
         # Checked again under the write lock: another process may have ingested the same file meanwhile.
         current = _current(connection, document.collection, document.path)
@@ -304,6 +444,7 @@ class SqlKnowledgeStore(KnowledgeStore):
             if adopted:  # moved into its collection, and read from this source now
                 moved = {"b_id": current.id, "collection": document.collection, "source": document.source}
                 connection.execute(_UPDATE_DOCUMENT, moved)
+                bump_generation(connection)  # its vectors' collection changed
             return DocumentChange("unchanged", current.source, adopted)
         else:
             document_id = current.id
@@ -315,7 +456,19 @@ class SqlKnowledgeStore(KnowledgeStore):
                 {"document_id": document_id, "position": p.position, "heading": p.heading, "text": p.text}
                 for p in pieces
             ]
-            connection.execute(_INSERT_CHUNKS, rows)
+            if vectors is not None:
+                inserted = connection.execute(_INSERT_CHUNKS.returning(chunks.c.id, sort_by_parameter_order=True), rows)
+                ids = inserted.scalars().all()
+                connection.execute(
+                    _INSERT_VECTORS,
+                    [
+                        {"chunk_id": id_, "embedder": vectors.embedder, "dimension": vectors.dimension, "vector": v}
+                        for id_, v in zip(ids, vectors.vectors, strict=True)
+                    ],
+                )
+            else:
+                connection.execute(_INSERT_CHUNKS, rows)
+        bump_generation(connection)
         if terms:
             counted = [{"document_id": document_id, "term": term, "chunks": count} for term, count in terms.items()]
             connection.execute(_INSERT_TERMS, counted)

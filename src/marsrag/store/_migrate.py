@@ -18,7 +18,7 @@ from marsrag.store._engine import WRITE_OPTION, one_line
 from marsrag.store.schema import VERSION_TABLE
 
 #: The newest revision in ``migrations/versions`` (a test keeps the two in step).
-HEAD = "0018"
+HEAD = "0019"
 #: The revision of the metric rollups as this MarsRAG keeps them (0010: per day; 0011: and all time; 0013: per
 #: experiment arm, with the feedback and the edited follows): a database migrated from before it gets them recounted.
 ROLLUPS = "0013"

@@ -115,6 +115,8 @@ def task_row(state: TaskState) -> dict[str, Any]:
         "retrieval_results": retrieval.results if retrieval else None,
         "support_level": retrieval.support.level if retrieval and retrieval.support else None,
         "support": retrieval.support.model_dump(mode="json") if retrieval and retrieval.support else None,
+        "retrievers": list(retrieval.retrievers) if retrieval else None,
+        "retrieval_skipped": retrieval.skipped if retrieval else None,
         "citations": [citation.model_dump(mode="json") for citation in state.citations],
         "citation_warnings": list(state.citation_warnings),
         "created_at": as_utc(state.created_at),
@@ -190,7 +192,12 @@ def task_from(row: Row, attempts: Iterable[Row]) -> TaskState:
     if row["retrieval_query"] is not None:
         # NULL support: a task stored before migration 0015, not assessed.
         retrieval = Retrieval(
-            query=row["retrieval_query"], results=row["retrieval_results"] or [], support=row["support"]
+            query=row["retrieval_query"],
+            results=row["retrieval_results"] or [],
+            support=row["support"],
+            # NULL before migration 0019 (keyword search only, nothing skipped).
+            retrievers=row["retrievers"] or [],
+            skipped=row["retrieval_skipped"],
         )
     values = {
         "run_id": row["run_id"],

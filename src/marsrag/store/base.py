@@ -16,6 +16,7 @@ from marsrag.state import LoopEvent, RunRecord, RunStatus, TaskProgress, TaskSta
 from marsrag.store.queries import (
     ChunkHit,
     ChunkText,
+    ChunkVectors,
     Claim,
     CollectionSummary,
     DocumentChange,
@@ -30,6 +31,7 @@ from marsrag.store.queries import (
     Removal,
     TaskFailure,
     TermCounts,
+    UnembeddedChunk,
     UnsupportedGoal,
 )
 
@@ -399,11 +401,13 @@ class KnowledgeStore(ABC):
         *,
         adopt_from: str | None = None,
         terms: Mapping[str, int] | None = None,
+        vectors: ChunkVectors | None = None,
     ) -> DocumentChange:
         """Store a document and its chunks in one transaction, replacing an older version's.
 
         ``terms``: how many of ``pieces`` contain each term (the document's part of :meth:`term_counts`),
-        replacing the older version's with its chunks; None stores none.
+        replacing the older version's with its chunks; None stores none. ``vectors``: one per piece, stored
+        with the chunks (None: the chunks have none until :meth:`set_vectors`).
 
         The document is the one stored under its collection and path; another collection's document of the same
         path is another document. Except: when the collection has none and ``adopt_from`` names a collection that
@@ -437,6 +441,52 @@ class KnowledgeStore(ABC):
 
         ``collections``: only chunks of the documents in those collections (None: every collection); the
         ``limit`` best of those, not the best overall filtered afterwards.
+
+        Raises:
+            StoreError: the database fails.
+        """
+
+    @abstractmethod
+    def document_vectors(self, key: DocumentKey, embedder: str) -> dict[tuple[str, str], bytes]:
+        """The stored document's chunk vectors made by ``embedder``, by (heading, text): what a new version of
+        the document reuses for its unchanged chunks (empty when it is not stored or has none of ``embedder``).
+
+        Raises:
+            StoreError: the database fails.
+        """
+
+    @abstractmethod
+    def unembedded(self, embedder: str, limit: int) -> list[UnembeddedChunk]:
+        """At most ``limit`` chunks with no vector of ``embedder`` (none, or another embedder's), by id.
+
+        Raises:
+            StoreError: the database fails.
+        """
+
+    @abstractmethod
+    def set_vectors(self, embedder: str, dimension: int, vectors: Mapping[int, bytes]) -> int:
+        """Store each chunk's vector (chunk id -> vector) as ``embedder``'s, replacing any other; how many
+        were stored (a chunk removed meanwhile is skipped). One transaction.
+
+        Raises:
+            StoreError: the database fails.
+        """
+
+    @abstractmethod
+    def embedders(self, *, collections: Sequence[str] | None = None) -> dict[str, tuple[int, int]]:
+        """Each embedder whose vectors are stored -> (their dimension, how many chunks have one).
+
+        Raises:
+            StoreError: the database fails.
+        """
+
+    @abstractmethod
+    def search_vectors(
+        self, vector: bytes, embedder: str, limit: int, *, collections: Sequence[str] | None = None
+    ) -> list[ChunkHit]:
+        """The chunks whose ``embedder`` vectors are most similar to ``vector`` (same embedder, same dimension),
+        best first, at most ``limit``; the score is the cosine similarity. An exact scan: every vector of
+        ``embedder`` (in ``collections``, None: all) is compared; chunks of no vector of it are never found.
 
         Raises:
             StoreError: the database fails.

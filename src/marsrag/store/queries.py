@@ -7,6 +7,7 @@ engines. Importing this module is cheap (no SQLAlchemy).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -164,6 +165,27 @@ class ChunkText:
     """One chunk of a document to store: its position in the document, its heading path and its text."""
 
     position: int
+    heading: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ChunkVectors:
+    """The vectors of a document's chunks, as one embedder made them: one per chunk, in the chunks' order.
+
+    Each vector is float32 little-endian bytes of ``dimension`` numbers, unit length.
+    """
+
+    embedder: str
+    dimension: int
+    vectors: Sequence[bytes]
+
+
+@dataclass(frozen=True)
+class UnembeddedChunk:
+    """A stored chunk that has no vector of some embedder yet: what re-embedding reads."""
+
+    chunk_id: int
     heading: str
     text: str
 

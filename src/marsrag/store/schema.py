@@ -26,6 +26,7 @@ from sqlalchemy import (
     ForeignKeyConstraint,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     PrimaryKeyConstraint,
     String,
@@ -113,6 +114,10 @@ task_states = Table(
     # "weak", "none") in a column of its own for the metrics, and the whole assessment; NULL before 0015.
     Column("support_level", String, nullable=True),
     Column("support", JSON(none_as_null=True), nullable=True),
+    # The retrievers whose lists were fused into the results, and why the vector search did not answer
+    # (migration 0019); NULL for tasks stored before it.
+    Column("retrievers", JSON(none_as_null=True), nullable=True),
+    Column("retrieval_skipped", Text, nullable=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
     # The operator action running on the task (migration 0005): who claimed it and when; NULL when none.
     Column("action_owner", String, nullable=True),
@@ -304,6 +309,34 @@ document_terms = Table(
     Column("chunks", Integer, nullable=False),
     PrimaryKeyConstraint("document_id", "term", name="pk_document_terms"),
     Index("ix_document_terms_term", "term"),
+)
+
+# Per chunk its vector for the knowledge base's vector search (migration 0019): one per chunk, made by the
+# embedder named (its identity) with its dimension, float32 little-endian, unit length. Goes with its chunk.
+chunk_vectors = Table(
+    "chunk_vectors",
+    metadata,
+    Column(
+        "chunk_id",
+        Integer,
+        ForeignKey("chunks.id", name="fk_chunk_vectors_chunk_id_chunks", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("embedder", Text, nullable=False),
+    Column("dimension", Integer, nullable=False),
+    Column("vector", LargeBinary, nullable=False),
+    PrimaryKeyConstraint("chunk_id", name="pk_chunk_vectors"),
+    Index("ix_chunk_vectors_embedder", "embedder"),
+)
+
+# One row: a number every write to the knowledge base's chunks or vectors raises in its transaction (migration
+# 0019). A process keeping the vectors in memory for its exact scan reads it to know whether they are current.
+knowledge_state = Table(
+    "knowledge_state",
+    metadata,
+    Column("id", Integer, nullable=False),
+    Column("generation", BigInteger, nullable=False),
+    PrimaryKeyConstraint("id", name="pk_knowledge_state"),
 )
 
 #: The full-text objects migration 0002 makes outside this metadata: on SQLite the FTS5 table ``chunks_fts``

@@ -11,6 +11,7 @@ hook (SQLite: a file, no connection to lose) skip it.
 from __future__ import annotations
 
 import itertools
+import struct
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ import pytest
 from marsrag.state import TaskProgress
 from marsrag.store.base import RunStore
 from marsrag.store.conformance.records import T0, event, run, task, transition
-from marsrag.store.queries import ChunkText, DocumentVersion
+from marsrag.store.queries import ChunkText, ChunkVectors, DocumentVersion
 
 __all__ = ["OPERATIONS", "DroppedConnectionConformance", "Operation"]
 
@@ -72,6 +73,25 @@ def _document(store: RunStore) -> dict[str, Any]:
     version = DocumentVersion("drops", path, sha256=path, size=10)
     store.knowledge().replace_document(version, [ChunkText(0, "Zebra", "zebra caches restart")])
     return {"path": path}
+
+
+#: The embedder the vector operations store as (4 dimensions).
+_EMBEDDER = "drops/axes-4"
+_ZEBRA = struct.pack("<4f", 1.0, 0.0, 0.0, 0.0)
+
+
+def _embedded(store: RunStore) -> dict[str, Any]:
+    path = f"doc-{next(_ids)}.md"
+    version = DocumentVersion("drops", path, sha256=path, size=10)
+    vectors = ChunkVectors(_EMBEDDER, 4, [_ZEBRA])
+    store.knowledge().replace_document(version, [ChunkText(0, "Zebra", "zebra caches restart")], vectors=vectors)
+    return {"path": path}
+
+
+def _unembedded(store: RunStore) -> dict[str, Any]:
+    context = _document(store)
+    context["chunks"] = [chunk.chunk_id for chunk in store.knowledge().unembedded(_EMBEDDER, 10_000)]
+    return context
 
 
 def _no_check(_store: RunStore, _context: dict[str, Any], _result: Any) -> None:
@@ -165,7 +185,53 @@ OPERATIONS: tuple[Operation, ...] = (
         ),
         _document,
     ),
+    Operation(
+        "knowledge.replace_document with vectors",
+        lambda s, c: s.knowledge().replace_document(
+            DocumentVersion("drops", c["path"], sha256="new", size=3),
+            [ChunkText(0, "Okapi", "okapi herds")],
+            vectors=ChunkVectors(_EMBEDDER, 4, [_ZEBRA]),
+        ),
+        lambda s, c, change: _expect(
+            change.outcome in ("updated", "unchanged")
+            and bool(s.knowledge().document_vectors(("drops", c["path"]), _EMBEDDER)),
+            "stored with its vector",
+        ),
+        _document,
+    ),
+    Operation(
+        "knowledge.set_vectors",
+        lambda s, c: s.knowledge().set_vectors(_EMBEDDER, 4, dict.fromkeys(c["chunks"], _ZEBRA)),
+        lambda s, c, stored: _expect(
+            stored == len(c["chunks"]) and not s.knowledge().unembedded(_EMBEDDER, 10), "every vector once"
+        ),
+        _unembedded,
+    ),
     # Reads: each must answer as a clean read does.
+    Operation(
+        "knowledge.document_vectors",
+        lambda s, c: s.knowledge().document_vectors(("drops", c["path"]), _EMBEDDER),
+        lambda _s, _c, r: _expect(r == {("Zebra", "zebra caches restart"): _ZEBRA}, "its vector"),
+        _embedded,
+    ),
+    Operation(
+        "knowledge.unembedded",
+        lambda s, _c: s.knowledge().unembedded(_EMBEDDER, 10),
+        lambda _s, _c, r: _expect(bool(r), "the chunk"),
+        _document,
+    ),
+    Operation(
+        "knowledge.embedders",
+        lambda s, _c: s.knowledge().embedders(collections=["drops"]),
+        lambda _s, _c, r: _expect(_EMBEDDER in r, "the embedder"),
+        _embedded,
+    ),
+    Operation(
+        "knowledge.search_vectors",
+        lambda s, _c: s.knowledge().search_vectors(_ZEBRA, _EMBEDDER, 5, collections=["drops"]),
+        lambda _s, _c, r: _expect(bool(r), "a hit"),
+        _embedded,
+    ),
     Operation(
         "get_run", lambda s, c: s.get_run(c["run_id"]), lambda _s, c, r: _expect(r == c["run"], "the run"), _with_task
     ),

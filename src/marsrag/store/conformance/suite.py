@@ -25,6 +25,7 @@ from marsrag.store.base import LEGACY_COLLECTION, RunStore
 from marsrag.store.conformance.drops import DroppedConnectionConformance
 from marsrag.store.conformance.knowledge import KnowledgeConformance
 from marsrag.store.conformance.records import CALL, T0, attempt, aware_utc, bare_task, event, run, task, transition
+from marsrag.store.conformance.vectors import VectorConformance
 from marsrag.store.queries import (
     ChunkText,
     DocumentChange,
@@ -64,7 +65,7 @@ def dead_pid() -> int:
     return child.pid
 
 
-class RunStoreConformance(DroppedConnectionConformance, KnowledgeConformance):
+class RunStoreConformance(DroppedConnectionConformance, KnowledgeConformance, VectorConformance):
     """What every :class:`RunStore` must do. Subclass it (named ``Test...``) and override :meth:`store`.
 
     Example::
