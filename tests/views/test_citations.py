@@ -168,3 +168,18 @@ def test_the_run_view_carries_summary_lines_and_its_outcome_in_words() -> None:
 def test_the_outcome_column_names_every_outcome_with_a_task_in_order(outcome: dict[str, int], text: str) -> None:
     """The runs list's Tasks column: each non-zero outcome, valid first; no tasks yet says so."""
     assert outcome_text(outcome) == text
+
+
+def test_each_source_says_which_retrievers_found_it_and_a_skipped_vector_search_is_a_note() -> None:
+    """``retrievers`` (name -> rank) becomes ``keyword #2 · vector #1``; junk in it is left out, never shown."""
+    results = [
+        {**RESULTS[0], "retrievers": {"keyword": 2, "vector": 1}},
+        {**RESULTS[1], "retrievers": {"keyword": True, "vector": "1", 3: 4}},
+    ]
+    skipped = "vector search skipped: cannot reach the embeddings endpoint http://127.0.0.1:9/v1/embeddings"
+    retrieval = Retrieval(query="q", results=results, retrievers=["keyword"], skipped=skipped)
+    view = task_view(cited_task(retrieval=retrieval))
+    assert [source.found_by for source in view.sources] == ["keyword #2 · vector #1", ""]
+    assert view.retrieval_skipped == skipped
+    assert task_view(cited_task()).retrieval_skipped is None
+    assert [source.found_by for source in task_view(cited_task()).sources] == ["", ""]  # stored before hybrid

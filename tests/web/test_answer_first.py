@@ -177,3 +177,20 @@ def test_the_answering_llm_is_named_without_credentials(spec: str | None, base_u
     """The composer says it is not a language model; a base URL shows only its host and port."""
     assert answering_llm(spec, base_url) == shown
     assert "secret" not in answering_llm(spec, base_url)
+
+
+def test_each_source_shows_the_retrievers_that_found_it_and_a_skipped_vector_search_is_noted(
+    site_factory: Callable[..., Site],
+) -> None:
+    from marsrag.state import Retrieval
+
+    results = [{**RESULTS[0], "retrievers": {"keyword": 2, "vector": 1}}, RESULTS[1]]
+    skipped = "vector search skipped: <the endpoint> answered 500"
+    html = store_cited_run(
+        site_factory(), retrieval=Retrieval(query="q", results=results, retrievers=["keyword"], skipped=skipped)
+    )
+    first = re.search(r'<li class="source source-cited" id="src-diagnose-1".*?</li>', html, re.S)
+    second = re.search(r'<li class="source source-cited" id="src-diagnose-2".*?</li>', html, re.S)
+    assert first and "keyword #2 · vector #1</span>" in first[0]
+    assert second and "source-found" not in second[0]
+    assert "Keyword search only: vector search skipped: &lt;the endpoint&gt; answered 500" in html

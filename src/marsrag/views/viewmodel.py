@@ -190,6 +190,8 @@ class SourceView:
     score: float | None = None
     cited: bool = False
     anchor: str = ""
+    #: Which retrievers found it and its rank in each, for people: ``keyword #2 · vector #1`` ("" when unknown).
+    found_by: str = ""
 
 
 @dataclass(frozen=True)
@@ -218,6 +220,8 @@ class TaskView:
     machine_parts: tuple[TextPart, ...] = ()
     #: How well its retrieved passages support it, when weakly or not at all (None: strong, or not assessed).
     support: SupportBadge | None = None
+    #: Why its retrieval was keyword search alone (the vector search was skipped), for a note; None: it was not.
+    retrieval_skipped: str | None = None
 
 
 @dataclass(frozen=True)
@@ -364,6 +368,7 @@ def task_view(
         citation_warnings=tuple(state.citation_warnings),
         machine_parts=cited_parts(_machine_output(state), citation_anchors(state)) if skipped else (),
         support=support_badge(state.retrieval.support if state.retrieval else None),
+        retrieval_skipped=state.retrieval.skipped if state.retrieval else None,
     )
 
 
@@ -633,7 +638,20 @@ def _source(task_id: str, ref: str, item: Mapping[str, Any], cited: Mapping[str,
         score=float(score) if isinstance(score, int | float) and not isinstance(score, bool) else None,
         cited=ref in cited,
         anchor=source_anchor(task_id, ref),
+        found_by=found_by(item.get("retrievers")),
     )
+
+
+def found_by(retrievers: object) -> str:
+    """A result's ``retrievers`` (name -> rank) in words, ``keyword #2 · vector #1``; "" for anything else."""
+    if not isinstance(retrievers, Mapping):
+        return ""
+    ranks = [
+        f"{name} #{rank}"
+        for name, rank in retrievers.items()
+        if isinstance(name, str) and isinstance(rank, int) and not isinstance(rank, bool)
+    ]
+    return " · ".join(ranks)
 
 
 def _citation_item(citation: Citation) -> dict[str, Any]:
