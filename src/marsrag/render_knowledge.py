@@ -37,6 +37,15 @@ def print_knowledge(listing: dict[str, Any]) -> None:
             shown(item["collection"]), shown(item["path"]), shown(item["chunks"]), shown(_when(item["ingested_at"]))
         )
     out.print(documents)
+    chunks = sum(item["chunks"] for item in listing["collections"])
+    for item in listing.get("embeddings", []):
+        out.print(
+            f"Embedded with {shown(item['embedder'])} ({shown(item['dimension'])} dimensions): "
+            f"{shown(item['chunks'])} of {chunks} chunks",
+            markup=False,
+        )
+    if chunks and not listing.get("embeddings"):
+        out.print("Not embedded: keyword search only (marsrag ingest embeds it with the configured embedder)")
 
 
 def _when(moment: str) -> str:

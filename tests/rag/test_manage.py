@@ -77,6 +77,18 @@ def test_the_listing_shows_collections_then_documents(kb: KnowledgeBase, tree: P
     assert found["documents"][0]["source"] == str((tree / "notes" / "x.md").resolve())
     only = listing(db=kb.url, collection="runbooks").to_dict()
     assert [c["name"] for c in only["collections"]] == ["runbooks"] and len(only["documents"]) == 1
+    assert found["embeddings"] == []  # ingested with no embedder
+
+
+def test_the_listing_says_what_embedded_the_chunks(db_url: str, tree: Path) -> None:
+    from marsrag.rag.embedders.wordllama import WordLlamaEmbedder
+
+    with KnowledgeBase.open(db_url, embedder=WordLlamaEmbedder(64)) as kb:
+        fill(kb, tree)
+    found = listing(db=db_url).to_dict()
+    assert found["embeddings"] == [{"embedder": "wordllama/l2_supercat-64", "dimension": 64, "chunks": 5}]
+    only = listing(db=db_url, collection="runbooks").to_dict()
+    assert only["embeddings"] == [{"embedder": "wordllama/l2_supercat-64", "dimension": 64, "chunks": 1}]
 
 
 def test_an_unknown_collection_suggests_close_names(kb: KnowledgeBase, tree: Path) -> None:
@@ -189,7 +201,7 @@ def test_the_kb_commands_list_and_remove(tree: Path, tmp_path: Path) -> None:
     assert all(len(line) <= 80 for line in shown.stdout.splitlines())
     assert "handbook" in shown.stdout and "kb/deep/filters.md" in shown.stdout and "Documents" in shown.stdout
     document = json.loads(marsrag("kb", "list", "--db", db, "--format", "json", cwd=tree).stdout)
-    assert sorted(document) == ["collections", "documents"] and len(document["documents"]) == 2
+    assert sorted(document) == ["collections", "documents", "embeddings"] and len(document["documents"]) == 2
     missing = marsrag("kb", "remove", "kb/heater.md", "kb/nope.md", "--db", db, cwd=tree)
     assert missing.returncode == 2 and missing.stdout == ""
     assert missing.stderr.splitlines() == [

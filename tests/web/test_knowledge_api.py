@@ -24,7 +24,7 @@ def filled(site: Site, tmp_path: Path) -> None:
 
 def test_the_knowledge_read_is_the_kb_list_document(site: Site, tmp_path: Path) -> None:
     """Empty, then the same JSON as ``kb list --format json``; one collection; an unknown one is 422 with hints."""
-    assert site.client.get("/api/knowledge").json() == {"collections": [], "documents": []}
+    assert site.client.get("/api/knowledge").json() == {"collections": [], "documents": [], "embeddings": []}
     filled(site, tmp_path)
     response = site.client.get("/api/knowledge")
     assert response.status_code == 200
@@ -70,7 +70,7 @@ def test_off_loopback_the_knowledge_read_needs_the_token(site_factory: Callable[
     refused = site.client.get("/api/knowledge")
     assert refused.status_code == 401 and refused.json()["error"] == "unauthorized"
     allowed = site.client.get("/api/knowledge", headers={"Authorization": f"Bearer {TOKEN}"})
-    assert allowed.status_code == 200 and allowed.json() == {"collections": [], "documents": []}
+    assert allowed.status_code == 200 and allowed.json() == {"collections": [], "documents": [], "embeddings": []}
 
 
 def test_the_openapi_schema_types_the_knowledge_read(site: Site) -> None:

@@ -42,10 +42,17 @@ class KnowledgeListing:
 
     collections: list[CollectionSummary] = field(default_factory=list)
     documents: list[DocumentSummary] = field(default_factory=list)
+    #: The embedders whose vectors are stored (of the collection listed) -> (dimension, chunks with one).
+    embedders: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"collections": [...], "documents": [...]}``, times as ISO 8601 in UTC (``kb list --format json``)."""
+        """``{"collections": [...], "documents": [...], "embeddings": [...]}``, times as ISO 8601 in UTC
+        (``kb list --format json``); ``embeddings`` lists each embedder's dimension and chunks embedded."""
         return {
+            "embeddings": [
+                {"embedder": name, "dimension": dimension, "chunks": chunks}
+                for name, (dimension, chunks) in sorted(self.embedders.items())
+            ],
             "collections": [
                 {
                     "name": item.name,
@@ -98,10 +105,12 @@ def list_knowledge(knowledge: KnowledgeStore, *, collection: str | None = None) 
     """What ``knowledge`` holds; only ``collection``'s if given (see :func:`listing`)."""
     collections = knowledge.collections()
     if collection is None:
-        return KnowledgeListing(collections, knowledge.documents())
+        return KnowledgeListing(collections, knowledge.documents(), knowledge.embedders())
     check_collections([collection], [item.name for item in collections])
     return KnowledgeListing(
-        [item for item in collections if item.name == collection], knowledge.documents(collections=[collection])
+        [item for item in collections if item.name == collection],
+        knowledge.documents(collections=[collection]),
+        knowledge.embedders(collections=[collection]),
     )
 
 

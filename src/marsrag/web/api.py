@@ -209,11 +209,25 @@ class KnowledgeDocument(BaseModel):
     )
 
 
+class KnowledgeEmbedding(BaseModel):
+    """An embedder whose vectors the knowledge base holds (a `marsrag kb list --format json` embedding)."""
+
+    embedder: str = Field(description="Its identity, as configured (`wordllama/l2_supercat-256`, `ollama/MODEL`).")
+    dimension: int = Field(ge=0, description="Its vectors' dimension.")
+    chunks: int = Field(ge=0, description="Chunks with a vector of it (all of them once an ingest embedded them).")
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"embedder": "wordllama/l2_supercat-256", "dimension": 256, "chunks": 216}]}
+    )
+
+
 class KnowledgeListing(BaseModel):
-    """What the knowledge base holds: its collections by name, then its documents by collection and path."""
+    """What the knowledge base holds: its collections by name, then its documents by collection and path, and
+    the embedders its chunks' vectors were made by (the vector half of hybrid search)."""
 
     collections: list[KnowledgeCollection]
     documents: list[KnowledgeDocument]
+    embeddings: list[KnowledgeEmbedding] = Field(default_factory=list)
 
 
 BackendDep = Annotated[Backend, Depends(backend_of)]
