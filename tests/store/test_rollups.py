@@ -501,9 +501,9 @@ def test_the_migration_backfills_a_store_from_before_it(db_url: str, tmp_path: A
                 table.name: [dict(row) for row in connection.execute(select(table)).mappings()] for table in TABLES
             }
     # Only the columns the revision had (0012 added the experiment, the arm and the event detail; 0015 support;
-    # 0016 the run's collections; 0018 its trace).
+    # 0016 the run's collections; 0018 its trace; 0019 the task's retrievers).
     dropped: tuple[str, ...] = ("id",) if revision == "0012" else ("id", "experiment", "arm", "detail")
-    dropped += ("support_level", "support", "collections", "trace")
+    dropped += ("support_level", "support", "collections", "trace", "retrievers", "retrieval_skipped")
     dropped += () if revision >= "0010" else ("metrics_code",)
     kept = (runs, task_states, attempts, transitions, events) + ((rollups,) if revision >= "0010" else ())
     with at_revision(db_url, revision) as connection:
@@ -516,7 +516,7 @@ def test_the_migration_backfills_a_store_from_before_it(db_url: str, tmp_path: A
             if table is rollups:
                 rows = _without_arms(rows)
             if rows:
-                connection.execute(insert(_as_before_0013(table)), rows)
+                connection.execute(insert(_as_at(table, rows[0])), rows)
     with open_store(db_url) as migrated:
         assert {by: migrated.loop_counts(by=by) for by in GROUPINGS} == expected
         assert_rollups_match(migrated)
@@ -551,11 +551,10 @@ def test_a_window_is_whole_days_and_the_shorter_part_of_each_partial_day(
 ARM_COLUMNS = ("experiment", "arm")
 
 
-def _as_before_0013(table: Any) -> Any:
-    """A table as revisions before 0013 had it (rollups without the arm columns)."""
-    if table is not rollups:
-        return table
-    return sa_table(table.name, *(sa_column(c.name, c.type) for c in table.columns if c.name not in ARM_COLUMNS))
+def _as_at(table: Any, row: dict[str, Any]) -> Any:
+    """A table with only the columns an older revision had (those its rows carry): no column it lacked, not even
+    one today's schema would fill with a default, is written."""
+    return sa_table(table.name, *(sa_column(c.name, c.type) for c in table.columns if c.name in row))
 
 
 def _without_arms(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -576,7 +575,7 @@ def test_a_downgrade_to_0010_keeps_the_day_rows_only(db_url: str) -> None:
     with open_store(db_url) as store:
         apply(store, HISTORY)
         assert isinstance(store, SqlRunStore)
-        old = _as_before_0013(rollups)
+        old = _as_at(rollups, {c.name: None for c in rollups.columns if c.name not in ARM_COLUMNS})
         with store.engine.connect() as connection:
             rows = [tuple(row) for row in connection.execute(select(old))]
     days = sorted(row for row in rows if row[1] != ALL_TIME)
