@@ -74,3 +74,34 @@ def test_a_near_miss_under_json_schema_is_an_attempt_the_guardrail_repairs(
         assert (hook["minLength"], hook["maxLength"]) == (1, 800)
     calls = item.guardrail.attempts[0].calls
     assert (calls.structured_output, calls.finish_reason, calls.prompt_tokens) == ("json_schema", "stop", 10)
+
+
+@pytest.mark.parametrize(
+    ("setting", "example_sent"),
+    [("json_schema", False), ("json_object", False), ("grammar", False), ("prompt", True)],
+)
+def test_the_worked_example_is_sent_only_when_the_request_does_not_enforce_the_form(
+    single_task_project: Callable[..., ProjectConfig], server: AcceptingChatServer, setting: str, example_sent: bool
+) -> None:
+    """Under the contract's schema or grammar the decoder writes the form the example shows, and small models copy
+    its sentences: the request leaves it out. The template and the goal are sent either way."""
+    import crewai
+
+    from marsrag.contract import EXPECTED_OUTPUT_TEMPLATE, render_example
+    from marsrag.integrations.crewai_builders import build_crew
+    from marsrag.llm.boundary import make_resilient
+    from marsrag.llm.resilient import CallPolicy
+
+    policy = CallPolicy(timeout=30, retries=0, backoff=0)
+    model = crewai.LLM(model="openai/test-model", base_url=server.base_url, api_key="k")
+    llm = make_resilient(model, policy, structured_output=setting)
+    server.script[:] = [VALID]
+    built = build_crew(single_task_project("diagnose"), None, llm)
+    built.kickoff({"goal": "API latency SLO breaches"})
+
+    assert built.tasks[0].task.expected_output.startswith(render_example())  # the task itself keeps it
+    [exchange] = server.exchanges
+    sent = "\n".join(str(message["content"]) for message in exchange.body["messages"])
+    assert (render_example() in sent) is example_sent
+    assert EXPECTED_OUTPUT_TEMPLATE in sent and 'The user\'s goal: "API latency SLO breaches"' in sent
+    assert ("response_format" in exchange.body or "grammar" in exchange.body) is not example_sent

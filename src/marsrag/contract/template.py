@@ -16,6 +16,7 @@ __all__ = [
     "INSTRUCTIONS_NOT_ANSWER",
     "SECTION_INSTRUCTIONS",
     "TemplateFormat",
+    "drop_example",
     "render_example",
     "render_expected_output",
     "render_sections",
@@ -68,6 +69,15 @@ def render_example() -> str:
     """The worked example as a prompt shows it: one JSON answer for an unrelated goal, its form to follow."""
     answer = json.dumps(WORKED_EXAMPLE, ensure_ascii=False)
     return f'Example for another goal ("{EXAMPLE_GOAL}"), to follow in form only:\n{answer}'
+
+
+def drop_example(text: str) -> str:
+    """``text`` without the worked example (:func:`render_example` and the blank line after it), where it has one.
+
+    For a request whose decoder is made to follow the contract's schema: the example only shows the form, which
+    the decoder enforces, and small models copy its sentences into their fields.
+    """
+    return text.replace(render_example() + "\n\n", "")
 
 
 def render_sections(values: Mapping[str, str | None]) -> str:

@@ -9,13 +9,15 @@
 3. never hand CrewAI's provider a ``response_model``: it would parse the structured response itself and
    raise on a near-miss (a fence, a missing field, a cut answer) before the contract guardrail sees it, so
    the structure is asked for in the request and whatever comes back reaches the contract as text;
-4. send no structure in a step of a tool loop, tools in the request or in the prompt
+4. leave the prompt's worked example out of a request whose decoder is held to the contract's form
+   (:func:`~marsrag.llm.structured.framed`: small models copy the example, and the decoder writes the form it shows);
+5. send no structure in a step of a tool loop, tools in the request or in the prompt
    (:func:`~marsrag.llm.structured.asks_for_structure`: vLLM and Ollama skip tools when a response format is set);
-5. pass each streamed chunk of the answer, with its task, to :data:`~marsrag.integrations.streams.STREAMS`
+6. pass each streamed chunk of the answer, with its task, to :data:`~marsrag.integrations.streams.STREAMS`
    (and say when a request starts, so a listener drops the text of an answer that was not kept);
-6. record the call (model, endpoint host, mode, refusals, latency, tokens, finish reason) in the
+7. record the call (model, endpoint host, mode, refusals, latency, tokens, finish reason) in the
    :data:`~marsrag.integrations.calls.JOURNAL` under its task, for the attempt it produces;
-7. trace it: a ``chat`` span under its task's span (:mod:`marsrag.tracing.spans`), when traces are exported.
+8. trace it: a ``chat`` span under its task's span (:mod:`marsrag.tracing.spans`), when traces are exported.
 
 The object is not wrapped: CrewAI keys per-call state by the LLM's identity (``call_stop_override`` stores
 the stop words under ``id(llm)``), checks ``isinstance(llm, BaseLLM)`` and sets fields such as ``stop`` on
@@ -48,6 +50,7 @@ from marsrag.llm.structured import (
     asks_for_structure,
     begin_request,
     end_request,
+    framed,
     is_refusal,
     ladder,
     take_offer,
@@ -294,6 +297,7 @@ class OpenAIChatOffers:
         offer = take_offer(params.get("tools"))
         if offer is not None:
             offer.apply(params)
+            params["messages"] = framed(params.get("messages"), offer)
         return params
 
 

@@ -33,7 +33,7 @@ from marsrag.errors import MarsRAGError
 from marsrag.files import MAX_CONFIG_BYTES, UnreadableFileError, read_regular_file
 from marsrag.integrations.calls import report
 from marsrag.llm._local import LocalLLM
-from marsrag.llm.structured import take_offer
+from marsrag.llm.structured import framed, take_offer
 
 
 class ReplayExhaustedError(MarsRAGError):
@@ -245,10 +245,12 @@ class ReplayLLM(LocalLLM):
     ) -> str:
         """Record the call of ``step`` and give its output (or raise its scripted error).
 
-        A call carrying ``tools`` takes no structured-output offer (see :func:`take_offer`).
+        A call carrying ``tools`` takes no structured-output offer (see :func:`take_offer`); the messages are
+        recorded as an OpenAI-compatible request would send them under the offer (:func:`framed`).
         """
         recorded = [{"role": "user", "content": messages}] if isinstance(messages, str) else copy.deepcopy(messages)
         offer = take_offer(tools)
+        recorded = framed(recorded, offer)  # as a server would be sent them
         mode = offer.mode if offer is not None else "prompt"
         task_name = getattr(from_task, "marsrag_task", None) or getattr(from_task, "name", None)
         model_name = getattr(response_model, "__name__", None)
