@@ -152,6 +152,19 @@ def test_1_2_0_adds_only_rejections_of_stand_ins_which_is_minor() -> None:
         assert required_bump(new, changed) == "major"
 
 
+def test_1_3_0_adds_only_the_quoted_instruction_rejection_which_is_minor() -> None:
+    """1.2.0 -> 1.3.0 adds one rule (a template instruction quoted word for word inside a field) and keeps every
+    1.2.0 rule as it was: minor; dropping or changing it later is major."""
+    snapshots = {str(version): snapshot for version, snapshot in load_snapshots().items()}
+    old, new = snapshots["1.2.0"], snapshots["1.3.0"]
+    assert set(new["rules"]) - set(old["rules"]) == {"reject_instruction_quoted"}
+    assert {key: value for key, value in new["rules"].items() if key in old["rules"]} == old["rules"]
+    assert required_bump(old, new) == "minor"
+    changed = copy.deepcopy(new)
+    changed["rules"]["reject_instruction_quoted"] = {**new["rules"]["reject_instruction_quoted"], "changed": True}
+    assert required_bump(new, changed) == "major"
+
+
 def test_released_1_0_0_snapshot_is_kept() -> None:
     """The 1.0.0 snapshot stays as released: no truncation rule, its own schema $id."""
     old = load_snapshots()[parse_version("1.0.0")]

@@ -172,3 +172,36 @@ def test_stand_ins_fail_in_every_form(value: str) -> None:
     }
     for form, raw in forms.items():
         assert set(codes(validate_output(raw))) == {"grip"}, form
+
+
+@pytest.mark.parametrize("name", FIELDS)
+def test_an_instruction_quoted_inside_a_longer_field_fails(name: str) -> None:
+    """Contract 1.3.0: a template line pasted word for word into a field among words of the model's own (its first
+    letter in either case, its label and final period or not) is not content; the message quotes nothing back."""
+    instruction = SECTION_INSTRUCTIONS[name]
+    lowered = instruction[0].lower() + instruction[1:]
+    for value in (
+        f"To diagnose the problem we will analyze the evidence. Let's break it down: 1. {name.upper()}: {instruction}",
+        f"We should {lowered.rstrip('.')} for the checkout latency breach in three regions [1].",
+        f"{instruction}\n{instruction}\nThe cache restart caused the breach, as INC-41 shows [2].",
+    ):
+        for field in ("hook", "reinforce"):
+            result = validate_output({**CONTENT, field: value})
+            assert codes(result) == {field: "template_echo"}, value
+            assert "quotes the template's instruction" in result.errors[0].message
+            assert instruction.rstrip(".") not in result.errors[0].message
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "Open with the pre-warmed nodes, or stakes rise for the sale [1].",  # the instruction's words, not its line
+        "Provide the key insight, then the fix: pre-warm each node or restart one at a time.",
+        "Deliver the fix to one region or two, then compare p95 [3].",
+        "End with the best next question: should we pre-warm or stagger the restarts?",
+    ],
+)
+def test_answers_sharing_an_instructions_opening_stay_valid(value: str) -> None:
+    """Words or the opening of an instruction used in a sentence of the answer's own are content."""
+    for name in FIELDS:
+        assert validate_output({**CONTENT, name: value}).ok, (name, value)

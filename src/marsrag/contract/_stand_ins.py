@@ -1,6 +1,6 @@
-"""Stand-ins for content (contract 1.2.0): what small models write in a field instead of an answer.
+"""Stand-ins for content (contract 1.2.0, 1.3.0): what small models write in a field instead of an answer.
 
-Three shapes, each found by what it is made of, never by a list of observed outputs:
+Four shapes, each found by what it is made of, never by a list of observed outputs:
 
 - **a bare source reference**: the field without its citation markers (``[1]``, ``[2, 3]``, ``[^1]``), paths,
   URLs, anchors and source header lines (``[1] runbooks/cache.md#Warm-up``) has no word left but the words
@@ -16,7 +16,9 @@ Three shapes, each found by what it is made of, never by a list of observed outp
   resolution" is PAYOFF's instruction, not a payoff. A field naming anything specific (a number, an acronym,
   a code-like token, a quotation) is content whatever its words; so is one sharing only a word or two with
   the template. The same measure against the prompt's worked example (:mod:`marsrag.contract.example`) finds
-  a field that copies it.
+  a field that copies it;
+- **a quoted instruction** (1.3.0): one of the template's instruction lines word for word inside a longer
+  field, as a model pastes the template into its answer.
 
 Each check starts with a test of one or two characters or of the length, so most real answers pay a few
 microseconds; stems (Snowball, loaded on first use) are taken only for a short field whose words already
@@ -185,6 +187,40 @@ def restated_instruction(value: str) -> str | None:
     return None
 
 
+# -- an instruction quoted inside a longer field (1.3.0) ----------------------------------------------------------
+
+#: Each instruction as a model copies it into a longer field: its first letter in either case (a sentence may
+#: start with it, or run on into it), the rest as written, the final period optional.
+QUOTED_INSTRUCTIONS: Final = tuple(text.rstrip(".") for text in SECTION_INSTRUCTIONS.values())
+_QUOTED: Final = re.compile("|".join(f"(?i:{re.escape(text[0])}){re.escape(text[1:])}" for text in QUOTED_INSTRUCTIONS))
+
+
+def _common_part(texts: tuple[str, ...]) -> str:
+    """The longest text found in every one of ``texts`` (empty when they share nothing)."""
+    first = min(texts, key=len)
+    for size in range(len(first), 0, -1):
+        for start in range(len(first) - size + 1):
+            part = first[start : start + size]
+            if all(part in text for text in texts):
+                return part
+    return ""
+
+
+#: What every instruction contains (derived: " or " for the canonical template): a field without it quotes none,
+#: found with one substring test, so real answers almost never pay for the search.
+QUOTE_GATE: Final = _common_part(tuple(text[1:] for text in QUOTED_INSTRUCTIONS))
+
+
+def quotes_instruction(value: str) -> bool:
+    """Whether a value holds one of the template's instruction lines word for word, whatever surrounds it.
+
+    A whole field that rewords an instruction is :func:`restated_instruction`'s; this finds the instruction
+    pasted into a longer text ("Let's break it down: 1. HOOK: Open with one clear tension or stakes statement
+    anchored to the user goal. 2. ..."), which says nothing about the goal where it stands.
+    """
+    return QUOTE_GATE in value and _QUOTED.search(value) is not None
+
+
 def snapshot() -> dict[str, object]:
     """These rules' parameters as plain data, for the contract's versioned snapshot."""
     return {
@@ -199,6 +235,8 @@ def snapshot() -> dict[str, object]:
             "max_span_words": MAX_SPAN_WORDS,
             "max_words_around": MAX_WORDS_AROUND,
         },
+        # Since 1.3.0: an instruction line quoted word for word inside a longer field.
+        "reject_instruction_quoted": {"instructions": list(QUOTED_INSTRUCTIONS), "first_letter_any_case": True},
         "reject_template_reworded": {
             "vocabulary": "stems of the template's instruction lines and meta_words",
             "meta_words": list(META_WORDS),

@@ -122,7 +122,8 @@ def non_content_reason(value: str) -> tuple[str, str] | None:
 
 
 def _stand_in_reason(value: str) -> tuple[str, str] | None:
-    """The 1.2.0 rules: a bare reference, a bracketed placeholder, a reworded instruction, the example copied."""
+    """The 1.2.0 rules (a bare reference, a bracketed placeholder, a reworded instruction, the example copied) and
+    1.3.0's (an instruction quoted inside a longer field)."""
     shown = repr(value) if len(value) <= 60 else f"{value[:57]!r}…"
     if _stand_ins.reference_only(value):
         return "placeholder", (
@@ -143,6 +144,11 @@ def _stand_in_reason(value: str) -> tuple[str, str] | None:
     if restated == "example":
         return "template_echo", (
             "copies the prompt's example answer, which is about another topic: answer the user's goal"
+        )
+    if _stand_ins.quotes_instruction(value):
+        return "template_echo", (
+            "quotes the template's instruction instead of answering: write this section's content about the "
+            "user's goal, without the template's words"
         )
     return None
 
@@ -203,6 +209,7 @@ def rules_snapshot() -> dict[str, object]:
         # Since 1.1.0: a field cut off before it ended (an open JSON string, or the provider's cut) fails.
         "reject_truncated": True,
         "template": [f"{field.upper()}: {SECTION_INSTRUCTIONS[field]}" for field in FIELDS],
-        # Since 1.2.0: a bare source reference, a bracketed placeholder, a reworded instruction, the example copied.
+        # Since 1.2.0: a bare source reference, a bracketed placeholder, a reworded instruction, the example copied;
+        # since 1.3.0, an instruction quoted inside a longer field.
         **_stand_ins.snapshot(),
     }

@@ -27,7 +27,8 @@ _WORDING_KEYS = frozenset({"$id", "x-loop-contract-version", "description", "tit
 # Rules that reject what never was an answer's content: a field cut off before it ended (reject_truncated), a
 # value that is only a template placeholder, only a field's name, or has no letter or digit (the placeholder_*
 # and reject_no_letter_or_digit rules, 1.1.0); a value that is only a source reference, only bracketed
-# placeholders, a reworded template instruction or a copy of the prompt's example (1.2.0). Adding one fails no
+# placeholders, a reworded template instruction or a copy of the prompt's example (1.2.0); a field quoting a
+# template instruction word for word (1.3.0). Adding one fails no
 # answer whose fields a model finished with content, so it is an addition (minor); dropping or changing one is major.
 _ADDITIVE_REJECTIONS = frozenset(
     {
@@ -39,6 +40,7 @@ _ADDITIVE_REJECTIONS = frozenset(
         "placeholder_bracketed_spans",
         "reject_template_reworded",
         "reject_example_echo",
+        "reject_instruction_quoted",
     }
 )
 
