@@ -20,9 +20,11 @@ Four shapes, each found by what it is made of, never by a list of observed outpu
 - **a quoted instruction** (1.3.0): one of the template's instruction lines word for word inside a longer
   field, as a model pastes the template into its answer.
 
-Each check starts with a test of one or two characters or of the length, so most real answers pay a few
-microseconds; stems (Snowball, loaded on first use) are taken only for a short field whose words already
-look like the template's.
+Each check starts with a test of one or two characters or of the length; stems (Snowball, loaded on first use)
+are taken only for a short field whose words already look like the template's. Real answers pass those tests
+often (sentences hold ``.``, and common words share the template's prefixes): measured on the tests' sample
+answer, the rules cost about 135 microseconds for its five fields, most of it the path pattern and the stems;
+the quoted-instruction check about 2 (one substring test gates it).
 """
 
 from __future__ import annotations
