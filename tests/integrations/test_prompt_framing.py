@@ -95,7 +95,7 @@ def test_the_briefing_states_the_goal_last_unless_the_task_does() -> None:
 def test_composed_answers_never_copy_the_example(goal: str) -> None:
     """Answers from the full prompt (example included) are valid and share no example-only word."""
     from marsrag.contract import render_example
-    from marsrag.llm.composer import compose
+    from marsrag.llm.composition import compose
 
     prompt = f'{briefing(goal, None, RESULTS, goal_line=False)}\n\n{render_example()}\n\n{GOAL_PREFIX} "{goal}"'
     answer = compose(prompt, "diagnose")

@@ -52,7 +52,7 @@ PROMPT = f"Current Task: Recommend the fix.\n{briefing(GOAL, HOOK, RESULTS)}\n"
 
 
 def compose(prompt: str, task: str = "recommend") -> dict[str, str]:
-    from marsrag.llm.composer import compose as compose_answer
+    from marsrag.llm.composition import compose as compose_answer
 
     return compose_answer(prompt, task)
 
@@ -63,7 +63,7 @@ def _sentences(text: str) -> list[str]:
 
 def assert_grounded(answer: dict[str, str], results: list[dict[str, object]]) -> None:
     """Every quoted sentence carries the marker of the passage it came from; every marker resolves."""
-    from marsrag.llm.composer import plain
+    from marsrag.llm.composition import plain
 
     citations, warnings = resolve(answer, results)
     assert warnings == []
@@ -170,7 +170,7 @@ def test_composer_is_a_crewai_llm_answering_json() -> None:
 
 def test_plain_removes_markdown_and_keeps_list_items_as_sentences() -> None:
     """Headings, bullets, emphasis, links and table rules go; each item becomes its own sentence."""
-    from marsrag.llm.composer import plain
+    from marsrag.llm.composition import plain
 
     text = "## Steps\n- **Drain** the node with `drainctl`\n- See [the guide](http://x/y)\n|a|b|\n|---|---|\n|1|2|"
     assert plain(text) == "Steps\nDrain the node with drainctl.\nSee the guide.\na, b.\n1, 2."

@@ -59,7 +59,7 @@ def knowledge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeBas
 @pytest.mark.parametrize("goal", SAMPLE_GOALS + GARDEN_GOALS)
 def test_every_quoted_sentence_is_cited_with_its_passage(knowledge: KnowledgeBase, goal: str) -> None:
     """Over real retrieval, each quoted sentence carries its passage's marker and the top result is used."""
-    from marsrag.llm.composer import compose
+    from marsrag.llm.composition import compose
 
     results = knowledge.search(goal, 5)
     assert results
@@ -71,7 +71,7 @@ def test_every_quoted_sentence_is_cited_with_its_passage(knowledge: KnowledgeBas
 
 def test_a_short_section_is_read_under_its_own_heading(knowledge: KnowledgeBase) -> None:
     """The blossom-end-rot section is retrieved, quoted and cited under its own heading."""
-    from marsrag.llm.composer import compose
+    from marsrag.llm.composition import compose
 
     results = knowledge.search(GARDEN_GOALS[0], 5)
     assert results[0]["source"].endswith("#Tomato growing notes > Blossom end rot")
