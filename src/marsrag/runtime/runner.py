@@ -37,7 +37,7 @@ from marsrag.runtime.heartbeat import Heartbeat
 from marsrag.runtime.progress import TaskProgressListener
 from marsrag.runtime.retrieval import NoRetriever, Retriever, retrieve, run_scope, scoped_retriever
 from marsrag.runtime.routing import LexicalRouter, Router, project_candidates
-from marsrag.runtime.states import task_state
+from marsrag.runtime.states import handed_on, task_state
 from marsrag.state import (
     FollowKind,
     HookSource,
@@ -526,7 +526,8 @@ class _Execution:
     def _resume_after(self, prior: TaskState, start: int) -> None:
         """Stand the stored prior task in for the executed one: its output as context, its transition."""
         prior_item = self.built.tasks[start - 1]
-        raw = prior.attempts[-1].raw if prior.attempts else prior.rendered
+        handed = handed_on(prior)
+        raw = handed if handed is not None else prior.attempts[-1].raw if prior.attempts else prior.rendered
         prior_item.task.output = TaskOutput(
             description=prior_item.task.description, agent=prior.agent or "", raw=raw, name=prior.task_id
         )
@@ -635,6 +636,9 @@ class _Execution:
         target = self.built.tasks[index + 1].config.name if index + 1 < len(self.built.tasks) else None
         committed = self.runner.commits.commit(self.run, state, state.attempts, target=target, holder=self.holder)
         self.states.append(state)
+        handed = handed_on(state)
+        if handed is not None and isinstance(getattr(output, "raw", None), str):
+            output.raw = handed  # what CrewAI gives the later tasks as context; the attempts keep the raw text
         _end_task_span(TASKS.close(self.built.tasks[index].task), state, committed)
         if target is not None and self.runner.stopping.is_set():
             raise RunInterrupted(f"interrupted by a shutdown after task {state.task_id!r}: it resumes from there")

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from marsrag.chain.numbering import GAP
-from marsrag.contract import LOOP_CONTRACT_VERSION
+from marsrag.contract import LOOP_CONTRACT_VERSION, render_sections
 from marsrag.integrations.calls import JOURNAL, AttemptCalls
 from marsrag.integrations.crewai_builders import BuiltTask
 from marsrag.integrations.passages import PASSAGES
@@ -100,3 +100,19 @@ def task_state(
     outcomes = [Outcome.of(attempt.result) for attempt in item.guardrail.attempts]
     base.loop_contract_version = item.task.loop_contract_version or LOOP_CONTRACT_VERSION
     return settle(base, attempts, outcomes, router=router, candidates=candidates, known=known)
+
+
+def handed_on(state: TaskState) -> str | None:
+    """What a task hands the tasks after it as CrewAI's context: its sections that passed, labelled.
+
+    Structure is what chains (spec section 3), so a contract task hands on its contract sections, not the
+    model's raw text: a section that failed (an echoed template line, a placeholder, a bare reference) is left
+    out, and a task with none that passed hands on nothing (an empty context). Small models copy what they are
+    given: Qwen2.5-Coder-0.5B copied a failed answer handed on raw into the next task's fields (issue 38). None
+    for a task without the contract (``skipped``): its raw output is its context.
+    """
+    if state.validation.status == "skipped":
+        return None
+    failing = {issue.field for issue in state.validation.errors}
+    values = state.loop_output.model_dump()
+    return render_sections({name: value for name, value in values.items() if name not in failing})
