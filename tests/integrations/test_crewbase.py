@@ -139,7 +139,8 @@ def test_a_crewbase_crew_is_bound_validated_chained_and_stored(store: RunStore, 
     assert "Senior payments researcher" in prompts[0] and "for the payments team" in prompts[0]
     assert "HOOK:" in prompts[0] and "What the answer covers: The three most likely causes" in prompts[0]
     assert RESEARCH_LOOP in prompts[1] and "Keywords, comma separated." in prompts[3]
-    assert "HOOK:" not in prompts[3]
+    # No template for the task without the contract; its context is the previous task's sections, labelled.
+    assert "Open with one clear tension" not in prompts[3] and "PAYOFF: " in prompts[3]
 
 
 def test_every_run_builds_a_fresh_crew(store: RunStore, crew_class: Any) -> None:

@@ -103,3 +103,35 @@ def test_composed_answers_never_copy_the_example(goal: str) -> None:
     example_only = set(words(" ".join(WORKED_EXAMPLE.values()))) - set(words(f"{goal} {json.dumps(RESULTS)}"))
     used = set(words(" ".join(answer.values())))
     assert not (used & {word for word in example_only if re.fullmatch(r"[a-z]{5,}", word)})
+
+
+def test_a_structured_request_through_a_crew_shows_the_draft_and_quotes_only_what_passed(
+    sample_project: ProjectConfig,
+) -> None:
+    """A real crew at the LLM boundary (auto: json_schema): the first call shows the draft of its own sources right
+    before the goal, without the example; the repair quotes the failed answer without its echoed line."""
+    from marsrag.integrations.crewai_builders import build_crew
+    from marsrag.llm.boundary import make_resilient
+    from marsrag.llm.framing import DRAFT_HEADING
+    from marsrag.llm.replay import ReplayLLM
+    from marsrag.llm.resilient import CallPolicy
+    from tests.contract.samples import CONTENT
+
+    echo = EXPECTED_OUTPUT_TEMPLATE.splitlines()[0].split(": ", 1)[1]
+    llm = make_resilient(
+        ReplayLLM.from_outputs([json.dumps({**CONTENT, "hook": echo}), VALID, VALID, VALID]),
+        CallPolicy(timeout=30, retries=0, backoff=0),
+    )
+    built = build_crew(sample_project, "support_answer", llm)
+    built.tasks[0].task.description += "\n\n" + briefing(
+        GOAL, None, RESULTS, support=Support(level="strong", score=0.9), goal_line=False
+    )
+    built.kickoff({"goal": GOAL})
+    first, repair = ("\n".join(str(m["content"]) for m in call.messages) for call in llm.calls[:2])
+    assert llm.calls[0].structured_output == "json_schema"
+    assert first.index(DRAFT_HEADING) < first.index(f'{GOAL_PREFIX} "{GOAL}"') < first.index(ANSWER_NOW)
+    drafted = json.loads(first.split(DRAFT_HEADING + "\n", 1)[1].split("\n", 1)[0])
+    assert validate_output(drafted).status == "valid" and "[1]" in json.dumps(drafted)
+    assert json.dumps(WORKED_EXAMPLE) not in first and EXPECTED_OUTPUT_TEMPLATE in first
+    assert "### Previous result:" in repair and repair.count(echo) == 1  # the template's line, not the copy
+    assert f"PAYOFF: {CONTENT['payoff']}" in repair

@@ -223,22 +223,3 @@ def test_an_offer_enforces_the_form_when_it_carries_the_schema_or_the_grammar(
 ) -> None:
     """OpenAI's plain JSON mode makes the answer JSON, not the contract's: it does not enforce the form."""
     assert [offer.enforces_form for offer in ladder(setting)] == enforcing
-
-
-def test_framed_messages_drop_the_example_only_under_an_enforcing_offer_and_copy_the_list() -> None:
-    """The example goes with the blank line after it; other messages, other content and the input list stay."""
-    from marsrag.contract import render_example
-    from marsrag.llm.structured import framed
-
-    user = f"Task.\n\nThis is the expected criteria for your final answer: {render_example()}\n\nThe five lines..."
-    messages = [{"role": "system", "content": "You are an analyst."}, {"role": "user", "content": user}]
-    schema, _, plain, prompt = ladder("auto")
-    sent = framed(messages, schema)
-    assert sent[0] is messages[0] and sent[1]["role"] == "user"
-    assert sent[1]["content"] == "Task.\n\nThis is the expected criteria for your final answer: The five lines..."
-    assert messages[1]["content"] == user  # unchanged in place
-    assert framed(messages, plain) is messages and framed(messages, prompt) is messages
-    assert framed(messages, None) is messages
-    assert framed("a prompt as one string", schema) == "a prompt as one string"
-    parts = [{"role": "user", "content": [{"type": "text", "text": user}]}]  # content parts: left as they are
-    assert framed(parts, schema) == parts

@@ -34,6 +34,7 @@ from typing import Any, ClassVar, TypeVar
 
 from marsrag.integrations.calls import JOURNAL, CallRecord, Capture, close_capture, endpoint_of, open_capture, report
 from marsrag.integrations.streams import STREAMS
+from marsrag.llm.framing import framed
 from marsrag.llm.resilient import (
     CallPolicy,
     acall_with_policy,
@@ -50,7 +51,6 @@ from marsrag.llm.structured import (
     asks_for_structure,
     begin_request,
     end_request,
-    framed,
     is_refusal,
     ladder,
     take_offer,

@@ -33,7 +33,8 @@ from marsrag.errors import MarsRAGError
 from marsrag.files import MAX_CONFIG_BYTES, UnreadableFileError, read_regular_file
 from marsrag.integrations.calls import report
 from marsrag.llm._local import LocalLLM
-from marsrag.llm.structured import framed, take_offer
+from marsrag.llm.framing import framed
+from marsrag.llm.structured import take_offer
 
 
 class ReplayExhaustedError(MarsRAGError):

@@ -36,7 +36,6 @@ from typing import Any, Final, Literal, get_args
 
 from marsrag.contract.fields import FIELDS
 from marsrag.contract.rules import MAX_FIELD_CHARS
-from marsrag.contract.template import drop_example
 from marsrag.settings import STRUCTURED_OUTPUTS as SETTINGS_VALUES
 
 StructuredOutput = Literal["auto", "json_schema", "json_object", "grammar", "prompt"]
@@ -284,26 +283,6 @@ def end_request(token: contextvars.Token[Request | None]) -> None:
     _REQUEST.reset(token)
 
 
-def framed(messages: Any, offer: Offer | None) -> Any:
-    """The messages a request under ``offer`` sends: without the prompt's worked example when the offer enforces
-    the form (:attr:`Offer.enforces_form`).
-
-    The example is there to show small models the answer's form; a decoder held to the schema writes that form
-    whatever the prompt says, and the same small models then copy the example's sentences instead (measured on
-    SmolLM2-135M and Qwen2.5-Coder-0.5B: see ``docs/crewai.md``). Messages are copied, never changed in place
-    (CrewAI reuses its list); anything but a list of messages is returned as it is.
-    """
-    if offer is None or not offer.enforces_form or not isinstance(messages, list):
-        return messages
-    sent = []
-    for message in messages:
-        content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(content, str) and (shorter := drop_example(content)) != content:
-            message = {**message, "content": shorter}
-        sent.append(message)
-    return sent
-
-
 def take_offer(tools: Any = None) -> Offer | None:
     """For an LLM building its request: the structure to ask for (None: none), marked as applied.
 
@@ -328,7 +307,6 @@ __all__ = [
     "Offer",
     "StructuredOutput",
     "asks_for_structure",
-    "framed",
     "begin_request",
     "contract_grammar",
     "decoding_schema",
