@@ -124,14 +124,14 @@ def non_content_reason(value: str) -> tuple[str, str] | None:
 def _stand_in_reason(value: str) -> tuple[str, str] | None:
     """The 1.2.0 rules (a bare reference, a bracketed placeholder, a reworded instruction, the example copied) and
     1.3.0's (an instruction quoted inside a longer field)."""
-    shown = repr(value) if len(value) <= 60 else f"{value[:57]!r}…"
     if _stand_ins.reference_only(value):
         return "placeholder", (
-            f"is only a source reference ({shown}), not content: write what the source says, then cite its number"
+            f"is only a source reference ({_shown(value)}), not content: write what the source says, then cite its "
+            "number"
         )
     if _stand_ins.bracketed_placeholder(value):
         return "placeholder", (
-            f"is a bracketed placeholder ({shown}), not content: write the actual text instead of the brackets"
+            f"is a bracketed placeholder ({_shown(value)}), not content: write the actual text instead of the brackets"
         )
     # An echo is not quoted back: the message is the repair's feedback, and a small model copies what it is shown
     # (measured: Qwen2.5-Coder-0.5B wrote the quoted, cut example back into its repair, cut mark and all).
@@ -151,6 +151,11 @@ def _stand_in_reason(value: str) -> tuple[str, str] | None:
             "user's goal, without the template's words"
         )
     return None
+
+
+def _shown(value: str) -> str:
+    """A value as a message quotes it: whole up to 60 characters, else its start."""
+    return repr(value) if len(value) <= 60 else f"{value[:57]!r}…"
 
 
 def _not_words(value: str) -> bool:
