@@ -299,3 +299,27 @@ def test_strong_support_recommends_plainly() -> None:
     support = _support(GOAL, RESULTS, HOOK).model_copy(update={"level": "strong"})
     answer = compose(briefing(GOAL, HOOK, RESULTS, support=support))
     assert answer["payoff"].startswith("Recommended next step: Pre-warm each cache node")
+
+
+def test_the_loop_never_follows_a_passage_sharing_only_a_word_the_answer_left_open() -> None:
+    """The goal's "empty" is in a cache passage too ("rejoined the ring empty"): that passage is about something
+    else, so the loop stays on what the answer covered (search, config, push) instead of drifting to it."""
+    results = [
+        {
+            "source": "kb/incidents/search-config.md#INC-27: Search errors after a config push > Summary",
+            "text": "A malformed ranking config push made every search request fail for 40 minutes. "
+            "Roll back the config push from the config service to recover.",
+        },
+        {
+            "source": "kb/incidents/cold-cache.md#INC-41: Cold cache restarts > Root cause",
+            "text": "Restarted cache nodes rejoined the hash ring empty, so misses went to the database.",
+        },
+        {
+            "source": "kb/architecture/search.md#Search service > Failure modes",
+            "text": "A bad config push is the most common cause of search outages; the config service keeps "
+            "the last ten versions.",
+        },
+    ]
+    goal = "Search returns empty results after a config push. How do we recover?"
+    loop = compose(briefing(goal, None, results), "diagnose")["loop"]
+    assert "INC-41" not in loop and "cache" not in loop.casefold(), loop

@@ -301,7 +301,7 @@ def _loop(read: _Prompt, ranked: list[_Scored], payoff: _Scored, answered: list[
     for question in (
         _next_step(read, payoff),
         _open_part(read, ranked, answered, used),
-        *_further(read, ranked, used),
+        *_further(read, ranked, answered, used),
     ):
         if question and question.casefold() not in asked:
             return question
@@ -322,12 +322,14 @@ def _open_part(read: _Prompt, ranked: list[_Scored], answered: list[_Scored], us
     covered = set(stems(" ".join(scored.text for scored in answered)))
     goal = _goal_words(read.goal)
     open_part = {stem: word for stem, word in goal.items() if stem not in covered}
+    subject = _subject(read.focus, covered)
     best: tuple[int, _Scored] | None = None
     for scored in ranked:
         if scored.passage.number in used:
             continue
-        found = len(set(stems(f"{scored.passage.title} {scored.text}")) & open_part.keys())
-        if found and (best is None or found > best[0]):
+        have = set(stems(f"{scored.passage.title} {scored.text}"))
+        found = len(have & open_part.keys())
+        if found and have & subject and (best is None or found > best[0]):
             best = (found, scored)
     if best is None:
         return None
@@ -337,9 +339,10 @@ def _open_part(read: _Prompt, ranked: list[_Scored], answered: list[_Scored], us
     return f"What does {passage.where} say about {_listing(named[:_NAMED])}?"
 
 
-def _further(read: _Prompt, ranked: list[_Scored], used: set[int]) -> list[str]:
+def _further(read: _Prompt, ranked: list[_Scored], answered: list[_Scored], used: set[int]) -> list[str]:
     """Questions about the relevant passages not used here, best first, each carrying the goal's words it has."""
     goal = _goal_words(read.goal)
+    subject = _subject(read.focus, set(stems(" ".join(scored.text for scored in answered))))
     best: dict[int, _Scored] = {}
     for scored in ranked:
         best.setdefault(scored.passage.number, scored)
@@ -350,14 +353,23 @@ def _further(read: _Prompt, ranked: list[_Scored], used: set[int]) -> list[str]:
             continue
         have = set(stems(" ".join([passage.source.split("#", 1)[-1], *(s.text for s in passage.sentences)])))
         shared = [word for stem, word in goal.items() if stem in have]
-        if not shared and not (have & read.focus):
+        if not have & subject:
             continue  # about something else: following it would leave the subject
         if any(sentence.opens_step for sentence in passage.sentences):
             found.append(f"Want the steps from {passage.where}?")
         else:
-            subject = f" on {_listing(shared[:_NAMED])}" if shared else ""
-            found.append(f"What more does {passage.where} say{subject}?")
+            on = f" on {_listing(shared[:_NAMED])}" if shared else ""
+            found.append(f"What more does {passage.where} say{on}?")
     return found
+
+
+def _subject(focus: set[str], covered: set[str]) -> set[str]:
+    """The terms of the goal and hook the answer is about: those its quoted sentences cover (all when none is).
+
+    A passage for the loop must share one: a passage sharing only a word the answer left open ("empty" in
+    "search returns empty results", found in "the ring rejoined empty") is about something else.
+    """
+    return focus & covered or focus
 
 
 def _goal_words(goal: str) -> dict[str, str]:
