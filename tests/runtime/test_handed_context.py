@@ -65,12 +65,26 @@ def test_a_failed_section_is_not_handed_on(store: RunStore, sample: ProjectConfi
     assert ECHOED["grip"].split(": ", 1)[1] not in context and "GRIP:" not in context
 
 
-def test_a_task_with_nothing_valid_hands_on_no_context(store: RunStore, sample: ProjectConfig) -> None:
-    """Every field echoed the template, twice: the next task gets no context at all (its hook is the fallback)."""
+def test_a_task_with_nothing_valid_hands_on_only_that_it_failed(store: RunStore, sample: ProjectConfig) -> None:
+    """Every field echoed the template, twice: the next task is told so, and none of the echo reaches it."""
+    from marsrag.runtime.states import NOTHING_HANDED_ON
+
     echoed = json.dumps(ECHOED)
     run, calls = _run(store, sample, [echoed, echoed, json.dumps(CONTENT)])
     assert store.get_tasks(run.run_id)[0].validation.status == "failed"
     second = _prompt(calls[2])
-    assert CONTEXT_HEADING not in second
+    assert second.split(CONTEXT_HEADING, 1)[1].strip().startswith(NOTHING_HANDED_ON)
     # Each echoed line is in the prompt once: the template's own line, not a copy handed on.
     assert all(second.count(line) == 1 for line in ECHOED.values())
+
+
+def test_a_run_whose_every_task_failed_still_completes(store: RunStore, sample: ProjectConfig) -> None:
+    """CrewAI fails a crew whose every task output is empty: what failed tasks hand on never is."""
+    from marsrag.llm.replay import ReplayLLM
+    from marsrag.runtime.runner import WorkflowRunner
+
+    echoed = json.dumps(ECHOED)
+    project = project_with(sample, ["diagnose", "recommend"])
+    run = WorkflowRunner(store, project, ReplayLLM.from_outputs([echoed] * 4)).run("API latency", workflow="flow")
+    assert run.status == "completed", run.status_reason
+    assert [task.validation.status for task in store.get_tasks(run.run_id)] == ["failed", "failed"]

@@ -102,12 +102,17 @@ def task_state(
     return settle(base, attempts, outcomes, router=router, candidates=candidates, known=known)
 
 
+#: What a contract task none of whose sections passed hands on: never an empty context (CrewAI takes a run whose
+#: every task handed on "" for one without output, and fails it).
+NOTHING_HANDED_ON = "(The previous step's answer did not pass the Loop Contract; nothing of it is handed on.)"
+
+
 def handed_on(state: TaskState) -> str | None:
     """What a task hands the tasks after it as CrewAI's context: its sections that passed, labelled.
 
     Structure is what chains (spec section 3), so a contract task hands on its contract sections, not the
     model's raw text: a section that failed (an echoed template line, a placeholder, a bare reference) is left
-    out, and a task with none that passed hands on nothing (an empty context). Small models copy what they are
+    out, and a task with none that passed hands on :data:`NOTHING_HANDED_ON`. Small models copy what they are
     given: Qwen2.5-Coder-0.5B copied a failed answer handed on raw into the next task's fields (issue 38). None
     for a task without the contract (``skipped``): its raw output is its context.
     """
@@ -115,4 +120,4 @@ def handed_on(state: TaskState) -> str | None:
         return None
     failing = {issue.field for issue in state.validation.errors}
     values = state.loop_output.model_dump()
-    return render_sections({name: value for name, value in values.items() if name not in failing})
+    return render_sections({name: value for name, value in values.items() if name not in failing}) or NOTHING_HANDED_ON
