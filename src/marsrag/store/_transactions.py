@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from sqlalchemy import Connection, Engine
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
 
 import marsrag.store._direct as _direct
 import marsrag.store._engine as _engine
@@ -41,7 +41,18 @@ def dropped(error: BaseException) -> bool:
     """Whether a database error means the connection was lost (the server closed it, or the network did)."""
     if not isinstance(error, DBAPIError):
         return False
-    return bool(error.connection_invalidated) or _sqlstate(error).startswith(_LOST_STATES)
+    return bool(error.connection_invalidated) or _sqlstate(error).startswith(_LOST_STATES) or _unanswered(error)
+
+
+def _unanswered(error: DBAPIError) -> bool:
+    """Whether the driver failed to talk to the server at all: an operational error without the SQLSTATE that
+    every error the server sends carries, from a driver that reports one (psycopg: ``sqlstate`` None).
+
+    A backend killed in the middle of a pipeline leaves psycopg saying "sending query failed: cannot exit
+    pipeline mode while busy" before the connection is marked broken, so neither SQLAlchemy nor the SQLSTATE
+    says it dropped. SQLite's errors have no SQLSTATE at all and are never taken for this.
+    """
+    return isinstance(error, OperationalError) and hasattr(error.orig, "sqlstate") and not _sqlstate(error)
 
 
 def rolled_back(error: BaseException) -> bool:
