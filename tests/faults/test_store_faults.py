@@ -220,11 +220,12 @@ def test_a_brief_outage_at_the_end_of_a_run_is_ridden_out(
     llm = FaultLLM.scripted([json.dumps({**CONTENT, "loop": "Which tier first?"}), lock_out_briefly])
     with open_store(url) as store:
         run = runner(store, project, llm).run(GOAL, workflow="flow")
-        # The second task's commit met the outage (a recorded failure); the failed status waited it out.
-        assert run.status == "failed" and "StoreError" in (run.status_reason or ""), run.status_reason
+        # The second task's commit met the outage: refused logins (no SQLSTATE from the server) are retried
+        # within the store's budget like a dropped connection, so the commit itself waited it out.
+        assert run.status == "completed", run.status_reason
         stored, tasks, _ = store.read_run(run.run_id)
-        assert stored.status == "failed"
-        assert [t.task_id for t in tasks] == ["diagnose"]
+        assert stored.status == "completed"
+        assert [t.task_id for t in tasks] == ["diagnose", "recommend"]
 
 
 # -- SQLite on a full disk --------------------------------------------------------------------------------------
