@@ -9,6 +9,11 @@ Three classes, 12 goals each, written from the documents' subjects before any re
 - ``symptom``: what a user would type in the moment, describing what they see rather than naming it.
 
 A goal counts as recalled when any of its expected documents is among the first task's top 5 passages.
+
+:data:`HELD_OUT` is a second set of the issue's shape (10 plain, 20 paraphrased), written on 2026-12-06 from the
+documents' headings before any retriever was run on it, after :data:`JUDGED` had been used to choose the fusion
+and the embedder: the fusion and the embedder were never tuned on it. Its goals are worded apart from
+:data:`JUDGED`'s.
 """
 
 from __future__ import annotations
@@ -163,11 +168,152 @@ JUDGED: Final[tuple[tuple[GoalClass, str, tuple[str, ...]], ...]] = (
 )
 
 
-def recalled(kb: KnowledgeBase, retrievers: Sequence[str], limit: int = 5) -> dict[GoalClass, list[bool]]:
-    """Per class, per goal (in order): whether an expected document is among ``retrievers``' top ``limit``."""
-    found: dict[GoalClass, list[bool]] = {"plain": [], "paraphrase": [], "symptom": []}
-    for kind, goal, expected in JUDGED:
+#: The held-out set: (class, goal, expected documents), as :data:`JUDGED`; never tuned on.
+HELD_OUT: Final[tuple[tuple[GoalClass, str, tuple[str, ...]], ...]] = (
+    (
+        "plain",
+        "What is the burn rate of an error budget and how do we alert on it?",
+        ("practices/alerting-on-slos.md", "practices/slis-slos-and-error-budgets.md"),
+    ),
+    ("plain", "How does the order queue carry orders from checkout to fulfillment?", ("architecture/order-queue.md",)),
+    (
+        "plain",
+        "Little's law for sizing connection pools",
+        ("practices/capacity-planning.md", "runbooks/scale-connection-pool.md"),
+    ),
+    ("plain", "Exponential backoff with full jitter", ("practices/timeouts-and-retries.md", "runbooks/retry-storm.md")),
+    ("plain", "Incident severity levels and escalation timers", ("runbooks/incident-command-and-escalation.md",)),
+    (
+        "plain",
+        "What counts as a change and when is there a change freeze?",
+        ("practices/change-management-and-blast-radius.md", "runbooks/staged-canary-rollout.md"),
+    ),
+    ("plain", "Distributed traces and structured logs", ("practices/observability.md",)),
+    (
+        "plain",
+        "Search errors after a malformed ranking configuration push",
+        ("incidents/2025-04-02-search-bad-config-push.md",),
+    ),
+    (
+        "plain",
+        "Order queue backlog during the spring sale",
+        ("incidents/2025-05-09-order-queue-backlog-spring-sale.md",),
+    ),
+    ("plain", "Payment providers and routing in the payments gateway", ("architecture/payments-gateway.md",)),
+    (
+        "paraphrase",
+        "How fast are we allowed to spend our unreliability allowance before someone gets paged?",
+        ("practices/alerting-on-slos.md", "practices/slis-slos-and-error-budgets.md"),
+    ),
+    (
+        "paraphrase",
+        "Getting a freshly booted memory store node to serve hits again before it takes traffic",
+        (
+            "runbooks/cache-prewarm-from-snapshot.md",
+            "practices/cache-warmup-and-hit-rates.md",
+            "architecture/cdn-and-cache-tier.md",
+        ),
+    ),
+    (
+        "paraphrase",
+        "Which teams own which parts of the shop, and which geographies send us the most visitors?",
+        ("architecture/platform-overview.md",),
+    ),
+    ("paraphrase", "Undoing a bad ship when the new version misbehaves", ("runbooks/rollback-deploy.md",)),
+    (
+        "paraphrase",
+        "How many simultaneous links to the data store should each app instance hold?",
+        ("runbooks/scale-connection-pool.md", "practices/capacity-planning.md"),
+    ),
+    (
+        "paraphrase",
+        "Deciding who talks to customers and how often updates go out while things are down",
+        ("runbooks/incident-command-and-escalation.md",),
+    ),
+    (
+        "paraphrase",
+        "Keeping the storefront usable with fewer features when a backend is falling over",
+        ("practices/load-shedding.md",),
+    ),
+    (
+        "paraphrase",
+        "The edge network that serves pictures and scripts close to shoppers",
+        ("architecture/cdn-and-cache-tier.md",),
+    ),
+    (
+        "paraphrase",
+        "Limiting how much of the fleet a risky modification can hurt",
+        ("practices/change-management-and-blast-radius.md", "runbooks/staged-canary-rollout.md"),
+    ),
+    (
+        "paraphrase",
+        "Spreading re-attempts out randomly so clients don't all come back at the same instant",
+        ("practices/timeouts-and-retries.md", "runbooks/retry-storm.md"),
+    ),
+    (
+        "paraphrase",
+        "What happened when the outbound identity file for the card processor lapsed?",
+        ("incidents/2025-01-18-payments-certificate-expiry.md", "runbooks/rotate-certificates.md"),
+    ),
+    (
+        "paraphrase",
+        "Why did old handles break writes once the database moved to its standby?",
+        ("incidents/2025-03-14-orders-db-failover-stale-connections.md",),
+    ),
+    (
+        "paraphrase",
+        "A lookup record change that lingered in resolvers far too long",
+        ("incidents/2025-02-04-catalog-dns-ttl-migration.md",),
+    ),
+    (
+        "paraphrase",
+        "The background workers that pick up purchases and get parcels out the door",
+        ("architecture/order-queue.md",),
+    ),
+    (
+        "paraphrase",
+        "How long may a call to another service wait before giving up?",
+        ("practices/timeouts-and-retries.md", "architecture/checkout-service.md"),
+    ),
+    (
+        "paraphrase",
+        "Tripping a fuse toward a failing third party so we stop calling it",
+        ("practices/timeouts-and-retries.md", "architecture/payments-gateway.md", "runbooks/retry-storm.md"),
+    ),
+    (
+        "paraphrase",
+        "Checking that the slowest one in a hundred requests stays quick",
+        ("practices/latency-percentiles.md",),
+    ),
+    (
+        "paraphrase",
+        "Rehearsing our disaster procedure for the main data store on a schedule",
+        ("runbooks/database-failover-drill.md",),
+    ),
+    (
+        "paraphrase",
+        "Tracking how well we respond to outages quarter over quarter",
+        ("practices/postmortem-culture.md",),
+    ),
+    (
+        "paraphrase",
+        "A tweak to how the find-products service orders its hits broke it",
+        ("incidents/2025-04-02-search-bad-config-push.md", "architecture/catalog-and-search.md"),
+    ),
+)
+
+
+def recalled(
+    kb: KnowledgeBase,
+    retrievers: Sequence[str],
+    limit: int = 5,
+    goals: Sequence[tuple[GoalClass, str, tuple[str, ...]]] = JUDGED,
+) -> dict[GoalClass, list[bool]]:
+    """Per class of ``goals``, per goal (in order): whether an expected document is among ``retrievers``' top
+    ``limit``."""
+    found: dict[GoalClass, list[bool]] = {}
+    for kind, goal, expected in goals:
         results = kb.find(goal, limit, retrievers=retrievers).results
         paths = {str(hit["source"]).split("#")[0].removeprefix("knowledge_base/") for hit in results}
-        found[kind].append(bool(paths & set(expected)))
+        found.setdefault(kind, []).append(bool(paths & set(expected)))
     return found

@@ -1,9 +1,10 @@
 """The knowledge base's tables in SQL: documents replaced in one transaction, chunks found by full-text search.
 
 Moved behind the store seam from ``marsrag.rag.knowledge``, which keeps reading, chunking and ranking policy.
-Search ranks with BM25 on SQLite (FTS5) and ``ts_rank_cd`` on PostgreSQL, headings weighing 2.5 times the text
-on both. The query words arrive already chosen (letters and digits only); this module only spells them in its
-backend's full-text syntax.
+Search ranks with BM25 on SQLite (FTS5) and, on PostgreSQL, ``ts_rank_cd`` per word weighted by the word's
+inverse document frequency (:mod:`marsrag.store._ranking`), headings weighing 2.5 times the text on both. The
+query words arrive already chosen (letters and digits only); this module only spells them in its backend's
+full-text syntax.
 
 A document is its collection and path (see :class:`marsrag.store.KnowledgeStore`); its chunks point to its id,
 so moving it into another collection (adopting a legacy document) rewrites one row, not its chunks.
@@ -19,6 +20,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, bindparam, delete, func, insert, or_, select, text, tuple_, update
 from sqlalchemy.exc import IntegrityError
 
+from marsrag.store._ranking import term_of, weighted_search, weights
 from marsrag.store._rows import as_utc
 from marsrag.store._transactions import Transactions
 from marsrag.store._vectors import VectorIndex, bump_generation
@@ -165,17 +167,6 @@ _SEARCH_SQLITE_SCOPED = text(
     " ) ORDER BY rank, rowid LIMIT :limit"
     ") AS f JOIN chunks AS c ON c.id = f.id JOIN documents AS d ON d.id = c.document_id ORDER BY f.rank, c.id"
 ).bindparams(bindparam("collections", expanding=True))
-# Normalization 1 divides by 1 + log(length), as BM25 discounts long chunks; weights A (heading) 1.0, B 0.4.
-_SEARCH_POSTGRES = text(
-    "SELECT c.id, d.path, c.heading, c.text, ts_rank_cd(c.fts, q.query, 1) AS score"
-    " FROM to_tsquery('english', :query) AS q(query), chunks AS c JOIN documents AS d ON d.id = c.document_id"
-    " WHERE c.fts @@ q.query ORDER BY score DESC, c.id LIMIT :limit"
-)
-_SEARCH_POSTGRES_SCOPED = text(
-    "SELECT c.id, d.path, c.heading, c.text, ts_rank_cd(c.fts, q.query, 1) AS score"
-    " FROM to_tsquery('english', :query) AS q(query), chunks AS c JOIN documents AS d ON d.id = c.document_id"
-    " WHERE c.fts @@ q.query AND d.collection IN :collections ORDER BY score DESC, c.id LIMIT :limit"
-).bindparams(bindparam("collections", expanding=True))
 
 
 def fts5_query(words: Sequence[str]) -> str:
@@ -198,8 +189,7 @@ class SqlKnowledgeStore(KnowledgeStore):
         self.url = engine.url.render_as_string(hide_password=True)
         self._transactions = transactions
         postgres = engine.dialect.name == "postgresql"
-        self._search = _SEARCH_POSTGRES if postgres else _SEARCH_SQLITE
-        self._scoped_search = _SEARCH_POSTGRES_SCOPED if postgres else _SEARCH_SQLITE_SCOPED
+        self._postgres = postgres
         self._format = tsquery if postgres else fts5_query
         self._vectors = VectorIndex()
 
@@ -264,13 +254,31 @@ class SqlKnowledgeStore(KnowledgeStore):
         if not words or limit <= 0 or (collections is not None and not collections):
             return []
         parameters: dict[str, object] = {"query": self._format(words), "limit": limit}
-        query = self._search
         if collections is not None:
-            query, parameters["collections"] = self._scoped_search, list(collections)
-        rows = self._transactions.reading(
-            "search the knowledge base", lambda connection: connection.execute(query, parameters).all()
-        )
+            parameters["collections"] = list(collections)
+        if self._postgres:
+            rows = self._transactions.reading(
+                "search the knowledge base", lambda connection: self._weighted(connection, words, parameters)
+            )
+        else:
+            query = _SEARCH_SQLITE if collections is None else _SEARCH_SQLITE_SCOPED
+            rows = self._transactions.reading(
+                "search the knowledge base", lambda connection: list(connection.execute(query, parameters).all())
+            )
         return [ChunkHit(int(id_), path, heading, body, float(score)) for id_, path, heading, body, score in rows]
+
+    @staticmethod
+    def _weighted(connection: Connection, words: Sequence[str], parameters: Mapping[str, object]) -> list[Any]:
+        """PostgreSQL's search: each word's rank weighted by its rarity (:mod:`marsrag.store._ranking`)."""
+        terms = list(dict.fromkeys(term for word in words if (term := term_of(word)) is not None))
+        size = int(connection.execute(_CHUNK_COUNT).scalar_one())
+        found = connection.execute(_TERM_COUNTS, {"terms": terms}).all() if terms else []
+        counts = {term: int(count or 0) for term, count in found}
+        bound = dict(parameters)
+        for position, (word, weight) in enumerate(zip(words, weights(words, size, counts), strict=True)):
+            bound[f"t{position}"], bound[f"w{position}"] = tsquery([word]), weight
+        statement = weighted_search(len(words), scoped="collections" in parameters)
+        return list(connection.execute(statement, bound).all())
 
     def document_vectors(self, key: DocumentKey, embedder: str) -> dict[tuple[str, str], bytes]:
         """The stored document's chunk vectors of ``embedder`` by (heading, text) (see base)."""

@@ -135,6 +135,23 @@ class KnowledgeConformance:
         assert knowledge.replace_document(version, [ChunkText(0, "Heater", "Page the engineer")]).outcome == "added"
         assert [hit.text for hit in knowledge.search_chunks(["engineer"], 10)] == ["Page the engineer"]
 
+    def test_a_rare_word_outranks_a_common_word_said_often(self, store: RunStore) -> None:
+        """Search weighs each word by how rare it is: the one chunk naming the rare word of the query beats a
+        chunk repeating its most common word (BM25 on SQLite; on PostgreSQL, ``ts_rank_cd`` weighted by it)."""
+        knowledge = store.knowledge()
+        pieces = [
+            ChunkText(0, "Changes", "Every change needs a change ticket, a change window and a change owner"),
+            *(ChunkText(i, f"Changes > Step {i}", f"Record the change in step {i} of the log") for i in range(1, 7)),
+            ChunkText(7, "Caching", "Resolvers kept the old record for hours"),
+        ]
+        terms = Counter[str]()
+        for piece in pieces:
+            terms.update(set(stems(f"{piece.heading}\n{piece.text}")))
+        version = DocumentVersion("handbook", "kb/changes.md", "sha-changes", 100, "/srv/kb/changes.md", 3)
+        knowledge.replace_document(version, pieces, terms=dict(terms))
+        hits = knowledge.search_chunks(["change", "resolvers"], 3)
+        assert [hit.heading for hit in hits][:2] == ["Caching", "Changes"]
+
     def test_search_and_term_counts_keep_to_collections(self, store: RunStore) -> None:
         """Only the collections' chunks are ranked (the limit applies among them), and only they are counted."""
         knowledge = store.knowledge()
