@@ -103,6 +103,7 @@ def test_the_file_is_read_only_when_needed(clean: Path, monkeypatch: pytest.Monk
         structured_output="prompt",
         embedder="wordllama",
         embedder_url="http://x:2/v1",
+        similarity_scale="0.4,0.6",
     )
     assert isinstance(chosen, Settings) and chosen.db == "sqlite:////x.db"
 
@@ -190,6 +191,24 @@ def test_an_unknown_key_is_an_error_with_the_closest_known_key(clean: Path, key:
         resolve_settings()
     message = str(raised.value)
     assert message.startswith(f"{clean}: unknown key {key!r}: ") and message.endswith(
-        "the settings file may set llm, base_url, db, broker, structured_output, embedder, embedder_url"
+        "the settings file may set llm, base_url, db, broker, structured_output, embedder, embedder_url, "
+        "similarity_scale"
     )
     assert (f"did you mean {suggested!r}?" in message) if suggested else ("did you mean" not in message)
+
+
+def test_similarity_scale_comes_from_env_or_file_and_is_checked(clean: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``similarity_scale``: MARSRAG_SIMILARITY_SCALE, else the file, else None; two cosines, weak below strong."""
+    assert resolve_settings().similarity_scale is None
+    clean.write_text('similarity_scale = "0.52, 0.7"\n', encoding="utf-8")
+    assert resolve_settings().similarity_scale == (0.52, 0.7)
+    monkeypatch.setenv("MARSRAG_SIMILARITY_SCALE", "-0.1,0.3")
+    assert resolve_settings().similarity_scale == (-0.1, 0.3)
+    for bad in ("0.7,0.5", "0.5", "0.5,0.6,0.7", "a,b", "0.5,1.5", "nan,0.5", "0.5,0.5"):
+        monkeypatch.setenv("MARSRAG_SIMILARITY_SCALE", bad)
+        with pytest.raises(InputError, match=r"^similarity_scale must be two cosines WEAK,STRONG"):
+            resolve_settings()
+    monkeypatch.delenv("MARSRAG_SIMILARITY_SCALE")
+    clean.write_text('similarity_scale = "0.8,0.2"\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"similarity_scale = '0.8,0.2': not two cosines WEAK,STRONG"):
+        resolve_settings()

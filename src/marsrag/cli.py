@@ -961,6 +961,48 @@ def kb_remove(
     _out(f"removed: {report.summary()}\n")
 
 
+@kb_app.command("calibrate")
+def kb_calibrate(
+    inside: Annotated[Path, typer.Option(help="Goals the knowledge base answers, one per line (# starts a comment).")],
+    outside: Annotated[Path, typer.Option(help="Goals it does not cover, one per line, some in its vocabulary.")],
+    db: DbOption = None,
+    embedder: EmbedderOption = None,
+    embedder_url: EmbedderUrlOption = None,
+    format: Annotated[FormatChoice, typer.Option(help="text, or json (the scale and each goal's cosine).")] = (
+        FormatChoice.text
+    ),
+) -> None:
+    """Measure the embedder's similarity scale on your knowledge base: the value of the similarity_scale setting.
+
+    The support signal counts a passage's similarity to the question as evidence only on a scale calibrated
+    for the embedder (only the embedded default's is known): with it, a question worded away from the
+    documents' words that the knowledge base does answer is not reported as not covered. Each goal's best
+    passage cosine is measured; weak is set just above the highest cosine of a goal outside the knowledge
+    base, strong at the upper quartile of those inside.
+
+    Example: marsrag kb calibrate --inside answered.txt --outside not-covered.txt --embedder ollama/nomic-embed-text
+    """
+    # lazy: only this command's library loads (the store and the embedder, not the runtime)
+    from marsrag.compose import open_knowledge_base
+    from marsrag.rag.calibration import measure, read_goals
+
+    settings = _settings(db=db, embedder=embedder, embedder_url=embedder_url)
+    inside_goals, outside_goals = read_goals(inside), read_goals(outside)
+    with open_knowledge_base(settings) as kb:
+        calibration = measure(kb, inside_goals, outside_goals)
+    if format is FormatChoice.json:
+        _out_json(calibration.to_dict())
+        return
+    for label, measured in (("inside", calibration.inside), ("outside", calibration.outside)):
+        for goal, cosine in measured:
+            _out(f"{label:7} {cosine:6.3f}  {goal}\n")
+    _out(
+        f"{calibration.embedder}: weak {calibration.scale.weak:.2f}, strong {calibration.scale.strong:.2f}\n"
+        f'set it: similarity_scale = "{calibration.setting}" in the settings file, or '
+        f"MARSRAG_SIMILARITY_SCALE={calibration.setting}\n"
+    )
+
+
 @contextmanager
 def _stdout_kept_for(format: FormatChoice) -> Iterator[None]:
     """With ``--format json``, send what dependencies print meanwhile (CrewAI's console warnings) to stderr.

@@ -29,6 +29,7 @@ from marsrag.rag.embedders.select import resolve_embedder
 from marsrag.rag.knowledge import KnowledgeBase
 from marsrag.rag.report import IngestReport
 from marsrag.rag.service import ingest_paths, knowledge_base
+from marsrag.rag.support import SimilarityScale
 from marsrag.runtime.async_executor import DEFAULT_CONCURRENCY, AsyncRunExecutor
 from marsrag.runtime.executor import EXECUTOR_KINDS, ExecutorKind, RunExecutor, ThreadRunExecutor
 from marsrag.runtime.feedback import record_feedback
@@ -72,6 +73,7 @@ __all__ = [
     "run_goal",
     "run_worker_process",
     "show_run",
+    "similarity_scale",
 ]
 
 
@@ -115,7 +117,12 @@ def open_knowledge_base(settings: Settings) -> AbstractContextManager[KnowledgeB
     Raises:
         StoreError: a bad URL, or a database that cannot be reached or migrated.
     """
-    return knowledge_base(settings.db, embedder=open_embedder(settings))
+    return knowledge_base(settings.db, embedder=open_embedder(settings), scale=similarity_scale(settings))
+
+
+def similarity_scale(settings: Settings) -> SimilarityScale | None:
+    """The embedder's similarity scale the settings give (``similarity_scale``), else None (the known one)."""
+    return SimilarityScale(*settings.similarity_scale) if settings.similarity_scale is not None else None
 
 
 def ingest(
@@ -173,7 +180,7 @@ def open_runner(
     model = open_llm(settings)
     embedder = open_embedder(settings)
     with open_sinks(settings, sinks) as opened, open_store(settings) as store:
-        retriever = KnowledgeBase(store, embedder=embedder)
+        retriever = KnowledgeBase(store, embedder=embedder, scale=similarity_scale(settings))
         yield WorkflowRunner(store, project, model, sinks=opened, retriever=retriever, watchers=watchers)
 
 

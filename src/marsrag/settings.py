@@ -6,7 +6,8 @@ a store in its own data folder; ``$MARSRAG_CONFIG`` and the data directory's ``c
 that no setting of theirs makes projects share a store again. Outside any project:
 
 The settings file is TOML, named by ``$MARSRAG_CONFIG``, else ``<data dir>/config.toml``; it may set ``llm``,
-``base_url``, ``db``, ``broker``, ``structured_output``, ``embedder`` and ``embedder_url``, each a string. It is
+``base_url``, ``db``, ``broker``, ``structured_output``, ``embedder``, ``embedder_url`` and ``similarity_scale``,
+each a string. It is
 read only when a flag or the environment leaves one of those unset, and then it says when it is wrong: a file
 ``$MARSRAG_CONFIG`` names that does not exist, an unknown key (with the closest known one suggested), a value
 that is not a string or not of its kind are errors naming the file and the key (the default file need not
@@ -14,7 +15,7 @@ exist). ``--config`` names the *config folder* (agents, tasks, workflows), not t
 
 This is the only module reading the configuration variables ``MARSRAG_CONFIG``, ``MARSRAG_LLM``,
 ``MARSRAG_BASE_URL``, ``MARSRAG_DB``, ``MARSRAG_BROKER``, ``MARSRAG_STRUCTURED_OUTPUT``, ``MARSRAG_EMBEDDER``,
-``MARSRAG_EMBEDDER_URL``, ``MARSRAG_EMBEDDER_KEY``, ``MARSRAG_TOKEN``,
+``MARSRAG_EMBEDDER_URL``, ``MARSRAG_EMBEDDER_KEY``, ``MARSRAG_SIMILARITY_SCALE``, ``MARSRAG_TOKEN``,
 ``MARSRAG_ALLOWED_HOSTS``, ``MARSRAG_SWEEP_SECONDS``, ``MARSRAG_QUEUE``, ``MARSRAG_REDELIVER_AFTER``,
 ``MARSRAG_ACTION_TIMEOUT`` and the LLM call policy's ``MARSRAG_LLM_TIMEOUT``, ``MARSRAG_LLM_RETRIES``,
 ``MARSRAG_LLM_BACKOFF`` and ``MARSRAG_LLM_MAX_TOKENS`` (the data directory's ``MARSRAG_HOME`` is
@@ -64,6 +65,7 @@ ENV = {
     "structured_output": "MARSRAG_STRUCTURED_OUTPUT",
     "embedder": "MARSRAG_EMBEDDER",
     "embedder_url": "MARSRAG_EMBEDDER_URL",
+    "similarity_scale": "MARSRAG_SIMILARITY_SCALE",
 }
 #: The keys the settings file may set.
 FILE_KEYS = tuple(ENV)
@@ -173,6 +175,8 @@ class Settings:
             (keyword search only) or ``PROVIDER/MODEL`` on an OpenAI-compatible ``/v1/embeddings`` endpoint.
         embedder_url: that endpoint's base URL (``http://host:port/v1``).
         embedder_key: its key (``$MARSRAG_EMBEDDER_KEY``, else ``$OPENAI_API_KEY`` for ``openai/...``).
+        similarity_scale: the embedder's calibrated cosines (weak, strong) for the support signal, written
+            ``WEAK,STRONG`` (``marsrag kb calibrate`` measures them); None: the one known for the embedder.
     """
 
     data_dir: Path
@@ -196,6 +200,7 @@ class Settings:
     embedder: str = DEFAULT_EMBEDDER
     embedder_url: str | None = None
     embedder_key: str | None = None
+    similarity_scale: tuple[float, float] | None = None
 
     @classmethod
     def resolve(
@@ -209,6 +214,7 @@ class Settings:
         structured_output: str | None = None,
         embedder: str | None = None,
         embedder_url: str | None = None,
+        similarity_scale: str | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> Settings:
         """The settings from these flags (None: not given), else the environment, else the settings file, else defaults.
@@ -217,7 +223,8 @@ class Settings:
 
         Raises:
             InputError: the settings file is not readable TOML or sets a key to a non-string, an LLM call
-                variable is not a usable number, ``structured_output`` is not one of its values, or (with a
+                variable is not a usable number, ``structured_output`` is not one of its values,
+                ``similarity_scale`` is not two cosines ``WEAK,STRONG`` with weak below strong, or (with a
                 broker) a queue timeout is not a positive number of seconds.
         """
         env = os.environ if environ is None else environ
@@ -236,6 +243,7 @@ class Settings:
             "structured_output": structured_output,
             "embedder": embedder,
             "embedder_url": embedder_url,
+            "similarity_scale": similarity_scale,
         }
 
         def pick(name: str) -> str | None:
@@ -272,6 +280,7 @@ class Settings:
             structured_output=_structured_output(pick("structured_output")),
             embedder=chosen_embedder,
             embedder_url=pick("embedder_url"),
+            similarity_scale=_similarity_scale(pick("similarity_scale")),
             embedder_key=_text(env.get(EMBEDDER_KEY_ENV))
             or (_text(env.get("OPENAI_API_KEY")) if chosen_embedder.lower().startswith("openai/") else None),
             **queue_options,
@@ -317,6 +326,35 @@ def _structured_output(value: str | None) -> str:
     if value not in STRUCTURED_OUTPUTS:
         raise InputError(f"structured_output must be one of {', '.join(STRUCTURED_OUTPUTS)}, got {value!r}")
     return value
+
+
+def _similarity_scale(value: str | None) -> tuple[float, float] | None:
+    """``WEAK,STRONG`` as two cosines (None: not set).
+
+    Raises:
+        InputError: not two numbers with -1 <= weak < strong <= 1.
+    """
+    if value is None:
+        return None
+    parsed = _cosines(value)
+    if parsed is None:
+        raise InputError(f"similarity_scale must be {_SCALE_RULE}, got {value!r}")
+    return parsed
+
+
+#: What a ``similarity_scale`` value must be, for its error lines.
+_SCALE_RULE = "two cosines WEAK,STRONG with -1 <= weak < strong <= 1 (0.47,0.65)"
+
+
+def _cosines(value: str) -> tuple[float, float] | None:
+    parts = [part.strip() for part in value.split(",")]
+    if len(parts) != 2:
+        return None
+    try:
+        weak, strong = float(parts[0]), float(parts[1])
+    except ValueError:
+        return None
+    return (weak, strong) if -1.0 <= weak < strong <= 1.0 else None
 
 
 #: :meth:`Settings.resolve` as a function.
@@ -409,6 +447,7 @@ _FILE_CHECKS: dict[str, Callable[[str], str | None]] = {
     "structured_output": _choice_problem,
     "embedder": lambda value: None,
     "embedder_url": _url_problem("an HTTP URL", "http"),
+    "similarity_scale": lambda value: None if _cosines(value) is not None else f"not {_SCALE_RULE}",
     "name": lambda value: None,
     "config": lambda value: None,
     "knowledge": lambda value: None,

@@ -85,17 +85,25 @@ class KnowledgeBase:
     """Documents and their chunks in a MarsRAG database; :meth:`search` makes it a runtime ``Retriever``."""
 
     def __init__(
-        self, store: RunStore, *, embedder: Embedder | None = None, on_close: Callable[[], None] | None = None
+        self,
+        store: RunStore,
+        *,
+        embedder: Embedder | None = None,
+        scale: SimilarityScale | None = None,
+        on_close: Callable[[], None] | None = None,
     ) -> None:
         """Use the knowledge base kept in an open run store's database (:meth:`RunStore.knowledge`).
 
         ``embedder``: what embeds chunks at ingest and queries at search, making search hybrid (keyword and
         vector lists fused); None: keyword search only (vectors stored by others are left as they are).
+        ``scale``: the embedder's similarity scale for the support signal, as the user calibrated it (``marsrag
+        kb calibrate``); None: the one known for its identity, if any (:data:`SIMILARITY_SCALES`).
         """
         self._documents: KnowledgeStore = store.knowledge()
         self.url = self._documents.url
         self._on_close = on_close
         self.embedder = embedder
+        self.scale = scale
         #: The collections searched and counted (None: all of them); see :meth:`scoped`.
         self.collections: tuple[str, ...] | None = None
 
@@ -119,14 +127,16 @@ class KnowledgeBase:
         return [collection.name for collection in self._documents.collections()]
 
     @classmethod
-    def open(cls, url: str | None = None, *, embedder: Embedder | None = None) -> KnowledgeBase:
+    def open(
+        cls, url: str | None = None, *, embedder: Embedder | None = None, scale: SimilarityScale | None = None
+    ) -> KnowledgeBase:
         """Open the knowledge base in the database at ``url`` (default: the run store's), migrating it as needed.
 
         Raises:
             StoreError: a bad URL, or a database that cannot be reached or migrated.
         """
         store = open_store(url)
-        return cls(store, embedder=embedder, on_close=store.close)
+        return cls(store, embedder=embedder, scale=scale, on_close=store.close)
 
     def close(self) -> None:
         """Release the connections of a knowledge base made by :meth:`open` (idempotent)."""
@@ -293,8 +303,11 @@ class KnowledgeBase:
 
     @property
     def similarity_scale(self) -> SimilarityScale | None:
-        """The :attr:`embedder`'s calibrated similarity scale for the support signal (None: none is known)."""
-        return SIMILARITY_SCALES.get(self.embedder.identity) if self.embedder is not None else None
+        """The :attr:`embedder`'s calibrated similarity scale for the support signal: :attr:`scale`, else the one
+        known for its identity (None: no embedder, or none is known: similarity is then no evidence)."""
+        if self.embedder is None:
+            return None
+        return self.scale if self.scale is not None else SIMILARITY_SCALES.get(self.embedder.identity)
 
     def term_counts(self, terms: Sequence[str]) -> TermCounts:
         """How many chunks the knowledge base holds, and how many contain each term (a stem of

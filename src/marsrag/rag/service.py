@@ -14,6 +14,7 @@ from marsrag.rag.embedders.base import Embedder
 from marsrag.rag.identity import check_collection
 from marsrag.rag.knowledge import KnowledgeBase
 from marsrag.rag.report import IngestReport
+from marsrag.rag.support import SimilarityScale
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -54,13 +55,17 @@ def ingest_paths(
 
 
 @contextmanager
-def knowledge_base(db: str | None = None, *, embedder: Embedder | None = None) -> Iterator[KnowledgeBase]:
+def knowledge_base(
+    db: str | None = None, *, embedder: Embedder | None = None, scale: SimilarityScale | None = None
+) -> Iterator[KnowledgeBase]:
     """The knowledge base at ``db`` (default: the run store's database), closed on exit: a ``Retriever``.
+
+    ``scale``: the embedder's similarity scale as calibrated by the user (see :class:`KnowledgeBase`).
 
     Raises:
         StoreError: a bad URL, or a database that cannot be reached or migrated.
     """
-    kb = KnowledgeBase.open(db, embedder=embedder)
+    kb = KnowledgeBase.open(db, embedder=embedder, scale=scale)
     try:
         yield kb
     finally:

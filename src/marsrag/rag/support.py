@@ -65,6 +65,10 @@ class SimilarityScale:
     weak: float
     strong: float
 
+    def __post_init__(self) -> None:
+        if not (-1.0 <= self.weak < self.strong <= 1.0):
+            raise ValueError(f"a similarity scale needs -1 <= weak < strong <= 1, got {self.weak}, {self.strong}")
+
     def score(self, cosine: float) -> float:
         """``cosine`` on the support score's scale: linear through (weak, WEAK) and (strong, STRONG), in 0-1."""
         slope = (STRONG - WEAK) / (self.strong - self.weak)
@@ -72,11 +76,44 @@ class SimilarityScale:
 
 
 #: Each embedder's calibrated scale, by identity (``bench/support_bench.py`` measured them on the calibration
-#: goals: ``weak`` above the highest cosine of a goal outside the knowledge base, ``strong`` near the upper
-#: quartile of the goals inside it).
+#: goals by :func:`calibrate`'s rule). Another embedder's scale is the user's to calibrate: ``marsrag kb
+#: calibrate`` measures it on their own knowledge base and goals, and the ``similarity_scale`` setting gives it.
 SIMILARITY_SCALES: Final[dict[str, SimilarityScale]] = {
     "wordllama/l2_supercat-256": SimilarityScale(weak=0.47, strong=0.65),
 }
+#: How far above the highest cosine of a goal outside the knowledge base :func:`calibrate` puts ``weak``.
+CALIBRATION_MARGIN: Final = 0.02
+#: The least distance :func:`calibrate` keeps between ``weak`` and ``strong``.
+CALIBRATION_SPREAD: Final = 0.05
+
+
+def calibrate(inside: Sequence[float], outside: Sequence[float]) -> SimilarityScale:
+    """An embedder's scale from the best passages' cosines for goals the knowledge base answers (``inside``)
+    and for goals it does not cover (``outside``).
+
+    ``weak`` is :data:`CALIBRATION_MARGIN` above the highest ``outside`` cosine, so no goal outside the
+    knowledge base reaches ``weak`` by similarity alone (a question it does not cover stays ``none``);
+    ``strong`` is the ``inside`` cosines' upper quartile, and at least :data:`CALIBRATION_SPREAD` above
+    ``weak``. Both are rounded up to two decimals.
+
+    Raises:
+        ValueError: either list is empty or holds a number that is not a finite cosine (-1 to 1).
+    """
+    for name, values in (("inside", inside), ("outside", outside)):
+        if not values:
+            raise ValueError(f"calibration needs goals {name} the knowledge base, got none")
+        if any(not (math.isfinite(value) and -1.0 <= value <= 1.0) for value in values):
+            raise ValueError(f"the {name} cosines must be finite numbers from -1 to 1")
+    weak = _up(max(outside) + CALIBRATION_MARGIN)
+    ordered = sorted(inside)
+    quartile = ordered[min(len(ordered) - 1, math.ceil(0.75 * len(ordered)) - 1)]
+    strong = _up(max(quartile, weak + CALIBRATION_SPREAD))
+    return SimilarityScale(weak=weak, strong=strong)
+
+
+def _up(value: float) -> float:
+    """``value`` rounded up to two decimals (a float's noise below 1e-9 ignored)."""
+    return math.ceil(round(value * 100, 6)) / 100
 
 
 # "how" and the word after it: a degree ("how often", "how high") unless that word is a function word ("how do").
