@@ -22,6 +22,7 @@ from sqlalchemy.exc import IntegrityError
 
 from marsrag.store._ranking import term_of, weighted_search, weights
 from marsrag.store._rows import as_utc
+from marsrag.store._statistics import TermStatistics
 from marsrag.store._transactions import Transactions
 from marsrag.store._vectors import VectorIndex, bump_generation
 from marsrag.store.base import KnowledgeStore
@@ -192,6 +193,7 @@ class SqlKnowledgeStore(KnowledgeStore):
         self._postgres = postgres
         self._format = tsquery if postgres else fts5_query
         self._vectors = VectorIndex()
+        self._statistics = TermStatistics(_CHUNK_COUNT, _SCOPED_CHUNK_COUNT, _TERM_COUNTS, _SCOPED_TERM_COUNTS)
 
     def known_hashes(self, *, chunker: int | None = None) -> dict[DocumentKey, str]:
         """(collection, path) -> the SHA-256 of its ingested content (only ``chunker``'s, when given)."""
@@ -231,19 +233,13 @@ class SqlKnowledgeStore(KnowledgeStore):
         return self._transactions.writing(f"ingest {document.path}", body)
 
     def term_counts(self, terms: Sequence[str], *, collections: Sequence[str] | None = None) -> TermCounts:
-        """The number of chunks, and of the chunks containing each term (see base): two indexed reads."""
+        """The number of chunks, and of the chunks containing each term (see base): read once per generation."""
         wanted = list(dict.fromkeys(terms))
-        scope = {} if collections is None else {"collections": list(collections)}
-        total_query, counts_query = (
-            (_CHUNK_COUNT, _TERM_COUNTS) if collections is None else (_SCOPED_CHUNK_COUNT, _SCOPED_TERM_COUNTS)
-        )
 
         def body(connection: Connection) -> TermCounts:
             if collections is not None and not collections:
                 return TermCounts(0, dict.fromkeys(wanted, 0))
-            total = int(connection.execute(total_query, scope).scalar_one())
-            found = dict(connection.execute(counts_query, {"terms": wanted, **scope}).all()) if wanted else {}
-            return TermCounts(total, {term: int(found.get(term) or 0) for term in wanted})
+            return self._statistics.counts(connection, wanted, collections)
 
         return self._transactions.reading("read the knowledge base's term counts", body)
 
@@ -267,15 +263,15 @@ class SqlKnowledgeStore(KnowledgeStore):
             )
         return [ChunkHit(int(id_), path, heading, body, float(score)) for id_, path, heading, body, score in rows]
 
-    @staticmethod
-    def _weighted(connection: Connection, words: Sequence[str], parameters: Mapping[str, object]) -> list[Any]:
+    def _weighted(self, connection: Connection, words: Sequence[str], parameters: Mapping[str, object]) -> list[Any]:
         """PostgreSQL's search: each word's rank weighted by its rarity (:mod:`marsrag.store._ranking`)."""
         terms = list(dict.fromkeys(term for word in words if (term := term_of(word)) is not None))
-        size = int(connection.execute(_CHUNK_COUNT).scalar_one())
-        found = connection.execute(_TERM_COUNTS, {"terms": terms}).all() if terms else []
-        counts = {term: int(count or 0) for term, count in found}
-        bound = dict(parameters)
-        for position, (word, weight) in enumerate(zip(words, weights(words, size, counts), strict=True)):
+        statistics = self._statistics.counts(connection, terms, None)
+        weighed = weights(words, statistics.chunks, statistics.counts)
+        common = min(range(len(words)), key=lambda position: weighed[position])
+        rest = [word for position, word in enumerate(words) if position != common] or list(words)
+        bound = {**parameters, "rest": tsquery(rest), "common": weighed[common]}
+        for position, (word, weight) in enumerate(zip(words, weighed, strict=True)):
             bound[f"t{position}"], bound[f"w{position}"] = tsquery([word]), weight
         statement = weighted_search(len(words), scoped="collections" in parameters)
         return list(connection.execute(statement, bound).all())

@@ -43,6 +43,11 @@ _VECTORS = (
 _FETCH = 5000
 
 
+def read_generation(connection: Connection) -> int:
+    """The knowledge base's generation, as ``connection`` sees it (raised by every write to it)."""
+    return int(connection.execute(_GENERATION).scalar_one())
+
+
 def bump_generation(connection: Connection) -> None:
     """Raise the knowledge base's generation in ``connection``'s transaction (it wrote chunks or vectors)."""
     connection.execute(_BUMP)
@@ -94,7 +99,7 @@ class VectorIndex:
         return [(int(matrix.ids[i]), float(scores[i])) for i in order]
 
     def _current(self, connection: Connection, embedder: str, dimension: int) -> _Matrix:
-        generation = int(connection.execute(_GENERATION).scalar_one())
+        generation = read_generation(connection)
         key = (embedder, dimension)
         with self._lock:
             cached = self._matrices.get(key)
