@@ -34,6 +34,7 @@ def test_each_word_is_weighed_by_its_terms_count_and_one_without_a_term_by_the_m
 
 def test_the_statement_binds_every_word_and_weight_and_is_kept_per_shape() -> None:
     statement = weighted_search(3, scoped=True)
-    assert {"query", "limit", "collections", "t0", "t1", "t2", "w0", "w1", "w2"} <= set(statement.compile().params)
+    expected = {"query", "rest", "common", "limit", "collections", "t0", "t1", "t2", "w0", "w1", "w2"}
+    assert expected <= set(statement.compile().params)
     assert weighted_search(3, scoped=True) is statement
     assert weighted_search(3, scoped=False) is not statement
