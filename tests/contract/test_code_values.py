@@ -117,3 +117,33 @@ def test_any_identifier_in_any_field_of_a_call_or_json_is_never_valid(name: str,
     for raw in (as_json, as_call):
         result = validate_output(raw)
         assert result.status != "valid", (raw, result.loop_output)
+
+
+# Unquoted code a repair reads on past: a line comment after it (JSONC/JSON5 "//", "#"), an f-string whose braces
+# stop the value pattern, a name Python reserves. Each reworded from the held-out corpus (issue 40).
+CODE_READ_ON = [
+    json_with("oncall_lead, # the lead decides").replace(
+        '"loop": oncall_lead, # the lead decides}', '"loop": oncall_lead, # the lead decides\n}'
+    ),
+    json_with("next_step // from the runbook").replace("// from the runbook}", "// from the runbook\n}"),
+    "{" + ", ".join(f"'{name}': '{value}'" for name, value in FOUR.items()) + ", 'loop': f'{alert.title} next?'}",
+    call_with("f'Should we page {team.name}?'"),
+    json_with("as"),
+    json_with("if"),
+]
+
+
+@pytest.mark.parametrize("raw", CODE_READ_ON)
+def test_code_a_repair_reads_past_is_still_code(raw: str) -> None:
+    """The value read back holds the code and more (a comment, the rest of an f-string): never valid."""
+    result = validate_output(raw)
+    assert result.status != "valid", (raw, result.loop_output)
+    assert "loop" in result.failing_fields
+
+
+def test_prose_after_a_name_and_a_comma_is_not_a_comment() -> None:
+    """Only a comment after the code counts: an unquoted sentence that starts with one word and a comma is prose."""
+    raw = "{" + ", ".join(f"{name}: {value}" for name, value in FOUR.items() if "," not in value)
+    raw += ", loop: Tomorrow, should we rerun the drill?}"
+    result = validate_output(raw)
+    assert result.loop_output["loop"] == "Tomorrow, should we rerun the drill?"

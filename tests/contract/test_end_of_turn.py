@@ -74,3 +74,23 @@ def test_harmony_messages_end_with_end_but_the_turn_with_return_or_call() -> Non
 def test_whatever_follows_the_end_of_turn_never_changes_the_verdict(token: str, junk: str) -> None:
     """Any text after the first end-of-turn token leaves the answer before it as it was."""
     first_answer_only(f"{CLEAN_JSON}{token}{junk}")
+
+
+@pytest.mark.parametrize("role", ["user", "assistant", "system", "model"])
+@pytest.mark.parametrize("form", ["json", "labels"])
+def test_a_turn_start_printed_without_its_token_ends_the_answer(role: str, form: str) -> None:
+    """A server that decoded the special tokens away prints a turn start as its role alone on a line: after
+    content, what follows is another turn (a runaway continuation), never part of the last field."""
+    first = CLEAN_JSON if form == "json" else labelled("{L}: {v}")
+    second = json.dumps(OTHER) if form == "json" else labelled("{L}: {v}", content=OTHER)
+    first_answer_only(f"{first}\n\n{role}\nAnd what about the signup form?\nassistant\n{second}")
+    # Before any content the role line is the template's prefix, not an end.
+    first_answer_only(f"{role}\n{first}")
+
+
+def test_a_role_word_inside_a_line_is_content() -> None:
+    """Only a role alone on its line is a turn start: the word within a sentence stays in the field."""
+    loop = "Should the user\nsee the new form first, or the admin?"
+    raw = labelled("{L}: {v}", content={**CONTENT, "loop": loop})
+    result = validate_output(raw)
+    assert result.status == "valid" and result.loop_output["loop"] == loop

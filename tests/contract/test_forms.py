@@ -125,6 +125,49 @@ def test_duplicate_sections_keep_the_last_real_content_with_a_warning() -> None:
     assert ("loop", "duplicate_section") in {(w.field, w.code) for w in result.warnings}
 
 
+SECOND = {
+    "hook": "Nightly backups have overrun into business hours three times this week.",
+    "grip": "The backup job now copies the analytics schema, which tripled in size last month.",
+    "payoff": "Exclude the analytics schema and back it up from its replica instead.",
+    "reinforce": "Without that schema the last manual run finished in under two hours.",
+    "loop": "Shall I change the backup job's schema list today?",
+}
+
+
+@pytest.mark.parametrize(
+    "between",
+    [
+        "\n\n",  # the model simply wrote a second answer
+        "\n[INST: <</INST]\n",  # a garbled turn start no template defines
+        "\n\n### Instruction:\nNow the backups.\n\n### Response:\n",  # Alpaca's plain-text turns
+        "\nUser: and the backups?\nBot: ",  # a plain-text dialogue prefix
+    ],
+)
+def test_two_labelled_answers_are_never_mixed_nor_one_chosen(between: str) -> None:
+    """A second full run of sections after a complete answer: the text holds two answers, and where the first one
+    ends the text does not say (its loop would take in what follows), so every field they disagree on fails."""
+    raw = labelled("{L}: {v}") + between + labelled("{L}: {v}", content=SECOND)
+    result = validate_output(raw)
+    assert result.status != "valid", (raw, result.loop_output)
+    assert {issue.code for issue in result.errors} == {"duplicate_section"}
+
+
+def test_the_same_answer_written_twice_is_one_answer() -> None:
+    """Two runs with the same content disagree on nothing: valid, with a warning."""
+    result = validate_output(labelled("{L}: {v}") + "\n\n" + labelled("**{L}:** {v}"))
+    assert result.status == "valid" and dict(result.loop_output) == CONTENT
+
+
+def test_an_instruction_echo_before_the_answer_is_no_second_answer() -> None:
+    """The template's instructions labelled first, then the answer: the instructions are no content, so the
+    answer is the one answer."""
+    from marsrag.contract.template import SECTION_INSTRUCTIONS
+
+    echo = "\n".join(f"{name.upper()}: {SECTION_INSTRUCTIONS[name]}" for name in CONTENT)
+    result = validate_output(echo + "\n\n" + labelled("{L}: {v}"))
+    assert result.status == "valid" and dict(result.loop_output) == CONTENT
+
+
 def test_unknown_and_duplicate_keys_are_warnings() -> None:
     """Unknown keys are ignored with a warning; a key repeated in another case keeps the first value."""
     raw = json.dumps({**CONTENT, "confidence": "high", "Hook": "Another hook."})

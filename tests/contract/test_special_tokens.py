@@ -30,6 +30,9 @@ TOKENS = [
     "<|EOT|>",
     "[/INST]",
     "<|return|>",
+    # EXAONE writes its tokens barred in square brackets; InternLM's first chat models end an answer with <eoa>.
+    "[|endofturn|]",
+    "<eoa>",
 ]
 
 
@@ -70,6 +73,7 @@ def test_turn_tokens_take_their_role_with_them() -> None:
         f"<|start_header_id|>assistant<|end_header_id|>\n\n{labelled('{L}: {v}')}<|eot_id|>",
         f"<start_of_turn>model\n{CLEAN_JSON}<end_of_turn>",
         f"<s>[INST] answer [/INST] {CLEAN_JSON}</s>",
+        f"[|assistant|]{labelled('{L}: {v}')}[|endofturn|]",
     ):
         result = validate_output(raw)
         assert result.status == "valid" and dict(result.loop_output) == CONTENT, raw

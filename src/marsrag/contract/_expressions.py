@@ -29,9 +29,16 @@ _AFTER_KEY: Final = re.compile(
 # Template variables no parser knows: ${name}, $name, <%= name %>, {{ name }} (the last parses as a set display).
 _TEMPLATE_VARIABLE: Final = re.compile(r"\$\{?[A-Za-z_][\w.]*\}?|<%=?[^%]{1,60}%>|\{\{[^{}]{1,60}\}\}")
 _TRIGGERS: Final = ("=", ":")
+# Bare words that are literals, not names: the field rules refuse them as ``not_string`` when they parse.
+_LITERAL_WORDS: Final = frozenset({"True", "False", "None", "true", "false", "null"})
 _ASCII_LOWER: Final = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 # A prefixed string literal that interpolates (f"...", rf'...'): its text is only known when the code runs.
 _F_STRING: Final = re.compile(r"(?:[rR]?[fF]|[fF][rR])[\"']")
+# What a repair may keep after an unquoted value: the item's comma, then a line comment (JSON5/JSONC "//", YAML and
+# Python "#").
+# A line comment closing an unquoted value ("loop": next_step // from the runbook): not part of the code.
+_LINE_COMMENT: Final = re.compile(r"[ \t]+(?://|#[ \t]).*")
+_COMMENT_AFTER: Final = re.compile(r"[ \t]*[,;]?[ \t]*(?:#|//)[^\n]*")
 
 
 def code_values(text: str) -> dict[str, str]:
@@ -45,7 +52,7 @@ def code_values(text: str) -> dict[str, str]:
         while index >= 0:
             after = _AFTER_KEY.match(text, index + len(name))
             if after is not None and _is_key(text, index, after) and name not in found:
-                value = _balanced(after["value"].strip())
+                value = _balanced(_LINE_COMMENT.sub("", after["value"]).strip())
                 if is_code(value):
                     found[name] = value
             index = lowered.find(name, index + len(name))
@@ -69,6 +76,8 @@ def is_code(value: str) -> bool:
     """Whether an unquoted value is a code expression (not a literal, not prose)."""
     if _TEMPLATE_VARIABLE.fullmatch(value) or _F_STRING.match(value):
         return True
+    if value.isidentifier() and value not in _LITERAL_WORDS:
+        return True  # a bare name, even one Python reserves ("as", "if", "in"), which its parser refuses alone
     try:
         tree = ast.parse(value, mode="eval")
     except (SyntaxError, ValueError, MemoryError, RecursionError):
@@ -107,4 +116,12 @@ def _same(value: str, source: str) -> bool:
     # A repair may keep the code as written or keep only part of it ("steps[-1][" for steps[-1]["q"], "f" for
     # f"...", "a" for _.a): whatever of the code it kept is still the code.
     value = value.strip()
-    return bool(value) and value in source
+    if not value:
+        return False
+    if value in source:
+        return True
+    if not value.startswith(source):
+        return False
+    # Or it kept more than the code: the rest of an f-string the value pattern stopped in (at a "}" or ","), or
+    # a line comment written after the code ("loop: next_step, # ask the lead"), which is no content either.
+    return _F_STRING.match(source) is not None or _COMMENT_AFTER.fullmatch(value, len(source)) is not None

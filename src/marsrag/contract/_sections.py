@@ -152,6 +152,41 @@ def _pick(found: list[tuple[str, str]]) -> tuple[dict[str, str], list[ContractIs
     return sections, notes
 
 
+def _second_answer(found: list[tuple[str, str]]) -> tuple[ContractIssue, ...]:
+    """Errors for the fields a second answer gives other content: two answers are never mixed, nor is one chosen.
+
+    Once all five sections have been given, a single section labelled again amends the answer (its last real
+    body wins, see :func:`_pick`). More than one labelled again is another answer: a model that went on past its
+    turn (answering a question it wrote itself) or one that wrote its answer twice. Which of the two is meant,
+    and where the first one's last section ends, the text does not say; so each field the two give different
+    content fails.
+    """
+    first: dict[str, str] = {}
+    later: list[tuple[str, str]] = []
+    for name, body in found:
+        if len(first) < len(FIELDS):
+            if name not in first or (_usable(body) and not _usable(first[name])):
+                first[name] = body  # a stand-in (an instruction, a placeholder) given again with content replaces it
+        else:
+            later.append((name, body))
+    if len({name for name, _ in later}) < 2:
+        return ()
+    differing = {
+        name
+        for name, body in later
+        if _usable(body) and _usable(first[name]) and " ".join(body.split()) != " ".join(first[name].split())
+    }
+    return tuple(
+        ContractIssue(
+            name,
+            "duplicate_section",
+            f"{name} is given twice with different content (the text holds two answers): write one answer",
+        )
+        for name in FIELDS
+        if name in differing
+    )
+
+
 def _xml_sections(text: str) -> list[tuple[int, str, str]]:
     """``(offset, name, body)`` of ``<hook>...</hook>`` style tags (any case, attributes allowed), in text order.
 
@@ -187,6 +222,8 @@ class Sections(NamedTuple):
     values: dict[str, str]
     notes: list[ContractIssue]
     start: int
+    #: Errors: the fields a second answer in the same text gives other content (see :func:`_second_answer`).
+    conflicts: tuple[ContractIssue, ...] = ()
 
 
 def find_sections(text: str) -> Sections | None:
@@ -197,7 +234,8 @@ def find_sections(text: str) -> Sections | None:
     if "</" in text:
         tagged = _xml_sections(text)
         if tagged:
-            return Sections(*_pick([(name, body) for _, name, body in tagged]), tagged[0][0])
+            pairs = [(name, body) for _, name, body in tagged]
+            return Sections(*_pick(pairs), tagged[0][0], _second_answer(pairs))
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     labels = _line_labels(text)
@@ -213,7 +251,7 @@ def find_sections(text: str) -> Sections | None:
     for index, (_, body_start, name) in enumerate(labels):
         body = text[body_start : labels[index + 1][0] if index < last else len(text)].strip()
         found.append((name, _tidy(body)))
-    return Sections(*_pick(found), labels[0][0])
+    return Sections(*_pick(found), labels[0][0], _second_answer(found))
 
 
 def section_labels(text: str) -> list[tuple[str, int]]:

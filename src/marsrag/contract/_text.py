@@ -49,7 +49,7 @@ from marsrag.contract._reasoning import may_have_reasoning, strip_reasoning
 from marsrag.contract._sections import find_sections
 from marsrag.contract._tables import may_have_table, table_sections
 from marsrag.contract._tokens import has_special_token, may_have_tokens, strip_special_tokens, strip_trailing_tokens
-from marsrag.contract._turns import end_of_turn
+from marsrag.contract._turns import end_of_turn, may_end_early
 from marsrag.contract._verdict import from_keys, from_mapping, from_model, has_truncated, input_failure, with_issues
 from marsrag.contract._yaml_answers import load, yaml_document
 from marsrag.contract.issues import ContractIssue
@@ -129,7 +129,7 @@ def from_text(text: str, mode: Mode, cut: bool, layer: int = 0) -> ValidationRes
             if clean is not None:
                 return clean
             tried = candidate
-    if may_have_tokens(text):
+    if may_end_early(text):
         # What the model wrote after its turn ended is no answer, and no later candidate either.
         text = end_of_turn(text)
     reasoning = None
@@ -252,9 +252,8 @@ def _collect(region: str, mode: Mode, found: _Candidates, layer: int) -> None:
     if sections is not None:
         # Sections have no closing mark to prove the last one ended: after a cut, it did not.
         last = next(reversed(sections.values)) if found.cut and sections.values else None
-        found.add(
-            from_mapping(sections.values, mode, tuple(sections.notes), truncated=last, from_text=True), sections.start
-        )
+        result = from_mapping(sections.values, mode, tuple(sections.notes), truncated=last, from_text=True)
+        found.add(with_issues(result, list(sections.conflicts)), sections.start)
     _other_forms(region, mode, found, layer, sections.start if sections is not None else 0)
 
 

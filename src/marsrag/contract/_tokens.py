@@ -3,10 +3,10 @@
 A token is recognised by its shape, not by a list of models: anything written ``<|name|>`` (Llama 3's
 ``<|eot_id|>``, ChatML's ``<|im_end|>``, Phi's ``<|end|>``, DeepSeek's full-width ``<｜end▁of▁sentence｜>``),
 the angle-bracket end and start tokens (``</s>``, ``<s>``, ``<eos>``, ``<eot>``, ``<pad>``, ``<unk>``,
-Gemma's ``<end_of_turn>``/``<start_of_turn>``, ``<end_of_utterance>``), Llama 2's ``<<SYS>>``, and the
-square-bracket tokens in capitals (``[EOS]``, ``[/INST]``, ``[PAD]``, Mistral's ``[TOOL_CALLS]``). A
-turn-start token takes its role name with it (``<|im_start|>assistant``). Markup such as ``<b>`` or
-``<hook>`` is not a token and stays.
+Gemma's ``<end_of_turn>``/``<start_of_turn>``, ``<end_of_utterance>``, InternLM's ``<eoa>``), Llama 2's
+``<<SYS>>``, and the square-bracket tokens, in capitals (``[EOS]``, ``[/INST]``, ``[PAD]``, Mistral's
+``[TOOL_CALLS]``) or barred (EXAONE's ``[|endofturn|]``). A turn-start token takes its role name with it
+(``<|im_start|>assistant``). Markup such as ``<b>`` or ``<hook>`` is not a token and stays.
 """
 
 from __future__ import annotations
@@ -22,14 +22,17 @@ _ROLES: Final = r"(?P<role>[ \t]*(?:system|user|assistant|model|tool|developer)\
 _BARRED: Final = re.compile(r"<[|｜](?P<name>[^<>|｜\n]{1,48})[|｜]>" + _ROLES)
 _ANGLE_NAMES: Final = (
     "/s s eos bos eot eom pad unk mask endoftext end_of_turn start_of_turn end_of_text end_of_utterance end_of_sentence"
+    # InternLM's first chat models end each turn with its own token: <eoh> (user), <eoa> (bot), <eosys> (system).
+    " eoh eoa eosys"
 ).split()
 # Llama 2's "<<SYS>>" is the name "<SYS>" in angle brackets.
 _ANGLED: Final = re.compile(
     f"<(?P<name>{trie_pattern([*_ANGLE_NAMES, *(name.upper() for name in _ANGLE_NAMES), '<SYS>', '</SYS>'])})>" + _ROLES
 )
-# Square-bracket tokens are written in capitals; "[pad]" in prose is not one.
+# Square-bracket tokens are written in capitals; "[pad]" in prose is not one. EXAONE writes its tokens barred
+# inside square brackets ("[|assistant|]", "[|endofturn|]"), the shape of "<|name|>" in other brackets.
 _BRACKETED: Final = re.compile(
-    r"\[(?:/?INST|EOS|BOS|EOT|EOM|PAD|SEP|CLS|UNK|MASK|TOOL_CALLS|/?AVAILABLE_TOOLS|/?TOOL_RESULTS)\]"
+    r"\[(?:/?INST|EOS|BOS|EOT|EOM|PAD|SEP|CLS|UNK|MASK|TOOL_CALLS|/?AVAILABLE_TOOLS|/?TOOL_RESULTS|\|[a-z_]{1,24}\|)\]"
 )
 _TURN_STARTS: Final = frozenset({"im_start", "start", "start_header_id", "start_of_turn"})
 

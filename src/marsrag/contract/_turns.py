@@ -6,6 +6,9 @@ before the first end-of-turn token; what follows is neither content nor a later 
 chat templates' own (:data:`marsrag.contract.catalog.CHAT_TEMPLATES`): each template's end-of-turn tokens, and
 its turn-start tokens, which after content mean the model went on as another role.
 
+A server that decoded the special tokens away leaves a turn start as its role header alone on a line (``user``,
+``assistant``): after content, that starts a turn too.
+
 Two places a token does not end the turn: before any content (a leaked template prefix,
 ``<|im_start|>assistant``, or a stray end token the model began with), and inside a JSON string (a token glued
 into a value, which the field rules remove, while the document goes on). A template that uses a token for
@@ -26,6 +29,23 @@ from marsrag.contract.catalog import CHAT_TEMPLATES
 _HARMONY_MESSAGE: Final = "<|message|>"
 
 
+# A turn start a server printed without its special token (it decoded special tokens away): the role header alone
+# on its line, as ChatML's "<|im_start|>user", Gemma's "<start_of_turn>user", Llama 3's
+# "<|start_header_id|>user<|end_header_id|>" or Phi-3's "<|user|>" read once the tokens are gone. Looked for only
+# when one of the line starts is in the text (substring tests), so the token pattern keeps its literal scan.
+_BARE_ROLE: Final = re.compile(r"\n[ \t]*(?:user|assistant|system|model)[ \t]*(?=\r?\n)")
+
+
+def _may_have_role_line(text: str) -> bool:
+    # Four substring searches written out: a generator over them costs more than the searches.
+    return "\nuser" in text or "\nassistant" in text or "\nsystem" in text or "\nmodel" in text
+
+
+def may_end_early(text: str) -> bool:
+    """A cheap test: False means the text holds no turn boundary (no token, no role line)."""
+    return "<" in text or "[" in text or _may_have_role_line(text)
+
+
 @cache
 def _boundary() -> re.Pattern[str]:
     tokens = {token for template in CHAT_TEMPLATES for token in (*template.ends, *template.starts)}
@@ -40,11 +60,20 @@ def _message_ends() -> frozenset[str]:
 
 def end_of_turn(text: str) -> str:
     """``text`` up to its first end-of-turn token (or turn start) after content; the whole text when none."""
+    if "<" in text or "[" in text:
+        text = _cut(text, _boundary())
+    if _may_have_role_line(text):
+        text = _cut(text, _BARE_ROLE)
+    return text
+
+
+def _cut(text: str, boundary: re.Pattern[str]) -> str:
+    """``text`` up to the first match of ``boundary`` after content, outside a JSON string."""
     harmony = _HARMONY_MESSAGE in text
     content = False  # whether anything but tokens was written before the current token
     strings = _JsonStrings(text)
     previous = 0
-    for match in _boundary().finditer(text):
+    for match in boundary.finditer(text):
         if harmony and match.group() in _message_ends():
             continue
         # Each stretch between tokens is looked at once, so a text full of tokens costs one pass.

@@ -488,7 +488,8 @@ CHAT_TEMPLATES: Final[tuple[ChatTemplate, ...]] = (
         "Phi-3, Phi-4, Apriel, Solar Open",
         "Phi-3 chat template",
         ends=("<|end|>", "<|endoftext|>"),
-        starts=("<|user|>", "<|system|>"),
+        # After content, the template's assistant header starts another assistant turn the model wrote on into.
+        starts=("<|user|>", "<|system|>", "<|assistant|>"),
     ),  # fmt: skip
     ChatTemplate("Mistral, Llama 2", "mistral_common; Llama 2 chat template", ends=("</s>",), starts=("[INST]",)),
     ChatTemplate(
@@ -514,6 +515,18 @@ CHAT_TEMPLATES: Final[tuple[ChatTemplate, ...]] = (
         starts=("<|user|>",),
     ),  # fmt: skip
     ChatTemplate("Granite 3/4", "granite chat template", ends=("<|end_of_text|>",), starts=("<|start_of_role|>",)),
+    ChatTemplate(
+        "EXAONE 3.0/3.5/4.0",
+        "LGAI-EXAONE chat template",
+        ends=("[|endofturn|]",),
+        starts=("[|system|]", "[|user|]", "[|assistant|]"),
+    ),  # fmt: skip
+    ChatTemplate(
+        "InternLM (first generation chat)",
+        "internlm-chat-7b build_inputs: <|User|>:...<eoh> <|Bot|>:...<eoa>",
+        ends=("<eoa>",),
+        starts=("<|User|>", "<|System|>"),
+    ),  # fmt: skip
     ChatTemplate("Seed-OSS", "vllm/parser/seed_oss.py", ends=("<seed:eos>",), starts=("<seed:bos>",)),
     ChatTemplate("MiniMax-M1", "MiniMax-M1.jinja", ends=("<end_of_sentence>",)),
     ChatTemplate("Apertus", "common_chat_parse_apertus", ends=("<|assistant_end|>",)),

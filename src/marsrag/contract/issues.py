@@ -10,8 +10,9 @@ class ContractIssue:
     """One error or warning: the field it concerns (None for the whole input), a stable code, a message.
 
     Error codes: ``missing``, ``empty``, ``too_long``, ``not_string``, ``placeholder``, ``template_echo``,
-    ``truncated`` (fields; ``truncated`` since contract 1.1.0) and ``unparseable``, ``too_long`` (whole
-    input). Warning codes: ``sentences``, ``unknown_key``, ``duplicate_key``, ``duplicate_section``,
+    ``truncated`` (fields; ``truncated`` since contract 1.1.0), ``duplicate_section`` (a field two labelled
+    answers in one text give different content) and ``unparseable``, ``too_long`` (whole input). Warning codes:
+    ``sentences``, ``unknown_key``, ``duplicate_key``, ``duplicate_section`` (a section amended once),
     ``repaired_json``.
     """
 
