@@ -7,22 +7,14 @@ did not list (EXAONE, InternLM's first chat models, Nemotron-4, StableLM, Aya, F
 reworded into the five fields. It was written, and measured (42 of 51 read right, 8 falsely valid), before any
 change was made for it; ``source`` names where each format was taken from.
 
-A case is read right when a ``valid`` case gives exactly its five fields (white space collapsed) and an
-``invalid`` case is anything but valid. A false valid is a valid verdict on an ``invalid`` case, or a valid one
-whose fields differ: zero false valid outranks coverage.
+What counts as read right and as falsely valid: :mod:`tests.contract.heldout`.
 """
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import Any
+from tests.contract import heldout
 
-from marsrag.contract import validate_output
-
-CASES: list[dict[str, Any]] = json.loads(
-    Path(__file__).with_name("data").joinpath("heldout-formats.json").read_text(encoding="utf-8")
-)
+CASES = heldout.load("heldout-formats.json")
 #: Read right after the issue 40 fixes; the count may only grow.
 READ_RIGHT = 48
 #: The cases still not read right, each refused (never falsely valid). Their expected verdict is the first of
@@ -33,25 +25,6 @@ NOT_READ_RIGHT = {
     "alpaca_response_then_instruction",
     "falcon_user_continuation",
 }
-
-
-def collapse(text: str | None) -> str:
-    return " ".join((text or "").split())
-
-
-def verdicts() -> dict[str, str]:
-    """``{case name: "right" | "false valid" | "refused"}``."""
-    out = {}
-    for case in CASES:
-        result = validate_output(case["raw"])
-        if result.status != "valid":
-            out[case["name"]] = "right" if case["status"] != "valid" else "refused"
-        elif case["status"] != "valid":
-            out[case["name"]] = "false valid"
-        else:
-            same = all(collapse(result.loop_output[name]) == collapse(value) for name, value in case["fields"].items())
-            out[case["name"]] = "right" if same else "false valid"
-    return out
 
 
 def test_the_corpus_is_the_measured_one() -> None:
@@ -65,13 +38,13 @@ def test_the_corpus_is_the_measured_one() -> None:
 
 def test_no_held_out_case_is_falsely_valid() -> None:
     """Zero false valid: no invalid case passes, no valid one passes with other fields."""
-    false_valid = sorted(name for name, verdict in verdicts().items() if verdict == "false valid")
+    false_valid = sorted(name for name, verdict in heldout.verdicts(CASES).items() if verdict == "false valid")
     assert false_valid == []
 
 
 def test_held_out_cases_read_right_do_not_regress() -> None:
     """At least the 48 of 51 read right after issue 40; the ones missed are named, so a new miss shows."""
-    found = verdicts()
+    found = heldout.verdicts(CASES)
     missed = {name for name, verdict in found.items() if verdict != "right"}
     assert len(CASES) - len(missed) >= READ_RIGHT, sorted(missed)
     assert missed <= NOT_READ_RIGHT, sorted(missed - NOT_READ_RIGHT)

@@ -12,22 +12,14 @@ committed before the reader was run on any of them; ``source`` names where each 
 Measured on the unchanged reader: 42 of 49 read right, 3 falsely valid. This test pins that measurement so it
 cannot regress: the false-valid cases may only shrink and the read-right count may only grow.
 
-A case is read right when a ``valid`` case gives exactly its five fields (white space collapsed) and an
-``invalid`` case is anything but valid. A false valid is a valid verdict on an ``invalid`` case, or a valid one
-whose fields differ.
+What counts as read right and as falsely valid: :mod:`tests.contract.heldout`.
 """
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import Any
+from tests.contract import heldout
 
-from marsrag.contract import validate_output
-
-CASES: list[dict[str, Any]] = json.loads(
-    Path(__file__).with_name("data").joinpath("heldout-formats-second.json").read_text(encoding="utf-8")
-)
+CASES = heldout.load("heldout-formats-second.json")
 #: Read right when measured; the count may only grow.
 READ_RIGHT = 42
 #: Falsely valid when measured; this set may only shrink.
@@ -53,25 +45,6 @@ REFUSED = {
 NOT_READ_RIGHT = FALSE_VALID | REFUSED
 
 
-def collapse(text: str | None) -> str:
-    return " ".join((text or "").split())
-
-
-def verdicts() -> dict[str, str]:
-    """``{case name: "right" | "false valid" | "refused"}``."""
-    out = {}
-    for case in CASES:
-        result = validate_output(case["raw"])
-        if result.status != "valid":
-            out[case["name"]] = "right" if case["status"] != "valid" else "refused"
-        elif case["status"] != "valid":
-            out[case["name"]] = "false valid"
-        else:
-            same = all(collapse(result.loop_output[name]) == collapse(value) for name, value in case["fields"].items())
-            out[case["name"]] = "right" if same else "false valid"
-    return out
-
-
 def test_the_corpus_is_the_measured_one() -> None:
     """49 cases, 28 valid, each with a source and, when valid, its five non-empty fields."""
     assert len(CASES) == 49 and len({case["name"] for case in CASES}) == 49
@@ -86,14 +59,14 @@ def test_the_corpus_is_the_measured_one() -> None:
 
 def test_false_valid_does_not_grow() -> None:
     """At most the 3 false valid measured, and only those: a new false valid shows by name."""
-    false_valid = {name for name, verdict in verdicts().items() if verdict == "false valid"}
+    false_valid = {name for name, verdict in heldout.verdicts(CASES).items() if verdict == "false valid"}
     assert len(false_valid) <= len(FALSE_VALID), sorted(false_valid)
     assert false_valid <= FALSE_VALID, sorted(false_valid - FALSE_VALID)
 
 
 def test_read_right_does_not_regress() -> None:
     """At least the 42 of 49 read right when measured; the ones missed are named, so a new miss shows."""
-    found = verdicts()
+    found = heldout.verdicts(CASES)
     missed = {name for name, verdict in found.items() if verdict != "right"}
     assert len(CASES) - len(missed) >= READ_RIGHT, sorted(missed)
     assert missed <= NOT_READ_RIGHT, sorted(missed - NOT_READ_RIGHT)
