@@ -355,6 +355,11 @@ EXAMPLES: dict[str, list[tuple[str, dict[str, str]]]] = {
         ("\n".join(f"## {n.title()}\n{v}\n" for n, v in B.items()), B),
     ],
     "xml_tags": [(xml(A, "<{n}>", "</{n}>"), A)],
+    "bracket_tags": [
+        (xml(A, "[{n}]\n", "\n[/{n}]"), A),
+        ("[CONTENT]\n" + xml(B, "[{n}]", "[/{n}]") + "\n[/CONTENT]", B),
+        ("\n".join(f"[{n.upper()}] {v}" for n, v in A.items()), A),
+    ],
     "yaml": [("\n".join(f"{n}: {v}" for n, v in A.items()), A)],
     "table": [("| Section | Content |\n|---|---|\n" + "\n".join(f"| {n.title()} | {v} |" for n, v in B.items()), B)],
     "printed": [(f"LoopOutput({kwargs(A, quote=chr(39))})", A)],

@@ -123,3 +123,49 @@ def test_any_answer_as_json_lines_validates_to_the_same_fields(answer: dict[str,
     """Any answer written as JSON Lines of one key each, in any order, is the same answer."""
     raw = "\n".join(json.dumps({name: answer[name]}) for name in order)
     assert dict(validate_output(raw).loop_output) == answer
+
+
+CORRECTED = {**CONTENT, "payoff": "Roll the cache nodes back to the previous image.", "loop": "Roll back now?"}
+TWO_ANSWERS = {
+    "corrected": f"```json\n{CLEAN_JSON}\n```\n\nApologies, that was wrong. Corrected:\n\n```json\n"
+    f"{json.dumps(CORRECTED)}\n```",
+    "in prose": f"{CLEAN_JSON}\n\nOr, if you prefer:\n{json.dumps(CORRECTED, indent=2)}",
+    "a repaired second one": f"{CLEAN_JSON}\n{json.dumps(CORRECTED)[:-1]},}}",
+    "in a tool call": f'{CLEAN_JSON}\n{{"name": "final_answer", "arguments": {json.dumps(CORRECTED)}}}',
+}
+
+
+@pytest.mark.parametrize("raw", TWO_ANSWERS.values(), ids=TWO_ANSWERS.keys())
+def test_two_different_json_answers_are_never_one_chosen(raw: str) -> None:
+    """Two complete JSON answers that disagree: which one is meant the text does not say reliably, so the fields
+    they disagree on fail, as two labelled answers' do; the fields they agree on stand."""
+    result = validate_output(raw)
+    assert result.status != "valid", result.loop_output
+    assert {issue.field: issue.code for issue in result.errors} == {
+        "payoff": "duplicate_section",
+        "loop": "duplicate_section",
+    }
+
+
+def test_one_document_read_two_ways_is_one_answer() -> None:
+    """An envelope and the answer it holds, or an object repaired, come from one document: no second answer."""
+    for raw in (
+        f'{{"name": "final_answer", "arguments": {CLEAN_JSON}}}',
+        f'{{"output": {CLEAN_JSON}, "note": "done"}}',
+        CLEAN_JSON[:-1] + ",}",
+    ):
+        result = validate_output(raw)
+        assert result.status == "valid" and dict(result.loop_output) == CONTENT, (raw, result.errors)
+
+
+@given(answers, answers, st.sampled_from(["\n", "\n\nCorrected:\n", "\n```\n```json\n"]))
+def test_any_two_json_answers_are_one_answer_only_when_they_agree(
+    first: dict[str, str], second: dict[str, str], sep: str
+) -> None:
+    result = validate_output(json.dumps(first) + sep + json.dumps(second))
+    differing = {name for name in FIELDS if " ".join(first[name].split()) != " ".join(second[name].split())}
+    if not differing:
+        assert result.status == "valid" and dict(result.loop_output) == first
+    else:
+        assert result.status != "valid"
+        assert {issue.field for issue in result.errors if issue.code == "duplicate_section"} == differing

@@ -119,3 +119,39 @@ def test_any_tool_call_with_encoded_arguments_validates_to_the_same_fields(answe
     """Any answer passed as a tool call's JSON-encoded ``arguments`` is the same answer."""
     raw = json.dumps({"name": "LoopOutput", "arguments": json.dumps(answer)})
     assert dict(validate_output(raw).loop_output) == answer
+
+
+def pairs(keys: tuple[str, str], answer: dict[str, str] = CONTENT, title: bool = False) -> list[dict[str, str]]:
+    return [{keys[0]: name.title() if title else name, keys[1]: value} for name, value in answer.items()]
+
+
+NAMED_VALUES = {
+    "type and content": json.dumps({"response": pairs(("type", "content"))}),
+    "name and value, titled": json.dumps(pairs(("name", "value"), title=True)),
+    "value first": json.dumps([{"text": value, "section": name} for name, value in CONTENT.items()]),
+    "with a non-string entry": json.dumps([{"id": i, "key": n, "val": v} for i, (n, v) in enumerate(CONTENT.items())]),
+    "in a fence, in prose": "Here you go:\n```json\n" + json.dumps({"sections": pairs(("field", "body"))}) + "\n```",
+}
+
+
+@pytest.mark.parametrize("raw", NAMED_VALUES.values(), ids=NAMED_VALUES.keys())
+def test_a_list_of_name_value_objects_is_an_answer(raw: str) -> None:
+    """Each object names a field in one string and holds its value in the other, whatever the keys are called."""
+    result = validate_output(raw)
+    assert result.status == "valid", result.errors
+    assert dict(result.loop_output) == CONTENT
+
+
+NOT_NAMED_VALUES = {
+    "a field named twice": pairs(("type", "content")) + [{"type": "hook", "content": "Another hook entirely."}],
+    "an item without a field name": pairs(("type", "content")) + [{"type": "note", "content": "Extra."}],
+    "three strings in an item": [{**item, "lang": "en"} for item in pairs(("type", "content"))],
+    "both strings name fields": [{"type": "hook", "content": "loop"}, *pairs(("type", "content"))[1:]],
+    "one field missing": pairs(("type", "content"))[:4],
+}
+
+
+@pytest.mark.parametrize("items", NOT_NAMED_VALUES.values(), ids=NOT_NAMED_VALUES.keys())
+def test_a_list_that_is_not_one_object_per_field_is_no_answer(items: list[dict[str, str]]) -> None:
+    """Anything but exactly one name and one value per item, each field once, is data: never valid."""
+    assert validate_output(json.dumps({"response": items})).status != "valid"

@@ -139,8 +139,7 @@ SECOND = {
     [
         "\n\n",  # the model simply wrote a second answer
         "\n[INST: <</INST]\n",  # a garbled turn start no template defines
-        "\n\n### Instruction:\nNow the backups.\n\n### Response:\n",  # Alpaca's plain-text turns
-        "\nUser: and the backups?\nBot: ",  # a plain-text dialogue prefix
+        "\nNext incident:\n",  # prose that starts no turn
     ],
 )
 def test_two_labelled_answers_are_never_mixed_nor_one_chosen(between: str) -> None:
@@ -150,6 +149,35 @@ def test_two_labelled_answers_are_never_mixed_nor_one_chosen(between: str) -> No
     result = validate_output(raw)
     assert result.status != "valid", (raw, result.loop_output)
     assert {issue.code for issue in result.errors} == {"duplicate_section"}
+
+
+@pytest.mark.parametrize(
+    "between",
+    [
+        "\n\n### Instruction:\nNow the backups.\n\n### Response:\n",  # Alpaca's plain-text turns
+        "\nUser: and the backups?\nBot: ",  # a plain-text dialogue (Falcon, transcripts)
+        "\nHuman: and the backups?\n\nAssistant: ",  # the legacy Anthropic prompt
+        "\nUSER: and the backups? ASSISTANT: ",  # Vicuna, FastChat
+        "\n### Input:\nthe backups\n",  # Alpaca's input heading
+    ],
+)
+def test_a_plain_text_user_turn_after_an_answer_ends_it(between: str) -> None:
+    """A user's turn as plain-text prompt formats write it ends the answer before it: the second answer, written
+    after it, is neither content nor a candidate."""
+    raw = labelled("{L}: {v}") + between + labelled("{L}: {v}", content=SECOND)
+    result = validate_output(raw)
+    assert result.status == "valid" and dict(result.loop_output) == CONTENT, (raw, result.errors)
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["User impact: every checkout.", "user:admin was denied.", "Human review is pending.", "## Inputs: the logs."],
+)
+def test_a_line_that_only_starts_like_a_user_turn_ends_nothing(line: str) -> None:
+    """Content whose line begins with a role's word, but is no turn header, stays in the answer."""
+    raw = labelled("{L}: {v}").replace("\nGRIP:", f"\n{line}\nGRIP:")
+    result = validate_output(raw)
+    assert result.status == "valid", (raw, result.errors)
 
 
 def test_the_same_answer_written_twice_is_one_answer() -> None:

@@ -16,15 +16,10 @@ from tests.contract import heldout
 
 CASES = heldout.load("heldout-formats.json")
 #: Read right after the issue 40 fixes; the count may only grow.
-READ_RIGHT = 48
-#: The cases still not read right, each refused (never falsely valid). Their expected verdict is the first of
-#: two answers written without any token between them, which the text cannot show to be the one meant; see the
-#: report of issue 40.
-NOT_READ_RIGHT = {
-    "llama2_inst_then_second_answer",
-    "alpaca_response_then_instruction",
-    "falcon_user_continuation",
-}
+READ_RIGHT = 50
+#: The case still not read right, refused (never falsely valid): its first answer ends at a garbled turn start
+#: (``[INST: <</INST]``) that no template defines, so the text does not show which of its two answers is meant.
+NOT_READ_RIGHT = {"llama2_inst_then_second_answer"}
 
 
 def test_the_corpus_is_the_measured_one() -> None:
@@ -43,7 +38,7 @@ def test_no_held_out_case_is_falsely_valid() -> None:
 
 
 def test_held_out_cases_read_right_do_not_regress() -> None:
-    """At least the 48 of 51 read right after issue 40; the ones missed are named, so a new miss shows."""
+    """At least the 50 of 51 read right after issue 40; the ones missed are named, so a new miss shows."""
     found = heldout.verdicts(CASES)
     missed = {name for name, verdict in found.items() if verdict != "right"}
     assert len(CASES) - len(missed) >= READ_RIGHT, sorted(missed)

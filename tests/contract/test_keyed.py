@@ -28,6 +28,7 @@ RENDERINGS = {
         "<x|arg_key>{n}</x|arg_key><x|arg_type>string</x|arg_type><x|arg_value>{v}</x|arg_value>",
     ],
     "element": ["<{n}>{v}</{n}>", '<{n} id="1">\n{v}\n</{n}>', "<ns:{n}>{v}</ns:{n}>"],
+    "bracket_element": ["[{n}]{v}[/{n}]", "[{n}]\n{v}\n[/{n}]\n", "[{n}] {v}\n"],
     "field_marker": ["[[ ## {n} ## ]]\n{v}\n", "[[## {n} ##]] {v}\n"],
     "escape_quoted": ["{n}:<escape>{v}<escape>,", '{n}:<|"|>{v}<|"|>,'],
 }

@@ -110,6 +110,10 @@ def _walk(value: Any, depth: int, budget: list[int]) -> Iterator[Mapping[str, An
     elif isinstance(value, list):
         if len(value) == 1:
             yield from _walk(value[0], depth + 1, budget)
+        else:
+            pairs = _named_values(value)
+            if pairs is not None:
+                yield pairs
     elif isinstance(value, str):
         text = value.strip()
         if text[:1] in ("{", "[", '"'):
@@ -119,6 +123,31 @@ def _walk(value: Any, depth: int, budget: list[int]) -> Iterator[Mapping[str, An
                 return
         if _LABEL_HINT.search(text):
             yield text
+
+
+def _named_values(items: list[Any]) -> dict[str, Any] | None:
+    """The answer of a list of name/value objects (``[{"type": "hook", "content": "..."}, ...]``), or None.
+
+    Each item holds exactly two strings: one names a contract field, the other is its value (whatever the two
+    keys are called). A field named twice, or any other item, makes the list data, not an answer.
+    """
+    if len(items) > _MAX_ENVELOPE_KEYS:
+        return None
+    found: dict[str, Any] = {}
+    for item in items:
+        if not isinstance(item, dict):
+            return None
+        strings = [text for text in item.values() if isinstance(text, str)]
+        if len(strings) != 2:
+            return None
+        first, second = (field_key(text.strip()) for text in strings)
+        if (first is None) == (second is None):
+            return None  # neither names a field, or both do: which is the value is not said
+        name, text = (first, strings[1]) if first is not None else (second, strings[0])
+        if name is None or name in found:
+            return None
+        found[name] = text
+    return found
 
 
 def unwrap(value: Any) -> Mapping[str, Any] | None:

@@ -2,10 +2,11 @@
 
 Tool calls written as text name their arguments with markup, and each family has its own: Qwen3-Coder's
 ``<parameter=hook>``, MiniMax's and Anthropic's ``<parameter name="hook">``, GLM's
-``<arg_key>hook</arg_key><arg_value>``, Gemma's ``hook:<escape>``, DSPy's ``[[ ## hook ## ]]``, plain
-``<hook>`` elements. The key syntaxes are one table (:data:`KEY_SYNTAXES`), shaped like llama.cpp's XML tool-call
-engine (a key's start and separator, a value's end): a family is a row's instance (a namespace before a tag, a
-suffix after its name, another tag name), not a row of its own, so a family never seen reads the same way.
+``<arg_key>hook</arg_key><arg_value>``, Gemma's ``hook:<escape>``, DSPy's ``[[ ## hook ## ]]``, plain ``<hook>``
+elements and their square-bracket form ``[hook]...[/hook]``. The key syntaxes are one table (:data:`KEY_SYNTAXES`),
+shaped like llama.cpp's XML tool-call engine (a key's start and separator, a value's end): a family is a row's
+instance (a namespace before a tag, a suffix after its name, another tag name), not a row of its own, so a family
+never seen reads the same way.
 
 Every key syntax is tried at once, so the reader is also the last resort for markup no row describes: the value
 of a key runs to its own end mark, else to the next key, else to the end of the text, and the markup left around
@@ -38,11 +39,14 @@ class KeySyntax:
     id: str
     rows: str
     key: re.Pattern[str]
+    #: The value's end mark, or None when each field closes with its own mark (``closing``, ``{name}`` its name).
     end: re.Pattern[str] | None
+    closing: str = ""
 
 
-def _syntax(id: str, rows: str, key: str, end: str | None) -> KeySyntax:
-    return KeySyntax(id, rows, re.compile(key, re.IGNORECASE), re.compile(end, re.IGNORECASE) if end else None)
+def _syntax(id: str, rows: str, key: str, end: str | None, closing: str = "") -> KeySyntax:
+    compiled = re.compile(end, re.IGNORECASE) if end else None
+    return KeySyntax(id, rows, re.compile(key, re.IGNORECASE), compiled, closing)
 
 
 #: The key syntaxes, and the catalog rows (:data:`marsrag.contract.catalog.FORMATS`) written with each.
@@ -67,7 +71,15 @@ KEY_SYNTAXES: Final[tuple[KeySyntax, ...]] = (
         rf"<\s*{_NS}arg_value{_SFX}\s*>",
         rf"<\s*/\s*{_NS}arg_value{_SFX}\s*>",
     ),
-    _syntax("element", "xml_tags, dspy_xml, minimax_m3", rf"<\s*{_NS}{_NAME}(?:\s[^<>]{{0,80}})?>", None),
+    _syntax(
+        "element",
+        "xml_tags, dspy_xml, minimax_m3",
+        rf"<\s*{_NS}{_NAME}(?:\s[^<>]{{0,80}})?>",
+        None,
+        rf"<\s*/\s*{_NS}{{name}}\s*>",
+    ),
+    # "[hook]...[/hook]"; a Markdown link's text ("[loop](url)") is no key.
+    _syntax("bracket_element", "bracket_tags", rf"\[[ \t]*{_NAME}[ \t]*\](?!\()", None, r"\[\s*/\s*{name}\s*\]"),
     _syntax("field_marker", "dspy_chat", rf"\[\[\s*##\s*{_NAME}\s*##\s*\]\]", r"\[\[\s*##\s*\w+\s*##\s*\]\]"),
     _syntax(
         "escape_quoted",
@@ -76,7 +88,7 @@ KEY_SYNTAXES: Final[tuple[KeySyntax, ...]] = (
         r"<escape>|<\|\"\|>",
     ),
 )
-_TRIGGERS: Final = ("<", "[[")
+_TRIGGERS: Final = ("<", "[")
 # Markup left at a value's edges: tags, a vendor namespace run ("]<]minimax[>["), brackets of CDATA.
 _EDGE_TAG: Final = re.compile(r"^(?:\s*<[^<>\n]{1,80}>)+|(?:<[^<>\n]{1,80}>\s*)+$")
 _NAMESPACE_RUN: Final = re.compile(
@@ -123,8 +135,8 @@ def read_keyed(text: str) -> Keyed | None:
 def _value_end(text: str, start: int, limit: int, name: str, syntax: KeySyntax) -> int:
     """Where a value ends: its own end mark before the next key, else the next key (or the text's end)."""
     end = syntax.end
-    if end is None:  # an element ends with its own closing tag
-        end = re.compile(rf"<\s*/\s*{_NS}{name}\s*>", re.IGNORECASE)
+    if end is None:  # an element ends with its own closing mark
+        end = re.compile(syntax.closing.replace("{name}", name), re.IGNORECASE)
     match = end.search(text, start, limit)
     return match.start() if match is not None else limit
 

@@ -144,4 +144,5 @@ def _harmony(text: str) -> tuple[str, bool]:
             kept.append(body[end.end() :] if end is not None else "")
         else:
             kept.append(body)
-    return "".join(kept), thought
+    # Each message starts on a line of its own: what a removed header sat between is never one line.
+    return "\n".join(kept), thought

@@ -15,7 +15,7 @@ from typing import Final, NamedTuple
 
 from marsrag.contract._label_names import LABEL_FIELDS, capitalized_names
 from marsrag.contract._trie import trie_pattern
-from marsrag.contract.issues import ContractIssue
+from marsrag.contract.issues import ContractIssue, second_answer_issue
 from marsrag.contract.rules import text_problem
 from marsrag.contract.template import FIELDS
 
@@ -61,6 +61,13 @@ _QUOTED: Final = re.compile(r"(?P<quote>[\"'])(?P<inner>.*)(?P=quote),?", re.DOT
 _BLANK_RUNS: Final = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
 _TRAILING_SPACE: Final = re.compile(r"[ \t]+\n")
 
+
+# An element's tag (opening, closing or self-closing) and a list item's marker at a line start.
+_TAG: Final = re.compile(r"<(?P<close>/)?[ \t]*(?P<name>[A-Za-z][\w:.-]{0,40})(?:\s[^<>]{0,200})?(?P<self>/)?>")
+_LIST_ITEM: Final = re.compile(r"[ \t>]*(?:[-*+•]|\(?\d{1,2}[.)])[ \t]")
+# A blank line, then a line that starts a paragraph at the left margin and is no list item.
+_UNINDENTED_PARAGRAPH: Final = re.compile(r"\n[ \t]*\n(?=[^\s\-*+•\d(>|])")
+_NON_SPACE: Final = re.compile(r"\S")
 
 # (start of the label, start of its body, section name), offsets into the text.
 _Label = tuple[int, int, str]
@@ -176,15 +183,7 @@ def _second_answer(found: list[tuple[str, str]]) -> tuple[ContractIssue, ...]:
         for name, body in later
         if _usable(body) and _usable(first[name]) and " ".join(body.split()) != " ".join(first[name].split())
     }
-    return tuple(
-        ContractIssue(
-            name,
-            "duplicate_section",
-            f"{name} is given twice with different content (the text holds two answers): write one answer",
-        )
-        for name in FIELDS
-        if name in differing
-    )
+    return tuple(second_answer_issue(name) for name in FIELDS if name in differing)
 
 
 def _xml_sections(text: str) -> list[tuple[int, str, str]]:
@@ -249,9 +248,47 @@ def find_sections(text: str) -> Sections | None:
     found: list[tuple[str, str]] = []
     last = len(labels) - 1
     for index, (_, body_start, name) in enumerate(labels):
-        body = text[body_start : labels[index + 1][0] if index < last else len(text)].strip()
-        found.append((name, _tidy(body)))
+        end = labels[index + 1][0] if index < last else _last_end(text, labels[0][0], labels[-1])
+        found.append((name, _tidy(text[body_start:end].strip())))
     return Sections(*_pick(found), labels[0][0], _second_answer(found))
+
+
+def _last_end(text: str, first: int, label: _Label) -> int:
+    """Where the last section ends: where the block holding the labels ends, else at the end of the text.
+
+    Nothing marks the last section's end, but the markup around the labels can: an element opened before the
+    first label (``<result>``, ``<attempt_completion>``) closes after the last section, and a list item ends
+    where a paragraph after a blank line starts unindented (CommonMark's rule for what belongs to an item).
+    """
+    start, body_start, _ = label
+    end = len(text)
+    if "</" in text:
+        wrappers = _open_elements(text[:first])
+        if wrappers:
+            closing = re.compile(r"</\s*(?:" + "|".join(map(re.escape, wrappers)) + r")\s*>", re.IGNORECASE)
+            match = closing.search(text, body_start)
+            if match is not None:
+                end = match.start()
+    if _LIST_ITEM.match(text, start):
+        content = _NON_SPACE.search(text, body_start, end)
+        if content is not None:
+            paragraph = _UNINDENTED_PARAGRAPH.search(text, content.start(), end)
+            if paragraph is not None:
+                end = paragraph.start()
+    return end
+
+
+def _open_elements(text: str) -> list[str]:
+    """The names of the elements ``text`` leaves open (opened and not closed), outermost first."""
+    stack: list[str] = []
+    for match in _TAG.finditer(text):
+        name = match["name"].lower()
+        if match["close"]:
+            if name in stack:
+                del stack[len(stack) - 1 - stack[::-1].index(name) :]
+        elif not match["self"]:
+            stack.append(name)
+    return stack
 
 
 def section_labels(text: str) -> list[tuple[str, int]]:

@@ -191,12 +191,19 @@ _LABEL: Final = re.compile(r"^\W*(?:" + "|".join(FIELDS) + r")\W*[:\-–—]\s*"
 @lru_cache(maxsize=1)
 def _vocabulary() -> tuple[frozenset[str], frozenset[str], tuple[frozenset[str], ...]]:
     """The template's stems, the instruction verbs' stems and each example field's stems (stemming loads here)."""
-    template = " ".join([*SECTION_INSTRUCTIONS.values(), *META_WORDS])
+    # The fields' own names are words a prompt uses about the answer: "An example hook sentence." names a field.
+    template = " ".join([*SECTION_INSTRUCTIONS.values(), *META_WORDS, *FIELDS])
     return (
         frozenset(surface_stems(template)),
         frozenset(surface_stems(" ".join(INSTRUCTION_VERBS))),
         tuple(frozenset(surface_stems(text)) for text in WORKED_EXAMPLE.values()),
     )
+
+
+@lru_cache(maxsize=1)
+def _field_stems() -> frozenset[str]:
+    """The stems of the five field names."""
+    return frozenset(surface_stems(" ".join(FIELDS)))
 
 
 @lru_cache(maxsize=1)
@@ -208,7 +215,7 @@ def _example_stems() -> frozenset[str]:
 @lru_cache(maxsize=1)
 def _prefixes() -> frozenset[str]:
     """The first four letters of every template, meta and example word: the cheap test before stemming."""
-    text = " ".join([*SECTION_INSTRUCTIONS.values(), *META_WORDS, *WORKED_EXAMPLE.values()])
+    text = " ".join([*SECTION_INSTRUCTIONS.values(), *META_WORDS, *FIELDS, *WORKED_EXAMPLE.values()])
     return frozenset(word[:4] for word in words(text) if len(word) > 2)
 
 
@@ -283,6 +290,8 @@ def restated_instruction(value: str) -> str | None:
         len(distinct & field) >= EXAMPLE_SHARE * len(distinct | field) for field in example
     ):
         return "example"
+    if distinct <= _field_stems():
+        return None  # the fields named, and nothing said about them ("the hook, the grip"): a list, no instruction
     shared = len(distinct & template)
     share = shared / len(distinct)
     # SPECIFIC last: its search costs more than the sets (each position tries every branch).

@@ -49,10 +49,10 @@ from marsrag.contract._reasoning import may_have_reasoning, strip_reasoning
 from marsrag.contract._sections import find_sections
 from marsrag.contract._tables import may_have_table, table_sections
 from marsrag.contract._tokens import has_special_token, may_have_tokens, strip_special_tokens, strip_trailing_tokens
-from marsrag.contract._turns import end_of_turn, may_end_early
+from marsrag.contract._turns import end_of_turn, may_end_early, strip_role_prefix
 from marsrag.contract._verdict import from_keys, from_mapping, from_model, has_truncated, input_failure, with_issues
 from marsrag.contract._yaml_answers import load, yaml_document
-from marsrag.contract.issues import ContractIssue
+from marsrag.contract.issues import ContractIssue, second_answer_issue
 from marsrag.contract.model import LoopOutput
 from marsrag.contract.result import Mode, ValidationResult
 from marsrag.contract.rules import MAX_INPUT_CHARS
@@ -71,7 +71,19 @@ _ESCAPED_LINES: Final = re.compile(r"\\n(?:\W|\d){0,8}(?:hook|grip|payoff|reinfo
 class _Candidates:
     """The candidates of one text, keeping the best and the last as they come."""
 
-    __slots__ = ("best", "best_key", "last", "last_key", "cut", "covered", "not_exact", "text", "code", "marked")
+    __slots__ = (
+        "best",
+        "best_key",
+        "last",
+        "last_key",
+        "cut",
+        "covered",
+        "not_exact",
+        "text",
+        "code",
+        "marked",
+        "documents",
+    )
 
     def __init__(self, cut: bool, text: str) -> None:
         self.best: ValidationResult | None = None
@@ -88,6 +100,8 @@ class _Candidates:
         self.code: dict[str, str] | None = None
         #: The text as the model wrote it, special tokens included (the keyed markup reader reads this one).
         self.marked = text
+        #: The valid answers of JSON documents, with their spans: two that differ are two answers.
+        self.documents: list[tuple[int, int, ValidationResult]] = []
 
     def add(self, result: ValidationResult | None, position: int, end: int | None = None) -> None:
         if result is None:
@@ -98,6 +112,8 @@ class _Candidates:
             result = with_issues(result, code_issues(result.loop_output, self.code))
         if end is not None:
             self.covered.append((position, end))
+            if result.ok:
+                self.documents.append((position, end, result))
         passing = len(result.passing_fields)
         if (passing, position) >= self.best_key:
             self.best, self.best_key = result, (passing, position)
@@ -111,7 +127,30 @@ class _Candidates:
         return self.best is not None and self.best.ok and not self.cut
 
     def result(self) -> ValidationResult | None:
-        return self.last if self.cut else self.best
+        if self.cut:
+            return self.last
+        if self.best is not None and self.best.ok and len(self.documents) > 1:
+            return with_issues(self.best, _second_document(self.documents))
+        return self.best
+
+
+def _second_document(documents: list[tuple[int, int, ValidationResult]]) -> list[ContractIssue]:
+    """Errors for the fields two valid JSON answers in separate documents give different content.
+
+    The same rule as two labelled answers (:mod:`._sections`): which one is meant ("Corrected:", a model that
+    answered twice) the text does not say reliably, so neither is chosen and the two are never mixed. The same
+    answer written twice, or one document read two ways (exact and repaired, an envelope and its content), is one.
+    """
+    differing: set[str] = set()
+    for index, (start, end, first) in enumerate(documents):
+        for other_start, other_end, other in documents[index + 1 :]:
+            if other_start < end and start < other_end:
+                continue  # overlapping spans: one document
+            for name in FIELDS:
+                mine, theirs = first.loop_output[name], other.loop_output[name]
+                if " ".join((mine or "").split()) != " ".join((theirs or "").split()):
+                    differing.add(name)
+    return [second_answer_issue(name) for name in FIELDS if name in differing]
 
 
 def from_text(text: str, mode: Mode, cut: bool, layer: int = 0) -> ValidationResult:
@@ -140,6 +179,7 @@ def from_text(text: str, mode: Mode, cut: bool, layer: int = 0) -> ValidationRes
     if may_have_tokens(text):
         stripped = strip_special_tokens(text)
         text, had_tokens = stripped, len(stripped) != len(text)
+    text = strip_role_prefix(text)
     match = _NON_SPACE.search(text)
     if match is None:
         if reasoning is not None:

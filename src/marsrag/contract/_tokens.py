@@ -18,7 +18,9 @@ from marsrag.contract._trie import trie_pattern
 
 # One pattern per opening character, none ignoring case: a pattern that starts with one literal is searched
 # for at C speed, while an alternation of several (or a case-blind one) is tried at every position.
-_ROLES: Final = r"(?P<role>[ \t]*(?:system|user|assistant|model|tool|developer)\b(?:<\|end_header_id\|>)?)?"
+# A role name ends where a lower-case word would not: a header decoded without its separator runs into the content
+# ("<|start|>assistantHook: ...").
+_ROLES: Final = r"(?P<role>[ \t]*(?:system|user|assistant|model|tool|developer)(?![a-z0-9_])(?:<\|end_header_id\|>)?)?"
 _BARRED: Final = re.compile(r"<[|｜](?P<name>[^<>|｜\n]{1,48})[|｜]>" + _ROLES)
 _ANGLE_NAMES: Final = (
     "/s s eos bos eot eom pad unk mask endoftext end_of_turn start_of_turn end_of_text end_of_utterance end_of_sentence"

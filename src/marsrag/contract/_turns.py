@@ -7,7 +7,8 @@ chat templates' own (:data:`marsrag.contract.catalog.CHAT_TEMPLATES`): each temp
 its turn-start tokens, which after content mean the model went on as another role.
 
 A server that decoded the special tokens away leaves a turn start as its role header alone on a line (``user``,
-``assistant``): after content, that starts a turn too.
+``assistant``): after content, that starts a turn too; so does a user's turn as plain-text prompt formats write it
+(``User:``, ``Human:``, Alpaca's ``### Instruction:``) at a line start.
 
 Two places a token does not end the turn: before any content (a leaked template prefix,
 ``<|im_start|>assistant``, or a stray end token the model began with), and inside a JSON string (a token glued
@@ -36,14 +37,40 @@ _HARMONY_MESSAGE: Final = "<|message|>"
 _BARE_ROLE: Final = re.compile(r"\n[ \t]*(?:user|assistant|system|model)[ \t]*(?=\r?\n)")
 
 
+# The answering role's name as transcripts write it before the answer: Vicuna's and FastChat's "ASSISTANT:", the
+# legacy Anthropic prompt's "Assistant:", LangChain's "AI:", SmolVLM's and Idefics' "Assistant:", InternLM's
+# "<|Bot|>:" once its token is decoded, ShareGPT's "gpt". Only at the very start of the answer, with the answer
+# on the same line: a header the server left in, not a label.
+_ROLE_PREFIX: Final = re.compile(r"[ \t\n]*(?:#{1,4}[ \t]*)?(?:assistant|ai|bot|gpt)[ \t]*:[ \t]*(?=\S)", re.IGNORECASE)
+
+
+def strip_role_prefix(text: str) -> str:
+    """``text`` without the answering role's name it starts with (``Assistant: HOOK - ...``)."""
+    match = _ROLE_PREFIX.match(text)
+    return text[match.end() :] if match is not None else text
+
+
+# A user's turn as plain-text prompt formats write it, at a line start: Vicuna's and FastChat's "USER:", the legacy
+# Anthropic prompt's "Human:", Falcon's and most transcripts' "User:", Alpaca's "### Instruction:" and "### Input:"
+# headings. After content, the model went on to write the user's next turn.
+_USER_TURN: Final = re.compile(
+    r"\n(?:(?:#{1,4}[ \t]*)?(?:user|human)[ \t]*:(?=\s)|#{1,4}[ \t]*(?:instruction|input)[ \t]*:?[ \t]*(?=\r?\n))",
+    re.IGNORECASE,
+)
+
+
 def _may_have_role_line(text: str) -> bool:
     # Four substring searches written out: a generator over them costs more than the searches.
     return "\nuser" in text or "\nassistant" in text or "\nsystem" in text or "\nmodel" in text
 
 
+def _may_have_user_turn(text: str) -> bool:
+    return ":" in text and ("\nU" in text or "\nu" in text or "\nH" in text or "\nh" in text or "\n#" in text)
+
+
 def may_end_early(text: str) -> bool:
     """A cheap test: False means the text holds no turn boundary (no token, no role line)."""
-    return "<" in text or "[" in text or _may_have_role_line(text)
+    return "<" in text or "[" in text or _may_have_role_line(text) or _may_have_user_turn(text)
 
 
 @cache
@@ -64,6 +91,8 @@ def end_of_turn(text: str) -> str:
         text = _cut(text, _boundary())
     if _may_have_role_line(text):
         text = _cut(text, _BARE_ROLE)
+    if _may_have_user_turn(text):
+        text = _cut(text, _USER_TURN)
     return text
 
 

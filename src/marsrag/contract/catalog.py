@@ -443,6 +443,13 @@ FORMATS: Final[tuple[Format, ...]] = (
         "keyed",
         "<hook>...</hook>",
     ),
+    Format(
+        "bracket_tags",
+        "MetaGPT ActionNode, square-bracket section markers",
+        "metagpt: metagpt/actions/action_node.py ([CONTENT]...[/CONTENT])",
+        "keyed",
+        "[hook]...[/hook] or [HOOK] ... (each value to its closing mark, else to the next key)",
+    ),  # fmt: skip
     Format("yaml", "YAML answers", "YAML 1.2", "yaml", "hook: ...\ngrip: ..."),
     Format("table", "Markdown tables", "GitHub-flavoured Markdown", "table", "| Section | Content |"),
     Format("printed", "a printed pydantic model or dataclass", "Python repr", "printed", "LoopOutput(hook='...', ...)"),
@@ -532,6 +539,11 @@ CHAT_TEMPLATES: Final[tuple[ChatTemplate, ...]] = (
     ChatTemplate("Apertus", "common_chat_parse_apertus", ends=("<|assistant_end|>",)),
     ChatTemplate("Kimi K3", "kimi_k3_tool_parser.py", ends=("<|end_of_msg|>",)),
     ChatTemplate("SmolVLM, Idefics", "SmolVLM chat template", ends=("<end_of_utterance>",)),
+    ChatTemplate(
+        "OpenChat 3.5/3.6, Starling-LM",
+        "openchat chat template: GPT4 Correct User: ...<|end_of_turn|>GPT4 Correct Assistant:",
+        ends=("<|end_of_turn|>",),
+    ),  # fmt: skip
     ChatTemplate("GPT-2 family, Falcon, base models", "tokenizer eos", ends=("<|endoftext|>",)),
 )
 

@@ -23,3 +23,12 @@ class ContractIssue:
     def to_dict(self) -> dict[str, str | None]:
         """The issue as ``{field, code, message}``."""
         return {"field": self.field, "code": self.code, "message": self.message}
+
+
+def second_answer_issue(field: str) -> ContractIssue:
+    """The error of a field two answers in one text give different content (neither is chosen)."""
+    return ContractIssue(
+        field,
+        "duplicate_section",
+        f"{field} is given twice with different content (the text holds two answers): write one answer",
+    )

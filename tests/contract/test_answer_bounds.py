@@ -1,0 +1,116 @@
+"""Where an answer starts and ends inside a text: the markup around the labels bounds the last section, a role's
+name before the answer is a header, and each harmony message starts a line of its own."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from marsrag.contract import FIELDS, validate_output
+from tests.contract.samples import CONTENT, labelled
+from tests.contract.strategies import answers
+
+
+def reads(raw: str, expected: dict[str, str] = CONTENT) -> None:
+    result = validate_output(raw)
+    assert result.status == "valid", (raw, result.errors)
+    assert dict(result.loop_output) == expected, raw
+
+
+# -- the element around the labels closes after the last section ----------------------------------------------
+
+WRAPPED = {
+    "one element": "<result>\n{body}\n</result>",
+    "nested elements": "<attempt_completion>\n<result>\n{body}\n</result>\n</attempt_completion>",
+    "a namespace and attributes": '<ns:final kind="answer">\n{body}\n</ns:final>\nDone.',
+    "the closing tags on the last line": "<answer><reply>\n{body}</reply></answer>",
+    "reasoning, then the element": "<thinking>\nDisk first.\n</thinking>\n<response>\n{body}\n</response>",
+}
+
+
+@pytest.mark.parametrize("wrapper", WRAPPED.values(), ids=WRAPPED.keys())
+@pytest.mark.parametrize("form", ["{L}: {v}", "**{T}:** {v}", "## {T}\n{v}\n"])
+def test_the_last_section_ends_where_the_element_around_the_labels_closes(wrapper: str, form: str) -> None:
+    reads(wrapper.format(body=labelled(form)))
+
+
+def test_a_closing_tag_of_an_element_opened_inside_the_answer_stays() -> None:
+    """Only the elements opened before the first label bound the answer; markup inside a value is its content."""
+    loop = "Should we wrap the restarts in <b>maintenance</b> windows?"
+    reads(labelled("{L}: {v}", content={**CONTENT, "loop": loop}), {**CONTENT, "loop": loop})
+
+
+def test_an_element_closed_before_the_labels_bounds_nothing() -> None:
+    """A closed element before the labels (a summary) leaves the last section to run on."""
+    raw = "<summary>Cold caches.</summary>\n" + labelled("{L}: {v}") + "\n\nOr both, one node each."
+    result = validate_output(raw)
+    assert result.ok and result.loop_output["loop"].endswith("Or both, one node each."), result.loop_output
+
+
+# -- a list item ends where an unindented paragraph starts (CommonMark) ---------------------------------------
+
+SIGN_OFF = "\n\nLet me know if you would like more detail!"
+
+
+@pytest.mark.parametrize("form", ["{n}. **{T}:** {v}", "- **{T}:** {v}", "* {T}: {v}", "{n}) {L} - {v}", "• {T}: {v}"])
+def test_a_paragraph_after_the_last_list_item_is_not_in_it(form: str) -> None:
+    reads("Here's the breakdown:\n\n" + labelled(form) + SIGN_OFF)
+
+
+def test_an_indented_paragraph_continues_the_last_item() -> None:
+    """Indented to the item's content, a paragraph is the item's own (CommonMark), so it stays in the loop."""
+    result = validate_output(labelled("{n}. {T}: {v}") + "\n\n   Or from both, one node each.")
+    assert result.ok and result.loop_output["loop"].endswith("sample?\n\n   Or from both, one node each.")
+
+
+def test_a_label_alone_on_its_item_line_keeps_the_paragraph_that_follows() -> None:
+    """The blank line right after a label that stands alone separates the label from its content, not an end."""
+    reads("\n".join(f"{n}. **{name.title()}:**\n\n{CONTENT[name]}\n" for n, name in enumerate(FIELDS, 1)))
+
+
+def test_plain_labels_keep_every_paragraph_of_the_last_section() -> None:
+    """Without a list, nothing marks where the last section ends: its paragraphs are its own."""
+    result = validate_output(labelled("{L}: {v}") + "\n\nOr from a replayed sample of yesterday's peak.")
+    assert result.ok and result.loop_output["loop"].endswith("yesterday's peak.")
+
+
+@given(answers, st.sampled_from(["{n}. **{T}:** {v}", "- {T}: {v}"]), st.sampled_from(["Thanks!", "Hope this helps."]))
+def test_any_list_answer_with_a_closing_paragraph_reads_its_five_values(
+    answer: dict[str, str], form: str, closing: str
+) -> None:
+    reads(labelled(form, content=answer) + "\n\n" + closing, answer)
+
+
+# -- the answering role's name before the answer --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("prefix", ["Assistant: ", "ASSISTANT: ", "AI: ", "Bot:", "### Assistant: ", "gpt: "])
+@pytest.mark.parametrize("form", ["{L} - {v}", "{L}: {v}", "**{T}:** {v}"])
+def test_a_role_name_before_the_first_label_is_a_header(prefix: str, form: str) -> None:
+    reads(prefix + labelled(form))
+
+
+def test_a_role_name_inside_the_answer_is_content() -> None:
+    """Only the very start of the answer can hold the header: a value beginning with such a word keeps it."""
+    hook = "AI: the new ranking model doubled the p99 latency."
+    reads(labelled("{L}: {v}", content={**CONTENT, "hook": hook}), {**CONTENT, "hook": hook})
+
+
+def test_a_role_name_alone_does_not_become_an_answer() -> None:
+    assert validate_output("Assistant: ").status == "failed"
+    assert validate_output("Assistant: HOOK - " + CONTENT["hook"]).status != "valid"
+
+
+# -- harmony: each message starts its own line ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("form", ["{T}: {v}", "{L}: {v}", "**{T}:** {v}"])
+def test_labels_right_after_a_harmony_message_header(form: str) -> None:
+    analysis = "<|channel|>analysis<|message|>Cold caches again; answer in sections.<|end|>"
+    reads(f"{analysis}<|start|>assistant<|channel|>final<|message|>{labelled(form)}<|return|>")
+
+
+def test_a_role_header_decoded_without_its_separator_is_removed() -> None:
+    """``<|start|>assistantHook: ...``: the role name ends where a lower-case word would not."""
+    reads("<|start|>assistant" + labelled("{T}: {v}"))
