@@ -132,6 +132,8 @@ TWO_ANSWERS = {
     "in prose": f"{CLEAN_JSON}\n\nOr, if you prefer:\n{json.dumps(CORRECTED, indent=2)}",
     "a repaired second one": f"{CLEAN_JSON}\n{json.dumps(CORRECTED)[:-1]},}}",
     "in a tool call": f'{CLEAN_JSON}\n{{"name": "final_answer", "arguments": {json.dumps(CORRECTED)}}}',
+    # Three backticks with more on their line are an inline code span, not a fence (CommonMark).
+    "in inline code spans": f"```{CLEAN_JSON}```\nLet me try again: ```{json.dumps(CORRECTED)}```",
 }
 
 

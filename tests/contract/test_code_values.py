@@ -147,3 +147,39 @@ def test_prose_after_a_name_and_a_comma_is_not_a_comment() -> None:
     raw += ", loop: Tomorrow, should we rerun the drill?}"
     result = validate_output(raw)
     assert result.loop_output["loop"] == "Tomorrow, should we rerun the drill?"
+
+
+TYPESCRIPT = {
+    "an object literal": "const answer: LoopOutput = {{\n"
+    + "".join(f'  {n}: "{v}",\n' for n, v in FOUR.items())
+    + "  loop: {c}\n}}",
+    "members with comments": "const answer = {{\n"
+    + "".join(f'  // the {n}\n  {n}: "{v}",\n' for n, v in FOUR.items())
+    + "  // the next step\n  loop: {c},\n}};",
+    "semicolon-separated members": "{{ " + "; ".join(f'{n}: "{v}"' for n, v in FOUR.items()) + "; loop: {c}; }}",
+}
+
+
+@pytest.mark.parametrize("form", TYPESCRIPT.values(), ids=TYPESCRIPT.keys())
+@pytest.mark.parametrize("code", ["nextStep", "state.next", "string"])
+def test_code_in_a_typescript_literal_is_not_content(form: str, code: str) -> None:
+    """A TypeScript object literal's member whose value is a name (a variable, a type) is code, whatever comments or
+    separators sit between the members."""
+    result = validate_output("```ts\n" + form.format(c=code) + "\n```")
+    assert result.status != "valid", result.loop_output
+    assert {issue.field: issue.code for issue in result.errors}.get("loop") == "placeholder"
+
+
+def test_an_interface_echoed_is_no_answer() -> None:
+    """The schema's TypeScript interface given back: every member's value is its type, so every field is code."""
+    members = "".join(f"  // What the {name} says.\n  {name}: string;\n" for name in CONTENT)
+    result = validate_output(f"```\nexport interface LoopOutput {{\n{members}}}\n```")
+    assert result.status == "failed"
+    assert {issue.code for issue in result.errors if issue.field} == {"placeholder"}
+
+
+def test_prose_after_a_semicolon_outside_braces_is_not_a_member() -> None:
+    """A semicolon is a member separator only inside braces: in prose, the words after a label are the content."""
+    raw = "\n".join(f"{name.upper()}: {value}" for name, value in CONTENT.items())
+    raw = raw.replace("\nLOOP:", "; restart\nLOOP:")
+    assert validate_output(raw).status == "valid"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -155,3 +156,39 @@ NOT_NAMED_VALUES = {
 def test_a_list_that_is_not_one_object_per_field_is_no_answer(items: list[dict[str, str]]) -> None:
     """Anything but exactly one name and one value per item, each field once, is data: never valid."""
     assert validate_output(json.dumps({"response": items})).status != "valid"
+
+
+def chunks(text: str, size: int = 7) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+STREAMS = {
+    "ollama generate": lambda piece, i: {"model": "m", "created_at": f"2024-11-24T07:05:{i:02d}Z", "response": piece},
+    "openai chat chunks": lambda piece, i: {"id": "c1", "choices": [{"index": 0, "delta": {"content": piece}}]},
+    "anthropic deltas": lambda piece, i: {"type": "content_block_delta", "index": 0, "delta": {"text": piece}},
+}
+
+
+@pytest.mark.parametrize("chunk", STREAMS.values(), ids=STREAMS.keys())
+@pytest.mark.parametrize("answer", [CLEAN_JSON, LABELS], ids=["json", "labels"])
+def test_a_stream_of_chunks_pasted_raw_reads_as_the_text_it_spells(chunk: Any, answer: str) -> None:
+    """One JSON object per chunk, the answer in pieces under one key: the pieces joined are the answer, whichever
+    key holds them and whatever metadata varies beside them."""
+    raw = "\n".join(json.dumps(chunk(piece, i)) for i, piece in enumerate(chunks(answer)))
+    result = validate_output(raw)
+    assert result.status == "valid", result.errors
+    assert dict(result.loop_output) == CONTENT
+
+
+def test_a_stream_cut_inside_a_json_answer_is_truncated() -> None:
+    """The joined pieces are judged as any text is: a JSON answer whose last string never closed was cut."""
+    pieces = chunks(CLEAN_JSON)[:-4]
+    raw = "\n".join(json.dumps({"response": piece, "done": False}) for piece in pieces)
+    result = validate_output(raw)
+    assert result.status == "partial" and {issue.field: issue.code for issue in result.errors} == {"loop": "truncated"}
+
+
+def test_a_list_of_records_is_no_stream() -> None:
+    """Rows of data whose text leaves hold no answer spell none: never valid."""
+    raw = "\n".join(json.dumps({"id": i, "name": f"node-{i}", "status": "ok"}) for i in range(40))
+    assert validate_output(raw).status == "failed"

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from marsrag.contract import FIELDS, validate_output
 from marsrag.contract._curly_quotes import straighten
-from marsrag.contract._escapes import unescape_markdown
+from marsrag.contract._escapes import unescape_stray
 from tests.contract.samples import CLEAN_JSON, CONTENT
 from tests.contract.strategies import answers
 
@@ -69,7 +69,7 @@ def test_json_escapes_are_left_as_json_escapes() -> None:
     assert result.status == "valid"
     assert result.loop_output["grip"] == grip
     assert result.loop_output["hook"] == CONTENT["hook"].replace("API", "_API")
-    assert unescape_markdown(r"\\_ \_ \n \" \/") == r"\\_ _ \n \" \/"
+    assert unescape_stray(r"\\_ \_ \n \" \/") == r"\\_ _ \n \" \/"
 
 
 CURLY = {
@@ -186,3 +186,17 @@ def test_an_apostrophe_inside_a_single_quoted_value_is_content() -> None:
     result = validate_output(raw)
     assert result.status == "valid", result.errors
     assert dict(result.loop_output) == answer
+
+
+def test_a_backslash_before_a_letter_json_gives_no_meaning_is_the_letter() -> None:
+    """``\\L`` is no JSON escape: JSON5 and JavaScript read it as ``L``, so the labelled text in the string reads."""
+    text = "\\n".join(f"{name.title()}: {value}" for name, value in CONTENT.items()).replace("\\nLoop", "\\n\\\\Loop")
+    raw = '{\n"action": "Final Answer",\n"action_input": "' + text.replace("\\\\Loop", "\\Loop") + '"\n}'
+    result = validate_output(raw)
+    assert result.status == "valid" and dict(result.loop_output) == CONTENT, raw
+    value = json.dumps({**CONTENT, "payoff": "Restart"}).replace('"Restart"', '"\\Restart"')
+    assert validate_output(value).loop_output["payoff"] == "Restart"
+
+
+def test_escapes_json5_defines_otherwise_are_left_to_the_repair() -> None:
+    assert unescape_stray(r"\v \x41 \0 \u0041 \L \_") == r"\v \x41 \0 \u0041 L _"

@@ -44,6 +44,10 @@ ANSWERED = {
     "harmony with tokens decoded away": f"analysis{DRAFT}assistantfinal{CLEAN_JSON}",
     "two think blocks": f"<think>a</think>\n<think>{DRAFT}</think>\n{CLEAN_JSON}",
     "reasoning then crewai final answer": f"<think>{DRAFT}</think>\nThought: done\nFinal Answer: {CLEAN_JSON}",
+    # A think block left open, then the block the format answers in: the answer's opening ends the thinking.
+    "unclosed think, then an answer element": f"<think>{DRAFT}\n<answer>{CLEAN_JSON}</answer>",
+    "unclosed thought, then an output element": f"<Thought>\n{DRAFT}\n<Output>\n{LABELS}\n</Output>",
+    "unclosed thought tokens, then a solution": f"<|begin_of_thought|>{DRAFT}\n<|begin_of_solution|>{LABELS}",
 }
 
 
@@ -121,3 +125,16 @@ def test_any_answer_after_any_reasoning_validates_to_the_same_fields(
     result = validate_output(f"{opening}{thinking}{tag[1]}\n{body}")
     assert result.status == "valid", result.errors
     assert dict(result.loop_output) == answer
+
+
+def test_an_answer_element_inside_thinking_does_not_end_a_closed_block() -> None:
+    """A draft ``<answer>`` inside a closed think block stays thinking: only a block left open ends at one."""
+    raw = f"<think>\nDraft:\n<answer>{json.dumps({**CONTENT, 'loop': 'draft?'})}</answer>\n</think>\n{CLEAN_JSON}"
+    result = validate_output(raw)
+    assert result.status == "valid" and dict(result.loop_output) == CONTENT
+
+
+def test_an_answer_element_mentioned_mid_line_ends_nothing() -> None:
+    """Only an answer's opening at a line start ends an open thinking block; the thinking's words stay thinking."""
+    raw = f"<think>I will wrap it in <answer> tags. {DRAFT}"
+    assert validate_output(raw).status == "failed"

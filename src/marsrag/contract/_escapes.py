@@ -1,4 +1,4 @@
-"""Backslashes a model got wrong: Markdown escapes inside JSON, and one layer of JSON string escaping.
+"""Backslashes a model got wrong: escapes JSON does not define, and one layer of JSON string escaping.
 
 Both rewrites read backslashes left to right in pairs, so an escaped backslash (``\\\\``) is never taken for
 the start of another escape.
@@ -9,27 +9,29 @@ from __future__ import annotations
 import re
 from typing import Final
 
-# Markdown lets a backslash escape any ASCII punctuation; these are the ones JSON does not allow (a quote,
-# a backslash and a slash are JSON escapes already; "\'" is Python's, which the literal parser reads).
-_MARKDOWN_PUNCTUATION: Final = frozenset("!#$%&()*+,-.:;<=>?@[]^_`{|}~")
-_MARKDOWN_ESCAPE: Final = re.compile(r"\\[!#$%&()*+,\-.:;<=>?@\[\]^_`{|}~]")
+# Escapes JSON does not define: Markdown's of ASCII punctuation (a quote, a backslash and a slash are JSON escapes
+# already; "\'" is Python's, which the literal parser reads), and a backslash before a letter JSON gives no meaning
+# ("\Loop"). JSON5 and JavaScript read each as the character itself, and so do we (JSON5's own "\v" and "\xHH"
+# are left to the repair).
+_STRAY: Final = frozenset("!#$%&()*+,-.:;<=>?@[]^_`{|}~acdeghijklmopqswyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_STRAY_ESCAPE: Final = re.compile(r"\\[!#$%&()*+,\-.:;<=>?@\[\]^_`{|}~acdeghijklmopqswyzA-Z]")
 _BACKSLASH_PAIR: Final = re.compile(r"\\(.)", re.DOTALL)
 _JSON_ESCAPE: Final = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.DOTALL)
 _SIMPLE_ESCAPES: Final = {'"': '"', "\\": "\\", "/": "/", "n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f"}
 _SURROGATE: Final = re.compile(r"[\ud800-\udfff]")
 
 
-def has_markdown_escape(text: str) -> bool:
-    """Whether ``text`` holds a backslash before punctuation that JSON cannot escape (``\\_``, ``\\*``...)."""
-    return _MARKDOWN_ESCAPE.search(text) is not None
+def has_stray_escape(text: str) -> bool:
+    """Whether ``text`` holds an escape JSON does not define (``\\_``, ``\\*``, ``\\L``...)."""
+    return _STRAY_ESCAPE.search(text) is not None
 
 
-def unescape_markdown(text: str) -> str:
-    """``text`` with each Markdown escape (``\\_``) replaced by its plain character; JSON escapes kept."""
+def unescape_stray(text: str) -> str:
+    """``text`` with each escape JSON does not define (``\\_``, ``\\L``) replaced by its character; JSON's kept."""
 
     def plain(match: re.Match[str]) -> str:
         char = match[1]
-        return char if char in _MARKDOWN_PUNCTUATION else match[0]
+        return char if char in _STRAY else match[0]
 
     return _BACKSLASH_PAIR.sub(plain, text)
 
@@ -37,7 +39,7 @@ def unescape_markdown(text: str) -> str:
 def unescape_layer(text: str) -> str:
     """``text`` with one layer of JSON string escaping removed (``\\"`` to ``"``, ``\\n`` to a line break).
 
-    Escapes JSON does not define are kept as written, so a Markdown escape survives for the next step.
+    Escapes JSON does not define are kept as written, so a stray escape survives for the next step.
     """
 
     def decoded(match: re.Match[str]) -> str:

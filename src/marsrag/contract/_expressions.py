@@ -38,7 +38,9 @@ _F_STRING: Final = re.compile(r"(?:[rR]?[fF]|[fF][rR])[\"']")
 # Python "#").
 # A line comment closing an unquoted value ("loop": next_step // from the runbook): not part of the code.
 _LINE_COMMENT: Final = re.compile(r"[ \t]+(?://|#[ \t]).*")
-_COMMENT_AFTER: Final = re.compile(r"[ \t]*[,;]?[ \t]*(?:#|//)[^\n]*")
+_COMMENT_AFTER: Final = re.compile(r"[ \t]*[,;]?(?:\s*(?:#|//)[^\n]*)*")
+# Line comments ("// What is at stake") between a member and the key after it, with the line breaks before them.
+_COMMENT_LINES: Final = re.compile(r"(?:\n[ \t]*//[^\n]*)+(?=\s*$)")
 
 
 def code_values(text: str) -> dict[str, str]:
@@ -52,7 +54,7 @@ def code_values(text: str) -> dict[str, str]:
         while index >= 0:
             after = _AFTER_KEY.match(text, index + len(name))
             if after is not None and _is_key(text, index, after) and name not in found:
-                value = _balanced(_LINE_COMMENT.sub("", after["value"]).strip())
+                value = _balanced(_LINE_COMMENT.sub("", after["value"]).strip().rstrip(";").rstrip())
                 if is_code(value):
                     found[name] = value
             index = lowered.find(name, index + len(name))
@@ -68,8 +70,10 @@ def _is_key(text: str, index: int, after: re.Match[str]) -> bool:
         return before == after["quote"]  # "key": or 'key':
     if after["sep"] == "=":
         return True  # key=value: a keyword argument
-    lead = text[max(0, index - 80) : index].rstrip(" \t\n")
-    return lead[-1:] in ("{", ",")  # key: value inside braces
+    lead = _COMMENT_LINES.sub("", text[max(0, index - 400) : index]).rstrip(" \t\n")
+    # key: value inside braces, after the opening brace or the previous member (a comma, or TypeScript's
+    # semicolon), line comments between them skipped
+    return lead[-1:] in ("{", ",") or (lead[-1:] == ";" and "{" in lead)
 
 
 def is_code(value: str) -> bool:

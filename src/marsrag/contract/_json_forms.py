@@ -43,7 +43,15 @@ _MAX_UNWRAP_DEPTH: Final = 8
 # An envelope is small (a tool call, a chat message, an API response): a wide object is data, not one.
 _MAX_ENVELOPE_KEYS: Final = 12
 _MAX_VISITS: Final = 256
+# Decoding is tried at most this many times where it fails (each failure may scan far); a value decoded consumes its
+# text, so many of those cost one pass in all (a stream of chunks is hundreds of small objects).
 _MAX_DECODE_STARTS: Final = 32
+_MAX_DECODED: Final = 2048
+# A stream of chunks: at least this many, its text under a key at most this deep, and at most this many candidate
+# texts (string leaves that vary) read from it.
+_MIN_CHUNKS: Final = 3
+_MAX_STREAM_DEPTH: Final = 4
+_MAX_STREAM_PATHS: Final = 4
 # A string worth reading as labelled text: a field name used as a label (a colon, a heading line) or a tag.
 _LABEL_HINT: Final = re.compile(r"(?:hook|grip|payoff|reinforce|loop)\W{0,4}[:：\n]|<(?:hook|grip|loop)>", re.I)
 _DECODER: Final = json.JSONDecoder()
@@ -190,29 +198,35 @@ def segments(region: str) -> list[Segment]:
     """The region split into code-fence bodies and the text around them, in order (blank stretches left out).
 
     A fence opens with three backticks or tildes anywhere (its info string, "json" or "python", is the rest
-    of that line) and closes with the same three characters; an unclosed last fence runs to the end.
+    of that line) and closes with the same three characters; an unclosed last fence runs to the end. Three
+    backticks whose line holds another backtick open no fence: that is an inline code span.
     """
     # One-character tests first: they are memchr scans, a three-character one is not.
     marks = [mark for mark, char in (("```", "`"), ("~~~", "~")) if char in region and mark in region]
     if not marks:
         return [Segment(0, region, False)]
     found: list[Segment] = []
-    pos = 0
+    pos = scan = 0
     while True:
-        starts = [index for index in (region.find(mark, pos) for mark in marks) if index >= 0]
+        starts = [index for index in (region.find(mark, scan) for mark in marks) if index >= 0]
         if not starts:
             break
         start = min(starts)
         line_end = region.find("\n", start + 3)
         if line_end < 0:
             break
+        if region[start] == "`" and "`" in region[start + 3 : line_end]:
+            # A backtick fence's info string holds no backtick (CommonMark): "```{...}```" is an inline code span,
+            # part of the prose around it.
+            scan = line_end
+            continue
         if region[pos:start].strip():
             found.append(Segment(pos, region[pos:start], False))
         end = region.find(region[start : start + 3], line_end)
         found.append(Segment(line_end + 1, region[line_end + 1 : end if end >= 0 else len(region)], True))
         if end < 0:
             return found
-        pos = end + 3
+        pos = scan = end + 3
     if region[pos:].strip() or not found:
         found.append(Segment(pos, region[pos:], False))
     return found
@@ -246,12 +260,14 @@ def decode_all(text: str) -> tuple[list[Decoded], list[int]]:
         else:
             found.append(Decoded(first, end, value))
             pos = end
-    for _ in range(_MAX_DECODE_STARTS):
+    failures = 0
+    while failures < _MAX_DECODE_STARTS and len(found) < _MAX_DECODED:
         start = text.find("{", pos)
         if start < 0:
             break
         decoded = _decode_at(text, start)
         if decoded is None:
+            failures += 1
             if gap_failure is None:
                 gap_failure = start
             pos = start + 1
@@ -302,6 +318,48 @@ def joined_lines(text: str, found: list[Decoded]) -> Decoded | None:
                 return None
             joined[name] = value
     return Decoded(run[0].start, run[-1].end, joined)
+
+
+def streamed_texts(found: list[Decoded]) -> list[str]:
+    """The texts a stream of JSON chunks spells: for each string leaf the chunks share, its values joined in order.
+
+    A streaming API's output pasted raw is one JSON object per chunk, each holding the next piece of the answer
+    under the same key (Ollama's ``{"response": "Ho"}``, OpenAI's ``{"choices": [{"delta": {"content": "Ho"}}]}``,
+    Anthropic's ``{"delta": {"text": "Ho"}}``), beside metadata that repeats or counts. Which key holds the text is
+    not assumed: every string leaf present in most chunks and not the same in all of them is a candidate text, and
+    the reader judges each. Three chunks at least, all objects.
+    """
+    if len(found) < _MIN_CHUNKS or not all(isinstance(item.value, dict) for item in found):
+        return []
+    leaves = [_string_leaves(item.value, (), 0) for item in found]
+    counts: dict[tuple[Any, ...], int] = {}
+    for chunk in leaves:
+        for path in chunk:
+            counts[path] = counts.get(path, 0) + 1
+    texts: list[str] = []
+    for path, count in counts.items():
+        if 3 * count < 2 * len(found):
+            continue
+        values = [chunk[path] for chunk in leaves if path in chunk]
+        if len(set(values)) > 1 and len(texts) < _MAX_STREAM_PATHS:
+            texts.append("".join(values))
+    return texts
+
+
+def _string_leaves(value: Any, path: tuple[Any, ...], depth: int) -> dict[tuple[Any, ...], str]:
+    """The string leaves of a chunk by path (a list's first item only: a stream's choices hold one)."""
+    if isinstance(value, str):
+        return {path: value}
+    if depth >= _MAX_STREAM_DEPTH:
+        return {}
+    if isinstance(value, dict):
+        leaves: dict[tuple[Any, ...], str] = {}
+        for key, inner in value.items():
+            leaves.update(_string_leaves(inner, (*path, key), depth + 1))
+        return leaves
+    if isinstance(value, list) and value:
+        return _string_leaves(value[0], (*path, 0), depth + 1)
+    return {}
 
 
 def bare_pairs(text: str) -> tuple[int, str] | None:

@@ -4,7 +4,8 @@ Each rewrite undoes one habit and runs only when its trigger is in the text (val
 
 - JSON whose quotes are all escaped, with no outer string (``{\\"hook\\": \\"...\\"}``): one layer of string
   escaping is removed;
-- Markdown escapes inside values (``\\_``, ``\\*``, ``\\[``, ``\\#``), invalid in JSON: the plain character;
+- escapes JSON does not define inside values (Markdown's ``\\_``, ``\\*``, ``\\[``; a stray ``\\L``): the plain
+  character, as JSON5 reads them;
 - curly quotes as delimiters (``{“hook”: “...”}``): the structural ones made straight;
 - a document opened with doubled braces (``{{"hook": ...}}``, a prompt template's escaping copied back): one
   brace at each end;
@@ -24,7 +25,7 @@ import re
 from typing import Final
 
 from marsrag.contract._curly_quotes import has_curly_quotes, straighten
-from marsrag.contract._escapes import has_markdown_escape, unescape_layer, unescape_markdown
+from marsrag.contract._escapes import has_stray_escape, unescape_layer, unescape_stray
 
 # A document opening with an escaped quote: the whole object is one layer too deep. (An escaped object inside
 # a string value, such as a tool call's "arguments", is already one layer down and is decoded with it.)
@@ -42,7 +43,7 @@ _INNER_APOSTROPHE: Final = re.compile(r"(?<=[^\W\d_])'(?=[^\W\d_])")
 def may_rewrite(span: str) -> bool:
     """Whether a rewrite may apply to ``span`` (its trigger is there); when not, :func:`rewrite` returns ``span``."""
     return (
-        ("\\" in span and (_ESCAPED_OBJECT.match(span) is not None or has_markdown_escape(span)))
+        ("\\" in span and (_ESCAPED_OBJECT.match(span) is not None or has_stray_escape(span)))
         or has_curly_quotes(span)
         or span.lstrip().startswith("{{")
         or ("&" in span and _ENTITY_QUOTE.search(span) is not None)
@@ -59,8 +60,8 @@ def rewrite(span: str) -> str:
     if "\\" in text:
         if _ESCAPED_OBJECT.match(text):
             text = unescape_layer(text)
-        if has_markdown_escape(text):
-            text = unescape_markdown(text)
+        if has_stray_escape(text):
+            text = unescape_stray(text)
     if has_curly_quotes(text):
         text = straighten(text)
     if text.lstrip().startswith("{{"):

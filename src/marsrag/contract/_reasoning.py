@@ -12,7 +12,8 @@ Reasoning models write their thinking into the answer text when the server does 
 One pairing rule covers every mark: a closed block is removed; a closing mark with no opening removes all text
 before it (the chat template put the opening in the prompt, as DeepSeek-R1 and Qwen3 do); an opening with no
 closing removes all text after it (the token budget ran out while thinking, so whatever draft is inside is no
-answer). An opening counts only at the start of a line, so prose that mentions ``<think>`` stays prose.
+answer), unless the block a format puts its answer in (``<answer>``, ``<Output>``) opens at a line start after
+it. An opening counts only at the start of a line, so prose that mentions ``<think>`` stays prose.
 """
 
 from __future__ import annotations
@@ -38,6 +39,13 @@ _HARMONY_CHANNEL: Final = "<|channel|>"
 _HARMONY_HEADER: Final = re.compile(r"(?P<channel>[^<\s]*)[^<]{0,200}?(?:<\|constrain\|>[^<]{0,40})?<\|message\|>")
 _HARMONY_END: Final = re.compile(r"<\|(?:end|return|call|start|channel)\|>")
 _HARMONY_PLAIN_FINAL: Final = "assistantfinal"
+# The block a format puts its answer in after the thinking: Hunyuan-A13B's and Open-AutoGLM's <answer>, ERNIE-4.5's
+# <response>, Marco-o1's <Output>, OpenThinker's <|begin_of_solution|>. At a line start, it ends a thinking block
+# left open: the model stopped thinking when it opened its answer, whatever closing it forgot.
+_ANSWER_OPEN: Final = re.compile(
+    r"(?m)^[ \t]*(?:<(?:answer|Answer|ANSWER|response|Response|output|Output|OUTPUT)(?:[ \t][^<>\n]{0,80})?>"
+    r"|<\|begin_of_solution\|>)"
+)
 
 
 class Answer(NamedTuple):
@@ -66,8 +74,9 @@ def strip_reasoning(text: str) -> Answer:
     quick = _leading_block(text)
     if quick is not None:
         return quick
-    # (start, end, closes, the mark as written) for every mark, in text order.
-    marks: list[tuple[int, int, bool, str]] = []
+    # (start, end, closes, the mark as written) for every mark, in text order; an answer's opening closes every
+    # block still open (closes is None).
+    marks: list[tuple[int, int, bool | None, str]] = []
     if "<" in text:
         for m in _ANGLE_MARK.finditer(text):
             edge = m["edge"]
@@ -79,11 +88,16 @@ def strip_reasoning(text: str) -> Answer:
         marks += [(m.start(), m.end(), m["open"] is None, m.group().strip()) for m in _OLLAMA_MARK.finditer(text)]
     if not marks:
         return Answer(text, kind)
-    marks.sort()
+    if "<" in text:
+        marks += [(m.start(), m.start(), None, m.group()) for m in _ANSWER_OPEN.finditer(text)]
+    marks.sort(key=lambda mark: mark[:2])
     kept: list[str] = []
     depth = pos = 0
     for start, end, close, mark in marks:
-        if close:
+        if close is None:
+            if depth:
+                depth, pos = 0, start  # the answer opens: the thinking left open ends here
+        elif close:
             if depth == 0:
                 kept.clear()  # the opening was in the prompt: everything so far was thinking
             else:

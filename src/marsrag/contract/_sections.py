@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Final, NamedTuple
 
+from marsrag.contract._block import block_end
 from marsrag.contract._label_names import LABEL_FIELDS, capitalized_names
 from marsrag.contract._trie import trie_pattern
 from marsrag.contract.issues import ContractIssue, second_answer_issue
@@ -47,6 +48,14 @@ _INLINE_LABEL: Final = re.compile(
     r"(?:\*\*|__)?[ \t]*[:：](?:\*\*|__)?[ \t]*"
 )
 
+# A label glued to what precedes it on its line: an opener (``finish(message="Hook: ...``, ``Finish[Hook: ...``) or
+# the last word of an echoed prompt the model wrote on from (``... short answerHook: ...``; an escape's letter, as
+# in ``\\nHook``, is no word). Capitalized, always with a colon, and, like inline labels, only looked for when the
+# line labels miss a section.
+_GLUED_LABEL: Final = re.compile(
+    rf"(?:(?<=[\[(\"'=>{{])|(?<=[a-z])(?<!\\[a-z]))(?P<name>{_CAPITALIZED_NAMES})[ \t]*[:：][ \t]*"
+)
+
 # Tags are matched open then close, per name: a lazy ".*?" with a backreference would be quadratic on
 # text full of unclosed tags.
 _XML_OPEN: Final = re.compile(r"<(?P<name>hook|grip|payoff|reinforce|loop)\b[^>\n]{0,80}>", re.IGNORECASE)
@@ -56,18 +65,12 @@ _XML_CLOSE: Final = {name: re.compile(rf"</{name}\s*>", re.IGNORECASE) for name 
 _BODY_LEAD: Final = re.compile(r"(?:[ \t]*(?:\*\*|__|[:：]))+")
 _RULE_OR_FENCE: Final = re.compile(r"[ \t]*(?:-{3,}|\*{3,}|_{3,}|`{3,}\w*)[ \t]*")
 _DECORATED_EDGES: Final = frozenset("*_:：-`\"',")
+_SETEXT: Final = re.compile(r"(?:-{3,}|={3,})[ \t]*(?:\n|$)")
 # A body written as one quoted string ("hook: \"...\"," in YAML or key-value style): its quotes are no content.
 _QUOTED: Final = re.compile(r"(?P<quote>[\"'])(?P<inner>.*)(?P=quote),?", re.DOTALL)
 _BLANK_RUNS: Final = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
 _TRAILING_SPACE: Final = re.compile(r"[ \t]+\n")
 
-
-# An element's tag (opening, closing or self-closing) and a list item's marker at a line start.
-_TAG: Final = re.compile(r"<(?P<close>/)?[ \t]*(?P<name>[A-Za-z][\w:.-]{0,40})(?:\s[^<>]{0,200})?(?P<self>/)?>")
-_LIST_ITEM: Final = re.compile(r"[ \t>]*(?:[-*+•]|\(?\d{1,2}[.)])[ \t]")
-# A blank line, then a line that starts a paragraph at the left margin and is no list item.
-_UNINDENTED_PARAGRAPH: Final = re.compile(r"\n[ \t]*\n(?=[^\s\-*+•\d(>|])")
-_NON_SPACE: Final = re.compile(r"\S")
 
 # (start of the label, start of its body, section name), offsets into the text.
 _Label = tuple[int, int, str]
@@ -94,6 +97,10 @@ def _line_labels(text: str) -> list[_Label]:
 def _clean(body: str) -> str:
     """Strip a body's leftover decoration: emphasis, separators, trailing rules or fences, blank-line runs."""
     body = body.strip()
+    if body[:1] in ("-", "="):
+        underline = _SETEXT.match(body)
+        if underline is not None:
+            body = body[underline.end() :].strip()  # a lone label's setext underline ("Hook\n----")
     if body[:1] in ("*", "_", ":", "："):
         lead = _BODY_LEAD.match(body)
         if lead is not None:
@@ -241,6 +248,7 @@ def find_sections(text: str) -> Sections | None:
     if len({label[2] for label in labels}) < 5:
         # The match starts at the punctuation that ends the previous sentence; keep that in its body.
         inline = [(m.start() + 1, m.end(), LABEL_FIELDS[m["name"].casefold()]) for m in _INLINE_LABEL.finditer(text)]
+        inline += [(m.start(), m.end(), LABEL_FIELDS[m["name"].casefold()]) for m in _GLUED_LABEL.finditer(text)]
         if inline:
             labels = sorted(labels + inline)
     if not labels:
@@ -248,47 +256,9 @@ def find_sections(text: str) -> Sections | None:
     found: list[tuple[str, str]] = []
     last = len(labels) - 1
     for index, (_, body_start, name) in enumerate(labels):
-        end = labels[index + 1][0] if index < last else _last_end(text, labels[0][0], labels[-1])
+        end = labels[index + 1][0] if index < last else block_end(text, labels[0][0], labels[-1][0], labels[-1][1])
         found.append((name, _tidy(text[body_start:end].strip())))
     return Sections(*_pick(found), labels[0][0], _second_answer(found))
-
-
-def _last_end(text: str, first: int, label: _Label) -> int:
-    """Where the last section ends: where the block holding the labels ends, else at the end of the text.
-
-    Nothing marks the last section's end, but the markup around the labels can: an element opened before the
-    first label (``<result>``, ``<attempt_completion>``) closes after the last section, and a list item ends
-    where a paragraph after a blank line starts unindented (CommonMark's rule for what belongs to an item).
-    """
-    start, body_start, _ = label
-    end = len(text)
-    if "</" in text:
-        wrappers = _open_elements(text[:first])
-        if wrappers:
-            closing = re.compile(r"</\s*(?:" + "|".join(map(re.escape, wrappers)) + r")\s*>", re.IGNORECASE)
-            match = closing.search(text, body_start)
-            if match is not None:
-                end = match.start()
-    if _LIST_ITEM.match(text, start):
-        content = _NON_SPACE.search(text, body_start, end)
-        if content is not None:
-            paragraph = _UNINDENTED_PARAGRAPH.search(text, content.start(), end)
-            if paragraph is not None:
-                end = paragraph.start()
-    return end
-
-
-def _open_elements(text: str) -> list[str]:
-    """The names of the elements ``text`` leaves open (opened and not closed), outermost first."""
-    stack: list[str] = []
-    for match in _TAG.finditer(text):
-        name = match["name"].lower()
-        if match["close"]:
-            if name in stack:
-                del stack[len(stack) - 1 - stack[::-1].index(name) :]
-        elif not match["self"]:
-            stack.append(name)
-    return stack
 
 
 def section_labels(text: str) -> list[tuple[str, int]]:

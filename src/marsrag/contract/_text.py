@@ -41,11 +41,13 @@ from marsrag.contract._json_forms import (
     repair,
     repairable,
     segments,
+    streamed_texts,
 )
 from marsrag.contract._json_rewrites import may_rewrite, rewrite
 from marsrag.contract._keyed import may_have_keys, read_keyed
 from marsrag.contract._python_repr import read_printed
 from marsrag.contract._reasoning import may_have_reasoning, strip_reasoning
+from marsrag.contract._runaway import ends_in_loop
 from marsrag.contract._sections import find_sections
 from marsrag.contract._tables import may_have_table, table_sections
 from marsrag.contract._tokens import has_special_token, may_have_tokens, strip_special_tokens, strip_trailing_tokens
@@ -200,7 +202,8 @@ def from_text(text: str, mode: Mode, cut: bool, layer: int = 0) -> ValidationRes
         single = _single_document(text, match.start(), mode, layer, tried)
         if single is not None:
             return single
-    found = _Candidates(cut, region)
+    # A text that ends in a repetition loop ran away to its token limit: it was cut, whatever the provider said.
+    found = _Candidates(cut or ends_in_loop(region), region)
     found.not_exact = tried
     found.marked = _final_answer_region(marked) if had_tokens else region
     _collect(region, mode, found, layer)
@@ -352,6 +355,10 @@ def _json_candidates(text: str, base: int, mode: Mode, found: _Candidates, layer
     if joined is not None:
         found.covered.append((base + joined.start, base + joined.end))
         broken = _joined(text, joined, broken, base, mode, found)
+    elif layer < _MAX_LAYERS and len(decoded) > 2:
+        # A streaming API's chunks pasted raw: the answer is the pieces they carry, joined.
+        for streamed in streamed_texts(decoded):
+            found.add(from_text(streamed, mode, found.cut, layer + 1), base + decoded[0].start)
     if not broken and not any(isinstance(item.value, dict | list) for item in decoded):
         pairs = bare_pairs(text)
         if pairs is not None:

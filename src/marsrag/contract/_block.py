@@ -1,0 +1,119 @@
+"""The block holding an answer's labels: where its last section ends, read from the markup around the labels.
+
+Nothing marks where the last labelled section ends, so without more it runs to the end of the text and takes in
+whatever follows the answer (a wrapper's closing tags, a fence, a sign-off). The markup the labels sit in says
+where the block ends:
+
+- an element opened before the first label (``<result>``, ``<attempt_completion>``) closes after the last section;
+- a fence opened before the first label closes after it: Markdown's backtick and tilde fences, the colon fences
+  of Pandoc's and MyST's divs and of directives (``:::artifact{...}``), a triple-quoted block;
+- a bracket or a double quote opened on the first label's paragraph (``finish(message="``, ``Finish[``,
+  ``const answer = {``) closes right after the last value: those closers at its very end are markup;
+- a thematic break (a line of ``---``, ``***``, ``___``, or ``===``) after content separates the answer from
+  what follows;
+- a list item ends where a paragraph after a blank line starts unindented (CommonMark's rule for what belongs
+  to an item).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+# An element's tag (opening, closing or self-closing).
+_TAG: Final = re.compile(r"<(?P<close>/)?[ \t]*(?P<name>[A-Za-z][\w:.-]{0,40})(?:\s[^<>]{0,200})?(?P<self>/)?>")
+# A fence line: three or more backticks, tildes or colons, or a triple quote, at a line start.
+_FENCE: Final = re.compile(r"(?m)^[ \t]{0,3}(?P<mark>`{3,}|~{3,}|:{3,}|'''|\"\"\")")
+# A thematic break: three or more of one of - * _ = alone on a line (spaces between allowed).
+_BREAK: Final = re.compile(r"(?m)^[ \t]{0,3}([-*_=])(?:[ \t]*\1){2,}[ \t]*$")
+_LIST_ITEM: Final = re.compile(r"[ \t>]*(?:[-*+•]|\(?\d{1,2}[.)])[ \t]")
+# A blank line, then a line that starts a paragraph at the left margin and is no list item.
+_UNINDENTED_PARAGRAPH: Final = re.compile(r"\n[ \t]*\n(?=[^\s\-*+•\d(>|])")
+_NON_SPACE: Final = re.compile(r"\S")
+_CLOSERS: Final = {"(": ")", "[": "]", "{": "}", '"': '"'}
+
+
+def block_end(text: str, first: int, label_start: int, body_start: int) -> int:
+    """Where the last section (labelled at ``label_start``, its body from ``body_start``) ends in ``text``.
+
+    ``first`` is where the first label starts: the markup before it is what the labels sit in.
+    """
+    before = text[:first]
+    end = len(text)
+    if "</" in text:
+        end = min(end, _element_end(text, before, body_start))
+    if "`" in before or "~" in before or ":" in before or "'''" in before or '"""' in before:
+        end = min(end, _fence_end(text, before, body_start))
+    content = _NON_SPACE.search(text, body_start, end)
+    if content is None:
+        return end
+    for rule in _BREAK.finditer(text, content.start(), end):
+        if text[content.start() : rule.start()].strip():
+            end = rule.start()
+            break
+    if _LIST_ITEM.match(text, label_start):
+        paragraph = _UNINDENTED_PARAGRAPH.search(text, content.start(), end)
+        if paragraph is not None:
+            end = paragraph.start()
+    return _before_closers(text, before, body_start, end)
+
+
+def _element_end(text: str, before: str, body_start: int) -> int:
+    """Where the first element left open before the labels closes after ``body_start`` (else the text's end)."""
+    stack: list[str] = []
+    for match in _TAG.finditer(before):
+        name = match["name"].lower()
+        if match["close"]:
+            if name in stack:
+                del stack[len(stack) - 1 - stack[::-1].index(name) :]
+        elif not match["self"]:
+            stack.append(name)
+    if not stack:
+        return len(text)
+    closing = re.compile(r"</\s*(?:" + "|".join(map(re.escape, stack)) + r")\s*>", re.IGNORECASE)
+    closed = closing.search(text, body_start)
+    return closed.start() if closed is not None else len(text)
+
+
+def _fence_end(text: str, before: str, body_start: int) -> int:
+    """Where a fence left open before the labels closes after ``body_start`` (else the text's end)."""
+    open_mark = ""
+    for match in _FENCE.finditer(before):
+        mark = match["mark"]
+        if not open_mark:
+            open_mark = mark
+        elif mark[0] == open_mark[0] and len(mark) >= len(open_mark):
+            open_mark = ""
+    if not open_mark:
+        return len(text)
+    for match in _FENCE.finditer(text, body_start):
+        if match["mark"][0] == open_mark[0] and len(match["mark"]) >= len(open_mark):
+            return match.start()
+    return len(text)
+
+
+def _before_closers(text: str, before: str, body_start: int, end: int) -> int:
+    """``end`` moved back over the closers, at the body's very end, of brackets and quotes its paragraph opened."""
+    paragraph = before[before.rfind("\n\n") + 1 :]
+    if not any(opener in paragraph for opener in _CLOSERS):
+        return end
+    stack: list[str] = []
+    for char in paragraph:
+        if char == '"' and stack[-1:] == ['"']:
+            stack.pop()
+        elif char in _CLOSERS:
+            stack.append(char)
+        elif char in ")]}" and stack[-1:] == [{")": "(", "]": "[", "}": "{"}[char]]:
+            stack.pop()
+    while end > body_start and text[end - 1].isspace():
+        end -= 1
+    if stack and text[end - 1 : end] == ";":
+        end -= 1
+    # Read back from the end, the outermost opener's closer comes first: finish(message="...") ends in '")'.
+    for opener in stack:
+        if end <= body_start or text[end - 1] != _CLOSERS[opener]:
+            break
+        end -= 1
+        while end > body_start and text[end - 1].isspace():
+            end -= 1
+    return end
