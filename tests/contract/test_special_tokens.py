@@ -10,6 +10,9 @@ from hypothesis import strategies as st
 
 from marsrag.chain import plan_transition
 from marsrag.contract import validate_output
+from marsrag.contract._tokens import may_have_tokens, strip_special_tokens, strip_trailing_tokens
+from marsrag.contract._turns import may_end_early
+from marsrag.contract.catalog import CHAT_TEMPLATES
 from marsrag.state import LoopFields, TaskState, Validation
 from tests.contract.samples import CLEAN_JSON, CONTENT, labelled
 from tests.contract.strategies import answers
@@ -34,6 +37,10 @@ TOKENS = [
     "[|endofturn|]",
     "<eoa>",
 ]
+
+
+#: Every token a catalogued chat template defines, whatever its shape (TeleChat's ``<_end>``, GLM's ``[gMASK]``).
+CATALOGUED = sorted({token for t in CHAT_TEMPLATES for token in (*t.ends, *t.starts, *t.message_ends)})
 
 
 def collapse(text: str | None) -> str:
@@ -64,6 +71,31 @@ def test_a_token_glued_inside_a_value_is_removed(token: str) -> None:
         loop_output=LoopFields(**result.loop_output),
     )
     assert plan_transition(state, "recommend").hook == CONTENT["loop"]
+
+
+@pytest.mark.parametrize("token", CATALOGUED)
+def test_every_catalogued_token_glued_to_an_answer_is_removed(token: str) -> None:
+    """Each chat template's tokens, of any shape: glued after a JSON answer, into a JSON value, or to a labelled
+    answer's last value, the answer validates to exactly its five values."""
+    inside_json = CLEAN_JSON.replace(CONTENT["hook"], CONTENT["hook"] + token)
+    labels = labelled("{L}: {v}")
+    for raw in (CLEAN_JSON + token, inside_json, labels.replace(CONTENT["loop"], CONTENT["loop"] + token)):
+        result = validate_output(raw)
+        assert result.status == "valid", (raw, result.errors)
+        assert dict(result.loop_output) == CONTENT, raw
+    # The cheap gates see every one, and the removal leaves nothing of it.
+    assert may_have_tokens(token) and may_end_early(token)
+    assert strip_special_tokens(f"a{token}b") == "ab" and strip_trailing_tokens(f"a {token}\n") == "a"
+
+
+@pytest.mark.parametrize("markup", ["<b>", "<hook>", "<br/>", "[1]", "<sup>", "[note]", "]~["])
+def test_markup_no_catalogued_template_defines_stays(markup: str) -> None:
+    """Ordinary markup is neither a token nor a turn boundary: glued into a value, it stays as written."""
+    loop = f"{CONTENT['loop']} {markup}x"
+    assert strip_special_tokens(loop) == loop and strip_trailing_tokens(loop + markup) == loop + markup
+    for raw in (json.dumps({**CONTENT, "loop": loop}), labelled("{L}: {v}", content={**CONTENT, "loop": loop})):
+        result = validate_output(raw)
+        assert result.status == "valid" and result.loop_output["loop"] == loop, (raw, result.loop_output)
 
 
 def test_turn_tokens_take_their_role_with_them() -> None:

@@ -7,14 +7,20 @@ Gemma's ``<end_of_turn>``/``<start_of_turn>``, ``<end_of_utterance>``, InternLM'
 ``<<SYS>>``, and the square-bracket tokens, in capitals (``[EOS]``, ``[/INST]``, ``[PAD]``, Mistral's
 ``[TOOL_CALLS]``) or barred (EXAONE's ``[|endofturn|]``). A turn-start token takes its role name with it
 (``<|im_start|>assistant``). Markup such as ``<b>`` or ``<hook>`` is not a token and stays.
+
+Every token a catalogued chat template defines (:data:`marsrag.contract.catalog.CHAT_TEMPLATES`) goes too, whatever
+its shape: TeleChat's ``<_end>``, ``<_bot>``, GLM's ``[gMASK]<sop>``, MiniMax-M2's ``]~b]``, ``[e~[``. Those the
+shapes above miss are removed literally, without a role word (the shapes keep that rule for their turn starts).
 """
 
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import Final
 
 from marsrag.contract._trie import trie_pattern
+from marsrag.contract.catalog import CHAT_TEMPLATES
 
 # One pattern per opening character, none ignoring case: a pattern that starts with one literal is searched
 # for at C speed, while an alternation of several (or a case-blind one) is tried at every position.
@@ -39,9 +45,37 @@ _BRACKETED: Final = re.compile(
 _TURN_STARTS: Final = frozenset({"im_start", "start", "start_header_id", "start_of_turn"})
 
 
+_SHAPES: Final = (_BARRED, _ANGLED, _BRACKETED)
+
+
+@cache
+def _literal_tokens() -> tuple[str, ...]:
+    """The catalogued chat-template tokens no shape matches (``<_end>``, ``[gMASK]``, ``]~b]``)."""
+    tokens = {token for template in CHAT_TEMPLATES for token in (*template.ends, *template.starts)}
+    return tuple(sorted(token for token in tokens if not any(shape.fullmatch(token) for shape in _SHAPES)))
+
+
+@cache
+def _literals() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """One pattern per opening character of the literal tokens, each run only when its character is in the text:
+    a pattern that starts with one literal is searched for at C speed."""
+    literal = _literal_tokens()
+    return tuple(
+        (char, re.compile(trie_pattern(token for token in literal if token[0] == char)))
+        for char in sorted({token[0] for token in literal})
+    )
+
+
+@cache
+def _literal_ends() -> dict[str, tuple[str, ...]]:
+    """The literal tokens by their last character, for the O(1) trailing-token test."""
+    literal = _literal_tokens()
+    return {char: tuple(token for token in literal if token[-1] == char) for char in {token[-1] for token in literal}}
+
+
 def may_have_tokens(text: str) -> bool:
-    """A cheap test: False means the text holds no special token."""
-    return "<" in text or "[" in text
+    """A cheap test: False means the text holds no special token (every catalogued one holds one of these)."""
+    return "<" in text or "[" in text or "]" in text
 
 
 def has_special_token(text: str) -> bool:
@@ -59,10 +93,17 @@ def strip_special_tokens(text: str) -> str:
 def strip_trailing_tokens(text: str) -> str:
     """``text`` without the special tokens (and white space) it ends in: the usual leak, checked in O(1)."""
     trimmed = text.rstrip()
-    while trimmed[-1:] in (">", "]"):
-        start = trimmed.rfind("<" if trimmed[-1] == ">" else "[")
-        token = trimmed[start:]
-        if start < 0 or not any(pattern.fullmatch(token) for pattern in (_BARRED, _ANGLED, _BRACKETED)):
+    literal_ends = _literal_ends()
+    while trimmed:
+        last = trimmed[-1]
+        literal = next((token for token in literal_ends.get(last, ()) if trimmed.endswith(token)), None)
+        if literal is not None:
+            trimmed = trimmed[: -len(literal)].rstrip()
+            continue
+        if last not in (">", "]"):
+            break
+        start = trimmed.rfind("<" if last == ">" else "[")
+        if start < 0 or not any(shape.fullmatch(trimmed[start:]) for shape in _SHAPES):
             break
         trimmed = trimmed[:start].rstrip()
     return trimmed
@@ -77,6 +118,10 @@ def _patterns(text: str) -> list[re.Pattern[str]]:
             patterns.append(_BARRED)
     if "[" in text:
         patterns.append(_BRACKETED)
+    # After the shapes, so a shape's turn start still takes its role; a literal token takes none.
+    for char, pattern in _literals():
+        if char in text:
+            patterns.append(pattern)
     return patterns
 
 

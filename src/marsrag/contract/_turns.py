@@ -23,7 +23,7 @@ import re
 from functools import cache
 from typing import Final
 
-from marsrag.contract._tokens import strip_special_tokens
+from marsrag.contract._tokens import may_have_tokens, strip_special_tokens
 from marsrag.contract._trie import trie_pattern
 from marsrag.contract.catalog import CHAT_TEMPLATES
 
@@ -70,7 +70,7 @@ def _may_have_user_turn(text: str) -> bool:
 
 def may_end_early(text: str) -> bool:
     """A cheap test: False means the text holds no turn boundary (no token, no role line)."""
-    return "<" in text or "[" in text or _may_have_role_line(text) or _may_have_user_turn(text)
+    return may_have_tokens(text) or _may_have_role_line(text) or _may_have_user_turn(text)
 
 
 @cache
@@ -87,7 +87,7 @@ def _message_ends() -> frozenset[str]:
 
 def end_of_turn(text: str) -> str:
     """``text`` up to its first end-of-turn token (or turn start) after content; the whole text when none."""
-    if "<" in text or "[" in text:
+    if may_have_tokens(text):
         text = _cut(text, _boundary())
     if _may_have_role_line(text):
         text = _cut(text, _BARE_ROLE)

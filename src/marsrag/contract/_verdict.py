@@ -8,7 +8,7 @@ from typing import Any, Final
 
 from marsrag.contract._json_forms import normalize_keys
 from marsrag.contract._keyed import strip_markup_runs
-from marsrag.contract._tokens import strip_special_tokens
+from marsrag.contract._tokens import may_have_tokens, strip_special_tokens
 from marsrag.contract.issues import ContractIssue
 from marsrag.contract.model import LoopOutput
 from marsrag.contract.result import Mode, ValidationResult, status_for
@@ -50,7 +50,7 @@ def from_mapping(
     errors: list[ContractIssue] = []
     for name in FIELDS:
         value = values.get(name)
-        if from_text and isinstance(value, str) and ("<" in value or "[" in value):
+        if from_text and isinstance(value, str) and may_have_tokens(value):
             value = strip_markup_runs(strip_special_tokens(value))
         if name == truncated:
             # The field rules judge a whole value; an unfinished one has only this error.

@@ -34,6 +34,8 @@ SOURCES: Final[tuple[str, ...]] = (
     "BAML: engine/baml-lib/jsonish (entry.rs, markdown_parser.rs, fixing_parser)",
     "LangChain langchain_core/utils/json.py; anthropic-tools prompt_constructors.py; Google's Gemma and "
     "FunctionGemma function-calling guides; Outlines' JSON-schema compiler",
+    "LLaMA-Factory ff6d4d12: src/llamafactory/data/template.py (every register_template: its stop_words, the "
+    "special tokens of its format_user/format_assistant/format_system/format_prefix slots)",
 )
 
 #: How a format's fields are found (each reading is one reader of :mod:`marsrag.contract._text`):
@@ -476,7 +478,8 @@ CHAT_TEMPLATES: Final[tuple[ChatTemplate, ...]] = (
         "ChatML: Qwen, SmolLM2, Hermes, Yi, InternLM, Kimi K2",
         "Qwen2.5 / SmolLM2 chat_template",
         ends=("<|im_end|>",),
-        starts=("<|im_start|>", "<|im_user|>", "<|im_system|>"),
+        # Kimi's header for the assistant (LLaMA-Factory kimi_vl, moonlight): after content, another assistant turn.
+        starts=("<|im_start|>", "<|im_user|>", "<|im_system|>", "<|im_assistant|>"),
     ),  # fmt: skip
     ChatTemplate(
         "Llama 3.x",
@@ -498,9 +501,17 @@ CHAT_TEMPLATES: Final[tuple[ChatTemplate, ...]] = (
         # After content, the template's assistant header starts another assistant turn the model wrote on into.
         starts=("<|user|>", "<|system|>", "<|assistant|>"),
     ),  # fmt: skip
-    ChatTemplate("Mistral, Llama 2", "mistral_common; Llama 2 chat template", ends=("</s>",), starts=("[INST]",)),
     ChatTemplate(
-        "DeepSeek V3/R1", "DeepSeek-V3 chat template", ends=("<｜end▁of▁sentence｜>",), starts=("<｜User｜>",)
+        "Mistral, Llama 2, Mistral Small 3",
+        "mistral_common; Llama 2 chat template; LLaMA-Factory mistral_small",
+        ends=("</s>",),
+        starts=("[INST]", "[SYSTEM_PROMPT]"),
+    ),  # fmt: skip
+    ChatTemplate(
+        "DeepSeek V3/R1",
+        "DeepSeek-V3 chat template; LLaMA-Factory deepseek3, deepseekr1",
+        ends=("<｜end▁of▁sentence｜>",),
+        starts=("<｜User｜>", "<｜Assistant｜>"),
     ),  # fmt: skip
     ChatTemplate(
         "Cohere Command R/A",
@@ -535,7 +546,12 @@ CHAT_TEMPLATES: Final[tuple[ChatTemplate, ...]] = (
         starts=("<|User|>", "<|System|>"),
     ),  # fmt: skip
     ChatTemplate("Seed-OSS", "vllm/parser/seed_oss.py", ends=("<seed:eos>",), starts=("<seed:bos>",)),
-    ChatTemplate("MiniMax-M1", "MiniMax-M1.jinja", ends=("<end_of_sentence>",)),
+    ChatTemplate(
+        "MiniMax-M1, MiniMax-Text-01",
+        "MiniMax-M1.jinja; LLaMA-Factory minimax1",
+        ends=("<end_of_sentence>",),
+        starts=("<beginning_of_sentence>",),
+    ),  # fmt: skip
     ChatTemplate("Apertus", "common_chat_parse_apertus", ends=("<|assistant_end|>",)),
     ChatTemplate("Kimi K3", "kimi_k3_tool_parser.py", ends=("<|end_of_msg|>",)),
     ChatTemplate("SmolVLM, Idefics", "SmolVLM chat template", ends=("<end_of_utterance>",)),
@@ -545,6 +561,66 @@ CHAT_TEMPLATES: Final[tuple[ChatTemplate, ...]] = (
         ends=("<|end_of_turn|>",),
     ),  # fmt: skip
     ChatTemplate("GPT-2 family, Falcon, base models", "tokenizer eos", ends=("<|endoftext|>",)),
+    # -- from LLaMA-Factory's template registry: the templates whose tokens no row above lists ---------------------
+    # Ends: the stop words, the token the assistant's message ends with, and the end marks of a user's or a
+    # system's message (written after the answer, the model went on as that role). Starts: the tokens a user's,
+    # system's or assistant's turn opens with, and the prefix a conversation opens with (after content, a new one).
+    ChatTemplate(
+        "TeleChat, TeleChat 2",
+        "LLaMA-Factory telechat2; the eos <_end> as ms-swift's and OpenCompass' telechat templates name it",
+        ends=("<_end>",),
+        starts=("<_user>", "<_system>", "<_bot>"),
+    ),  # fmt: skip
+    ChatTemplate(
+        "Tencent Hunyuan (hunyuan, HY dense 7B)",
+        "LLaMA-Factory hunyuan, hy_dense_7b",
+        ends=("<|eos|>", "<|extra_0|>", "<|extra_4|>"),
+        starts=("<|startoftext|>",),
+    ),  # fmt: skip
+    ChatTemplate(
+        "Tencent Hunyuan small, HY dense 1.8B, HY 3",
+        "LLaMA-Factory hunyuan_small, hy_dense_1_8b, hy3",
+        ends=("<｜hy_eos｜>", "<｜hy_place▁holder▁no▁2｜>", "<｜hy_place▁holder▁no▁3｜>", "<｜hy_place▁holder▁no▁8｜>"),
+        starts=("<｜hy_User｜>", "<｜hy_Assistant｜>", "<｜hy_begin▁of▁sentence｜>"),
+    ),  # fmt: skip
+    ChatTemplate(
+        "Baidu ERNIE 4.5 (non-ChatML), ERNIE 4.5 VL",
+        "LLaMA-Factory ernie_nothink, ernie_vl",
+        ends=("<|end_of_sentence|>",),
+        starts=("<|begin_of_sentence|>",),
+    ),  # fmt: skip
+    ChatTemplate("DeepSeek Coder", "LLaMA-Factory deepseekcoder", ends=("<|EOT|>",)),
+    ChatTemplate(
+        "rednote dots.ocr",
+        "LLaMA-Factory dots_ocr",
+        ends=("<|endofassistant|>", "<|endofuser|>", "<|endofsystem|>"),
+    ),  # fmt: skip
+    ChatTemplate(
+        "Ant Ling/Bailing, Ling 2.0",
+        "LLaMA-Factory bailing, bailing_v2",
+        ends=("<|role_end|>",),
+        starts=("<role>",),
+    ),  # fmt: skip
+    ChatTemplate(
+        "MiniMax-M2",
+        "LLaMA-Factory minimax2",
+        ends=("[e~[",),
+        starts=("]~b]", "]~!b["),
+    ),  # fmt: skip
+    ChatTemplate(
+        "ChatGLM3, GLM-4/4.5/4.7, GLM-4.1V/4.5V, GLM-Z1, GLM-OCR",
+        "LLaMA-Factory chatglm3, glm4, glm4_moe, glm4v, glm4_5v, glm_ocr, glm4_7, glmz1, aeva",
+        # GLM-4.1V/4.5V stop on the end of their answer block.
+        ends=("</answer>",),
+        starts=("[gMASK]", "<sop>"),
+    ),  # fmt: skip
+    ChatTemplate("Yuan 2", "LLaMA-Factory yuan", ends=("<eod>", "<sep>")),
+    ChatTemplate(
+        "Tencent Youtu-LLM, Youtu-VL",
+        "LLaMA-Factory youtu, youtu_vl",
+        ends=("<|end_of_text|>",),
+        starts=("<|Assistant|>", "<|begin_of_text|>"),
+    ),  # fmt: skip
 )
 
 
@@ -575,7 +651,9 @@ def render_markdown() -> str:
         "## Chat templates: where the answer ends",
         "",
         "The answer ends at the first of these tokens written after content; what follows is neither content nor a",
-        "later candidate. In a harmony answer `<|end|>` ends a message, not the turn.",
+        "later candidate. In a harmony answer `<|end|>` ends a message, not the turn. Every token listed is also",
+        "removed wherever it is glued, whatever its shape. The rows cover the turn tokens of every template",
+        "LLaMA-Factory registers.",
         "",
         "| Families | Source | Ends the turn | Starts a turn |",
         "|---|---|---|---|",
