@@ -527,10 +527,11 @@ CHAT_TEMPLATES: Final[tuple[ChatTemplate, ...]] = (
         harmony=True,
     ),  # fmt: skip
     ChatTemplate(
-        "GLM-4",
-        "glm4 chat template (generation stops on the next role)",
+        "ChatGLM3, GLM-4/4.5/4.7, GLM-4.1V/4.5V, GLM-Z1, GLM-OCR",
+        "glm4 chat template (generation stops on the next role); LLaMA-Factory chatglm3, glm4*, glmz1, glm_ocr, aeva",
         ends=("<|observation|>",),
-        starts=("<|user|>",),
+        # GLM-4.1V/4.5V also stop on "</answer>": plain markup an answer may hold, so it is not taken for a token.
+        starts=("<|user|>", "[gMASK]", "<sop>"),
     ),  # fmt: skip
     ChatTemplate("Granite 3/4", "granite chat template", ends=("<|end_of_text|>",), starts=("<|start_of_role|>",)),
     ChatTemplate(
@@ -606,13 +607,6 @@ CHAT_TEMPLATES: Final[tuple[ChatTemplate, ...]] = (
         "LLaMA-Factory minimax2",
         ends=("[e~[",),
         starts=("]~b]", "]~!b["),
-    ),  # fmt: skip
-    ChatTemplate(
-        "ChatGLM3, GLM-4/4.5/4.7, GLM-4.1V/4.5V, GLM-Z1, GLM-OCR",
-        "LLaMA-Factory chatglm3, glm4, glm4_moe, glm4v, glm4_5v, glm_ocr, glm4_7, glmz1, aeva",
-        # GLM-4.1V/4.5V stop on the end of their answer block.
-        ends=("</answer>",),
-        starts=("[gMASK]", "<sop>"),
     ),  # fmt: skip
     ChatTemplate("Yuan 2", "LLaMA-Factory yuan", ends=("<eod>", "<sep>")),
     ChatTemplate(
