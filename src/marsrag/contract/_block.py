@@ -31,6 +31,7 @@ _LIST_ITEM: Final = re.compile(r"[ \t>]*(?:[-*+•]|\(?\d{1,2}[.)])[ \t]")
 _UNINDENTED_PARAGRAPH: Final = re.compile(r"\n[ \t]*\n(?=[^\s\-*+•\d(>|])")
 _NON_SPACE: Final = re.compile(r"\S")
 _CLOSERS: Final = {"(": ")", "[": "]", "{": "}", '"': '"'}
+_MAX_OPENER_SCAN: Final = 1000
 
 
 def block_end(text: str, first: int, label_start: int, body_start: int) -> int:
@@ -94,7 +95,9 @@ def _fence_end(text: str, before: str, body_start: int) -> int:
 
 def _before_closers(text: str, before: str, body_start: int, end: int) -> int:
     """``end`` moved back over the closers, at the body's very end, of brackets and quotes its paragraph opened."""
-    paragraph = before[before.rfind("\n\n") + 1 :]
+    # The paragraph holding the first label, its last _MAX_OPENER_SCAN characters: an opener is on the label's line
+    # or just above it, and the scan is a Python loop.
+    paragraph = before[max(before.rfind("\n\n") + 1, len(before) - _MAX_OPENER_SCAN) :]
     if not any(opener in paragraph for opener in _CLOSERS):
         return end
     stack: list[str] = []

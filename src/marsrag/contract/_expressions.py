@@ -70,10 +70,13 @@ def _is_key(text: str, index: int, after: re.Match[str]) -> bool:
         return before == after["quote"]  # "key": or 'key':
     if after["sep"] == "=":
         return True  # key=value: a keyword argument
-    lead = _COMMENT_LINES.sub("", text[max(0, index - 400) : index]).rstrip(" \t\n")
+    lead = text[max(0, index - 80) : index]
+    if "//" in lead:
+        lead = _COMMENT_LINES.sub("", text[max(0, index - 400) : index])
+    lead = lead.rstrip(" \t\n")
     # key: value inside braces, after the opening brace or the previous member (a comma, or TypeScript's
     # semicolon), line comments between them skipped
-    return lead[-1:] in ("{", ",") or (lead[-1:] == ";" and "{" in lead)
+    return lead[-1:] in ("{", ",") or (lead[-1:] == ";" and "{" in text[max(0, index - 400) : index])
 
 
 def is_code(value: str) -> bool:

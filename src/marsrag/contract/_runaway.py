@@ -19,24 +19,31 @@ def ends_in_loop(text: str) -> bool:
     """Whether ``text`` (trailing white space ignored) ends in one unit of up to MAX_UNIT characters repeated
     MIN_REPEATS times or more."""
     text = text.rstrip()
-    for size in range(1, MAX_UNIT + 1):
+    size_of_text = len(text)
+    last = text[-1:]
+    if not last:
+        return False
+    # A unit of size n ends in the text's last character, so the character n before the end is that one too: only
+    # those sizes are tried, found at C speed.
+    position = size_of_text - 1
+    floor = max(0, size_of_text - 1 - MAX_UNIT)
+    while True:
+        position = text.rfind(last, floor, position)
+        if position < 0:
+            return False
+        size = size_of_text - 1 - position
         span = size * MIN_REPEATS
-        if len(text) < span:
+        if span > size_of_text:
             return False
         unit = text[-size:]
         # The unit before the last one first: most sizes fail there, without building the whole run.
-        if not text.endswith(unit, 0, len(text) - size) or not unit.strip():
-            continue
-        if text[-span:] == unit * MIN_REPEATS:
+        if text.endswith(unit, 0, size_of_text - size) and unit.strip() and text[-span:] == unit * MIN_REPEATS:
             return "\n" in unit or _after_content(text, unit)
-    return False
 
 
 def _after_content(text: str, unit: str) -> bool:
-    """Whether the run of ``unit`` ending ``text`` follows content on its line: a line that is only the run is a
-    rule or a decoration (``==========``), not a loop."""
-    start = len(text)
-    while text.endswith(unit, 0, start):
-        start -= len(unit)
-    line_start = text.rfind("\n", 0, start) + 1
-    return bool(text[line_start:start].strip())
+    """Whether the run of ``unit`` (no line break in it) ending ``text`` follows content on its line: a line that is
+    only the run is a rule or a decoration (``==========``), not a loop."""
+    line = text[text.rfind("\n") + 1 :].strip()
+    # The line is only the run when it is a tail of the unit repeated: one comparison at C speed.
+    return line != (unit * (len(line) // len(unit) + 2))[-len(line) :]

@@ -248,7 +248,9 @@ def find_sections(text: str) -> Sections | None:
     if len({label[2] for label in labels}) < 5:
         # The match starts at the punctuation that ends the previous sentence; keep that in its body.
         inline = [(m.start() + 1, m.end(), LABEL_FIELDS[m["name"].casefold()]) for m in _INLINE_LABEL.finditer(text)]
-        inline += [(m.start(), m.end(), LABEL_FIELDS[m["name"].casefold()]) for m in _GLUED_LABEL.finditer(text)]
+        if len({label[2] for label in labels + inline}) < 5:
+            # Glued labels last: their pattern is tried at every position.
+            inline += [(m.start(), m.end(), LABEL_FIELDS[m["name"].casefold()]) for m in _GLUED_LABEL.finditer(text)]
         if inline:
             labels = sorted(labels + inline)
     if not labels:
