@@ -184,3 +184,8 @@ def test_a_capitalized_name_glued_into_code_or_an_escape_is_no_label() -> None:
     assert result.ok and dict(result.loop_output) == CONTENT
     full = labelled("{L}: {v}", content={**CONTENT, "payoff": "Set webHook: false on the cache client."})
     assert validate_output(full).loop_output["payoff"] == "Set webHook: false on the cache client."
+
+
+@pytest.mark.parametrize("lead", ["Final output: ", "2024-05-01 12:00:03 INFO answer: ", "回答："])
+def test_a_first_label_after_a_header_colon_on_its_line_is_read(lead: str) -> None:
+    reads(lead + labelled("{L}: {v}"))

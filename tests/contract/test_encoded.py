@@ -192,3 +192,32 @@ def test_a_list_of_records_is_no_stream() -> None:
     """Rows of data whose text leaves hold no answer spell none: never valid."""
     raw = "\n".join(json.dumps({"id": i, "name": f"node-{i}", "status": "ok"}) for i in range(40))
     assert validate_output(raw).status == "failed"
+
+
+SEVERAL_BLOCKS = {
+    "anthropic content blocks": {
+        "role": "assistant",
+        "content": [{"type": "thinking", "thinking": "Cold caches again."}, {"type": "text", "text": LABELS}],
+    },
+    "responses api output items": {
+        "output": [
+            {"type": "reasoning", "summary": []},
+            {"type": "message", "content": [{"type": "output_text", "text": CLEAN_JSON}]},
+        ]
+    },
+    "a chat log": [{"role": "user", "message": "why are the regions slow?"}, {"role": "assistant", "message": LABELS}],
+    "a tool call beside a note": [{"note": "final"}, {"name": "final_answer", "arguments": CONTENT}],
+}
+
+
+@pytest.mark.parametrize("value", SEVERAL_BLOCKS.values(), ids=SEVERAL_BLOCKS.keys())
+def test_the_one_block_of_a_list_that_holds_an_answer_is_the_answer(value: Any) -> None:
+    result = validate_output(json.dumps(value))
+    assert result.status == "valid", result.errors
+    assert dict(result.loop_output) == CONTENT
+
+
+def test_a_list_whose_blocks_each_hold_an_answer_chooses_none() -> None:
+    other = {**CONTENT, "loop": "Which region first?"}
+    raw = json.dumps([{"role": "assistant", "content": CLEAN_JSON}, {"role": "assistant", "content": other}])
+    assert validate_output(raw).status != "valid"

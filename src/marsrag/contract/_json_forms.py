@@ -96,11 +96,12 @@ def answers(value: Any) -> Iterator[Mapping[str, Any] | str]:
 
     An answer is a mapping holding contract keys, or a string that may hold one as text (labelled sections,
     or JSON that did not parse). Around them the walk goes through envelopes: a single-key wrapper
-    (``{"output": {...}}``), a one-element list, a JSON-encoded string, and the values of an object without
+    (``{"output": {...}}``), a one-element list, the one item of a longer list that holds an answer (a
+    response's thinking block beside its text block), a JSON-encoded string, and the values of an object without
     contract keys (a tool call's ``arguments`` or ``parameters`` beside its ``name``, a chat message's
     ``content`` beside its ``role``). It never splits a list or a bare string into fields: an array of
-    strings has no keys, so it is no answer. Depth and the number of values visited are bounded (YAML
-    aliases can make a small document a huge tree).
+    strings has no keys, so it is no answer; nor does it choose among several items that each hold one. Depth
+    and the number of values visited are bounded (YAML aliases can make a small document a huge tree).
     """
     return _walk(value, 0, [_MAX_VISITS])
 
@@ -122,6 +123,14 @@ def _walk(value: Any, depth: int, budget: list[int]) -> Iterator[Mapping[str, An
             pairs = _named_values(value)
             if pairs is not None:
                 yield pairs
+            elif len(value) <= _MAX_ENVELOPE_KEYS:
+                # Blocks of several kinds (a thinking block and a text block, the user's message and the
+                # assistant's): the answer is in the one block that holds one; several that do are a list of
+                # answers, not one.
+                found = [list(_walk(item, depth + 1, budget)) for item in value]
+                holding = [answers for answers in found if answers]
+                if len(holding) == 1:
+                    yield from holding[0]
     elif isinstance(value, str):
         text = value.strip()
         if text[:1] in ("{", "[", '"'):
@@ -139,7 +148,7 @@ def _named_values(items: list[Any]) -> dict[str, Any] | None:
     Each item holds exactly two strings: one names a contract field, the other is its value (whatever the two
     keys are called). A field named twice, or any other item, makes the list data, not an answer.
     """
-    if len(items) > _MAX_ENVELOPE_KEYS:
+    if not 2 <= len(items) <= _MAX_ENVELOPE_KEYS:
         return None
     found: dict[str, Any] = {}
     for item in items:
