@@ -3,6 +3,8 @@ name before the answer is a header, and each harmony message starts a line of it
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -189,3 +191,21 @@ def test_a_capitalized_name_glued_into_code_or_an_escape_is_no_label() -> None:
 @pytest.mark.parametrize("lead", ["Final output: ", "2024-05-01 12:00:03 INFO answer: ", "回答："])
 def test_a_first_label_after_a_header_colon_on_its_line_is_read(lead: str) -> None:
     reads(lead + labelled("{L}: {v}"))
+
+
+DESCRIBED = {name: f"{name.title()}: the {name} of the answer, one sentence" for name in FIELDS}
+SCHEMA_ECHOES = {
+    "a schema's descriptions": json.dumps(
+        {"type": "object", "properties": {n: {"type": "string", "description": d} for n, d in DESCRIBED.items()}}
+    ),
+    "the same, indented": json.dumps({"properties": {n: {"description": d} for n, d in DESCRIBED.items()}}, indent=2),
+    "a format line in parentheses": "Answer in this format: " + " ".join(f"({d})" for d in DESCRIBED.values()),
+    "a format line in brackets": "Reply as " + ", ".join(f"[{d}]" for d in DESCRIBED.values()),
+}
+
+
+@pytest.mark.parametrize("raw", SCHEMA_ECHOES.values(), ids=SCHEMA_ECHOES.keys())
+def test_labels_glued_after_every_opener_are_no_answer(raw: str) -> None:
+    """Only the first label can be glued (where the answer was joined to what came before it): a schema or a format
+    line whose every label follows an opener is the prompt's text, never an answer."""
+    assert validate_output(raw).status != "valid"

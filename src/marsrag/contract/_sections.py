@@ -51,8 +51,8 @@ _INLINE_LABEL: Final = re.compile(
 
 # A label glued to what precedes it on its line: an opener (``finish(message="Hook: ...``, ``Finish[Hook: ...``) or
 # the last word of an echoed prompt the model wrote on from (``... short answerHook: ...``; an escape's letter, as
-# in ``\\nHook``, is no word). Capitalized, always with a colon, and, like inline labels, only looked for when the
-# line labels miss a section.
+# in ``\\nHook``, is no word). Capitalized, always with a colon, only the first label, and, like inline labels,
+# only looked for when the line labels miss a section.
 _GLUED_LABEL: Final = re.compile(
     rf"(?:(?<=[\[(\"'=>{{])|(?<=[a-z])(?<!\\[a-z]))(?P<name>{_CAPITALIZED_NAMES})[ \t]*[:：][ \t]*"
 )
@@ -250,8 +250,12 @@ def find_sections(text: str) -> Sections | None:
         # The match starts at the punctuation that ends the previous sentence; keep that in its body.
         inline = [(m.start() + 1, m.end(), LABEL_FIELDS[m["name"].casefold()]) for m in _INLINE_LABEL.finditer(text)]
         if len({label[2] for label in labels + inline}) < 5:
-            # Glued labels last: their pattern is tried at every position.
-            inline += [(m.start(), m.end(), LABEL_FIELDS[m["name"].casefold()]) for m in _GLUED_LABEL.finditer(text)]
+            # A glued label is where the answer was joined to what came before it, so only the first label can be
+            # one: glued after every opener, labels are the prompt's or a schema's text ('"Hook: ...", "Grip: ...').
+            first = min((label[0] for label in labels + inline), default=len(text))
+            glued = _GLUED_LABEL.search(text, 0, first)
+            if glued is not None:
+                inline.append((glued.start(), glued.end(), LABEL_FIELDS[glued["name"].casefold()]))
         if inline:
             labels = sorted(labels + inline)
     if not labels:
