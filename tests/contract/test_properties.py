@@ -143,3 +143,44 @@ def test_json_and_canonical_rendering_round_trip(answer: dict[str, str]) -> None
     model = LoopOutput.model_validate(answer)
     assert validate_output(model.model_dump_json()).model == model
     assert validate_output(model.render()).model == model
+
+
+def _chunked(text: str) -> str:
+    return "\n".join(json.dumps({"response": text[i : i + 5], "done": False}) for i in range(0, len(text), 5))
+
+
+#: Ways an answer is wrapped that the reader unwraps (issue 40's third corpus): each must neither lose a field nor
+#: complete an answer missing one.
+WRAPPERS = {
+    "element": lambda body, full: f"<attempt_completion>\n<result>\n{body}\n</result>\n</attempt_completion>",
+    "fence": lambda body, full: f"```\n{body}\n```\nLet me know!",
+    "directive": lambda body, full: f":::artifact{{type=md}}\n{body}\n:::\nDone.",
+    "call": lambda body, full: f'<answer>finish(message="{body}")</answer>',
+    "bracketed action": lambda body, full: f"Action: Finish[{body}]",
+    "role prefix": lambda body, full: f"Assistant: {body}",
+    "stream": lambda body, full: _chunked(body),
+    "blocks": lambda body, full: json.dumps({"content": [{"type": "thinking", "thinking": "x"}, {"text": body}]}),
+    "a full answer after a user turn": lambda body, full: f"{body}\nUser: and now?\nAssistant: {full}",
+    "a full answer after an end token": lambda body, full: f"{body}<_end><_user>more<_bot>{full}",
+    "a sign-off after a list": lambda body, full: "- " + body.replace("\n", "\n- ") + "\n\nLet me know!",
+}
+
+
+@given(answers, st.sampled_from(FIELDS), st.sampled_from(sorted(WRAPPERS)))
+def test_an_answer_missing_a_field_in_any_wrapper_never_validates(
+    answer: dict[str, str], dropped: str, wrapper: str
+) -> None:
+    body = "\n".join(f"{name.title()}: {value}" for name, value in answer.items() if name != dropped)
+    full = "\n".join(f"{name.title()}: {value}" for name, value in answer.items())
+    result = validate_output(WRAPPERS[wrapper](body, full))
+    assert result.status != "valid", (wrapper, result.loop_output)
+
+
+@given(answers, st.sampled_from(sorted(WRAPPERS)))
+def test_a_full_answer_in_any_wrapper_reads_back(answer: dict[str, str], wrapper: str) -> None:
+    full = "\n".join(f"{name.title()}: {value}" for name, value in answer.items())
+    result = validate_output(WRAPPERS[wrapper](full, full))
+    assert result.status == "valid", (wrapper, result.errors)
+    assert {name: " ".join(value.split()) for name, value in result.loop_output.items()} == {
+        name: " ".join(value.split()) for name, value in answer.items()
+    }
