@@ -94,3 +94,14 @@ def test_a_role_word_inside_a_line_is_content() -> None:
     raw = labelled("{L}: {v}", content={**CONTENT, "loop": loop})
     result = validate_output(raw)
     assert result.status == "valid" and result.loop_output["loop"] == loop
+
+
+PREFIXES = sorted({(token, t.families) for t in CHAT_TEMPLATES for token in t.prefixes})
+
+
+@pytest.mark.parametrize(("token", "families"), PREFIXES)
+def test_a_sequence_prefix_after_content_ends_nothing_and_is_removed(token: str, families: str) -> None:
+    """A log or an echo shows the prompt with its sequence prefix before the answer: the prefix is removed and
+    the answer after it stands."""
+    raw = f'Input [Text 0]: "{token}Summarise the cache alert."\nOutput [Text 0 Beam 0]:\n' + labelled("{L}: {v}")
+    first_answer_only(raw)

@@ -54,3 +54,10 @@ def test_any_answer_with_a_loop_appended_is_never_valid(answer: dict[str, str], 
     raw = labelled("{L}: {v}", content=answer) + " " + unit * repeats
     assert ends_in_loop(raw)
     assert validate_output(raw).status != "valid"
+
+
+def test_a_loop_inside_the_string_or_call_the_answer_sat_in_is_truncated() -> None:
+    loop = "Should I" + "\nShould I" * 30
+    body = labelled("{L}: {v}", content={**CONTENT, "loop": loop})
+    for raw in (f'Output [Text 0 Beam 0]: "{body}"', f"finish(message='{body}')"):
+        assert validate_output(raw).status != "valid", raw

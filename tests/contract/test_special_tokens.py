@@ -40,7 +40,7 @@ TOKENS = [
 
 
 #: Every token a catalogued chat template defines, whatever its shape (TeleChat's ``<_end>``, GLM's ``[gMASK]``).
-CATALOGUED = sorted({token for t in CHAT_TEMPLATES for token in (*t.ends, *t.starts, *t.message_ends)})
+CATALOGUED = sorted({token for t in CHAT_TEMPLATES for token in (*t.ends, *t.starts, *t.message_ends, *t.prefixes)})
 
 
 def collapse(text: str | None) -> str:

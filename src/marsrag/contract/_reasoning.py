@@ -36,7 +36,8 @@ _KIMI_MARK: Final = re.compile(r"◁(?P<close>/?)think▷")
 _OLLAMA_MARK: Final = re.compile(r"^[ \t]*(?:(?P<open>Thinking\.\.\.)|\.\.\.done thinking\.)[ \t]*$", re.MULTILINE)
 # A harmony message: its header (channel name, recipient, content type) up to <|message|>, then its body.
 _HARMONY_CHANNEL: Final = "<|channel|>"
-_HARMONY_HEADER: Final = re.compile(r"(?P<channel>[^<\s]*)[^<]{0,200}?(?:<\|constrain\|>[^<]{0,40})?<\|message\|>")
+# A streamer that prints each special token on its own line puts white space around the channel's name.
+_HARMONY_HEADER: Final = re.compile(r"\s*(?P<channel>[^<\s]*)[^<]{0,200}?(?:<\|constrain\|>[^<]{0,40})?<\|message\|>")
 _HARMONY_END: Final = re.compile(r"<\|(?:end|return|call|start|channel)\|>")
 _HARMONY_PLAIN_FINAL: Final = "assistantfinal"
 # The block a format puts its answer in after the thinking: Hunyuan-A13B's and Open-AutoGLM's <answer>, ERNIE-4.5's

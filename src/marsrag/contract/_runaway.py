@@ -18,7 +18,8 @@ MIN_REPEATS: Final = 12
 def ends_in_loop(text: str) -> bool:
     """Whether ``text`` (trailing white space ignored) ends in one unit of up to MAX_UNIT characters repeated
     MIN_REPEATS times or more."""
-    text = text.rstrip()
+    # The closers of what the answer sat in (a quoted string, a call) come after the loop, not in it.
+    text = text.rstrip().rstrip("\"'`)]}").rstrip()
     size_of_text = len(text)
     last = text[-1:]
     if not last:

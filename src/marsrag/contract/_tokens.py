@@ -51,7 +51,7 @@ _SHAPES: Final = (_BARRED, _ANGLED, _BRACKETED)
 @cache
 def _literal_tokens() -> tuple[str, ...]:
     """The catalogued chat-template tokens no shape matches (``<_end>``, ``[gMASK]``, ``]~b]``)."""
-    tokens = {token for template in CHAT_TEMPLATES for token in (*template.ends, *template.starts)}
+    tokens = {token for template in CHAT_TEMPLATES for token in (*template.ends, *template.starts, *template.prefixes)}
     return tuple(sorted(token for token in tokens if not any(shape.fullmatch(token) for shape in _SHAPES)))
 
 

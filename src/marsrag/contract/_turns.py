@@ -112,6 +112,8 @@ def _cut(text: str, boundary: re.Pattern[str]) -> str:
             continue  # nothing written yet: a template prefix, or a stray token the model began with
         if strings.inside_at(match.start()):
             continue  # glued into a value: the document goes on
+        if boundary is _BARE_ROLE and text[: match.start()].rstrip().endswith(">"):
+            continue  # the role header of the token before it, printed on its own line: that token decides
         return text[: match.start()]
     return text
 

@@ -470,6 +470,9 @@ class ChatTemplate:
     #: Tokens that end a message, not the turn, in this template (harmony's ``<|end|>``).
     message_ends: tuple[str, ...] = ()
     harmony: bool = False
+    #: Tokens a whole sequence opens with (``<|begin_of_text|>``): removed wherever they are, but ending nothing,
+    #: since a log or an echo shows them where the prompt began, before the answer, not as a turn the model wrote.
+    prefixes: tuple[str, ...] = ()
 
 
 #: The chat templates whose special tokens a server may leave in the text.
@@ -531,7 +534,8 @@ CHAT_TEMPLATES: Final[tuple[ChatTemplate, ...]] = (
         "glm4 chat template (generation stops on the next role); LLaMA-Factory chatglm3, glm4*, glmz1, glm_ocr, aeva",
         ends=("<|observation|>",),
         # GLM-4.1V/4.5V also stop on "</answer>": plain markup an answer may hold, so it is not taken for a token.
-        starts=("<|user|>", "[gMASK]", "<sop>"),
+        starts=("<|user|>",),
+        prefixes=("[gMASK]", "<sop>"),
     ),  # fmt: skip
     ChatTemplate("Granite 3/4", "granite chat template", ends=("<|end_of_text|>",), starts=("<|start_of_role|>",)),
     ChatTemplate(
@@ -576,19 +580,20 @@ CHAT_TEMPLATES: Final[tuple[ChatTemplate, ...]] = (
         "Tencent Hunyuan (hunyuan, HY dense 7B)",
         "LLaMA-Factory hunyuan, hy_dense_7b",
         ends=("<|eos|>", "<|extra_0|>", "<|extra_4|>"),
-        starts=("<|startoftext|>",),
+        prefixes=("<|startoftext|>",),
     ),  # fmt: skip
     ChatTemplate(
         "Tencent Hunyuan small, HY dense 1.8B, HY 3",
         "LLaMA-Factory hunyuan_small, hy_dense_1_8b, hy3",
         ends=("<｜hy_eos｜>", "<｜hy_place▁holder▁no▁2｜>", "<｜hy_place▁holder▁no▁3｜>", "<｜hy_place▁holder▁no▁8｜>"),
-        starts=("<｜hy_User｜>", "<｜hy_Assistant｜>", "<｜hy_begin▁of▁sentence｜>"),
+        starts=("<｜hy_User｜>", "<｜hy_Assistant｜>"),
+        prefixes=("<｜hy_begin▁of▁sentence｜>",),
     ),  # fmt: skip
     ChatTemplate(
         "Baidu ERNIE 4.5 (non-ChatML), ERNIE 4.5 VL",
         "LLaMA-Factory ernie_nothink, ernie_vl",
         ends=("<|end_of_sentence|>",),
-        starts=("<|begin_of_sentence|>",),
+        prefixes=("<|begin_of_sentence|>",),
     ),  # fmt: skip
     ChatTemplate("DeepSeek Coder", "LLaMA-Factory deepseekcoder", ends=("<|EOT|>",)),
     ChatTemplate(
@@ -613,7 +618,8 @@ CHAT_TEMPLATES: Final[tuple[ChatTemplate, ...]] = (
         "Tencent Youtu-LLM, Youtu-VL",
         "LLaMA-Factory youtu, youtu_vl",
         ends=("<|end_of_text|>",),
-        starts=("<|Assistant|>", "<|begin_of_text|>"),
+        starts=("<|Assistant|>",),
+        prefixes=("<|begin_of_text|>",),
     ),  # fmt: skip
 )
 
@@ -649,13 +655,15 @@ def render_markdown() -> str:
         "removed wherever it is glued, whatever its shape. The rows cover the turn tokens of every template",
         "LLaMA-Factory registers.",
         "",
-        "| Families | Source | Ends the turn | Starts a turn |",
-        "|---|---|---|---|",
+        "| Families | Source | Ends the turn | Starts a turn | Opens a sequence (removed, ends nothing) |",
+        "|---|---|---|---|---|",
     ]
     for template in CHAT_TEMPLATES:
-        ends = " ".join(f"`{token}`" for token in template.ends)
-        starts = " ".join(f"`{token}`" for token in template.starts) or "-"
-        lines.append(f"| {_cell(template.families)} | {_cell(template.source)} | {_cell(ends)} | {_cell(starts)} |")
+        tokens_cells = [
+            " ".join(f"`{token}`" for token in tokens) or "-"
+            for tokens in (template.ends, template.starts, template.prefixes)
+        ]
+        lines.append("| " + " | ".join(_cell(cell) for cell in (template.families, template.source, *tokens_cells)) + " |")
     return "\n".join(lines) + "\n"
 
 
