@@ -221,3 +221,35 @@ def test_a_list_whose_blocks_each_hold_an_answer_chooses_none() -> None:
     other = {**CONTENT, "loop": "Which region first?"}
     raw = json.dumps([{"role": "assistant", "content": CLEAN_JSON}, {"role": "assistant", "content": other}])
     assert validate_output(raw).status != "valid"
+
+
+DRAFT = "Hook: a draft. Grip: a draft. Payoff: a draft. Reinforce: a draft. Loop: a draft?"
+REASONING_ONLY = {
+    "bedrock reasoningContent": {
+        "output": {
+            "message": {
+                "content": [{"reasoningContent": {"reasoningText": {"text": DRAFT}}}, {"text": "Which pool is it?"}]
+            }
+        }
+    },
+    "deepseek reasoning_content": {"choices": [{"message": {"reasoning_content": DRAFT, "content": "Which pool?"}}]},
+    "gemini thought part": {"candidates": [{"content": {"parts": [{"text": DRAFT, "thought": True}, {"text": "?"}]}}]},
+    "anthropic thinking block": {"content": [{"type": "thinking", "thinking": DRAFT}, {"type": "text", "text": "?"}]},
+    "responses reasoning item": {
+        "output": [{"type": "reasoning", "summary": [{"type": "summary_text", "text": DRAFT}]}, {"type": "message"}]
+    },
+}
+
+
+@pytest.mark.parametrize("value", REASONING_ONLY.values(), ids=REASONING_ONLY.keys())
+def test_an_answer_only_in_a_responses_reasoning_is_no_answer(value: Any) -> None:
+    """A response's reasoning, however its API marks it (a key, a type, a flag), is never the answer: the text it
+    gave the user is, and here that holds no fields."""
+    for raw in (json.dumps(value), json.dumps(value, indent=2)):
+        assert validate_output(raw).status == "failed", raw
+
+
+def test_the_answer_beside_a_responses_reasoning_is_read() -> None:
+    value = {"choices": [{"message": {"reasoning_content": DRAFT, "content": LABELS}}]}
+    result = validate_output(json.dumps(value, indent=2))
+    assert result.status == "valid" and dict(result.loop_output) == CONTENT

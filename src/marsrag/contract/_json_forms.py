@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final, NamedTuple
 
+from marsrag.contract._reasoning import REASONING_NAMES
 from marsrag.contract.issues import ContractIssue
 from marsrag.contract.rules import MAX_REPAIR_CHARS
 from marsrag.contract.template import FIELDS
@@ -113,9 +114,10 @@ def _walk(value: Any, depth: int, budget: list[int]) -> Iterator[Mapping[str, An
     if isinstance(value, dict):
         if not _FIELD_SET.isdisjoint(value) or any(field_key(key) for key in value):
             yield value
-        elif len(value) <= _MAX_ENVELOPE_KEYS:
-            for inner in value.values():
-                yield from _walk(inner, depth + 1, budget)
+        elif len(value) <= _MAX_ENVELOPE_KEYS and not _is_reasoning_block(value):
+            for key, inner in value.items():
+                if not _names_reasoning(key):
+                    yield from _walk(inner, depth + 1, budget)
     elif isinstance(value, list):
         if len(value) == 1:
             yield from _walk(value[0], depth + 1, budget)
@@ -140,6 +142,18 @@ def _walk(value: Any, depth: int, budget: list[int]) -> Iterator[Mapping[str, An
                 return
         if _LABEL_HINT.search(text):
             yield text
+
+
+def _names_reasoning(name: object) -> bool:
+    """Whether a key or a type names reasoning (``reasoning_content``, ``reasoningContent``, ``thinking``)."""
+    return isinstance(name, str) and _NON_LETTERS.sub("", name.casefold()).startswith(REASONING_NAMES)
+
+
+def _is_reasoning_block(block: dict[Any, Any]) -> bool:
+    """Whether an object of a response is its reasoning: typed so (``{"type": "thinking"}``, a ``reasoning`` item)
+    or flagged so (Gemini's ``{"text": ..., "thought": true}``). Never an answer, whatever its text holds."""
+    kind = block.get("type")
+    return _names_reasoning(kind) or any(flag is True and _names_reasoning(key) for key, flag in block.items())
 
 
 def _named_values(items: list[Any]) -> dict[str, Any] | None:

@@ -23,8 +23,10 @@ from typing import Final, NamedTuple
 
 from marsrag.contract._trie import trie_pattern
 
-_NAMES: Final = ("think", "thinking", "thought", "thoughts", "reasoning", "reflection", "scratchpad")
-_NAME: Final = trie_pattern(variant for name in _NAMES for variant in (name, name.title(), name.upper()))
+#: The names reasoning goes by, as a tag (``<think>``) and as a key of a response's JSON (``reasoning_content``,
+#: ``{"type": "thinking"}``, ``"thought": true``).
+REASONING_NAMES: Final = ("think", "thinking", "thought", "thoughts", "reasoning", "reflection", "scratchpad")
+_NAME: Final = trie_pattern(variant for name in REASONING_NAMES for variant in (name, name.title(), name.upper()))
 # One pattern per opening character and none ignoring case, so each is searched for at C speed (a text full
 # of "<hook>" tags costs one fast scan, not a match attempt at every position).
 _ANGLE_MARK: Final = re.compile(

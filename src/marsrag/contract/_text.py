@@ -85,6 +85,7 @@ class _Candidates:
         "code",
         "marked",
         "documents",
+        "exact",
     )
 
     def __init__(self, cut: bool, text: str) -> None:
@@ -104,6 +105,8 @@ class _Candidates:
         self.marked = text
         #: The valid answers of JSON documents, with their spans: two that differ are two answers.
         self.documents: list[tuple[int, int, ValidationResult]] = []
+        #: The spans of the JSON documents decoded exactly: their strings were read by the walk through them.
+        self.exact: list[tuple[int, int]] = []
 
     def add(self, result: ValidationResult | None, position: int, end: int | None = None) -> None:
         if result is None:
@@ -291,6 +294,11 @@ def _collect(region: str, mode: Mode, found: _Candidates, layer: int) -> None:
             _json_candidates(segment.text, segment.start, mode, found, layer)
         if found.valid and not _names_a_field(_uncovered(region, found.covered)):
             return  # a label can only be outside the JSON documents, and none is
+        if found.exact and not _names_a_field(_uncovered(region, found.exact)):
+            # The text is JSON, read exactly: its strings were read through its structure, which says which one is
+            # the answer (a reasoning block's labels are not); a label reader would take them all alike.
+            _other_forms(region, mode, found, layer, 0)
+            return
     sections = find_sections(region)
     if sections is not None:
         # Sections have no closing mark to prove the last one ended: after a cut, it did not.
@@ -345,8 +353,10 @@ def _json_candidates(text: str, base: int, mode: Mode, found: _Candidates, layer
         clean = _exact(stripped, mode)
         if clean is not None:
             found.add(clean, base, base + len(text))
+            found.exact.append((base, base + len(text)))
             return
     decoded, broken = decode_all(text)
+    found.exact += [(base + item.start, base + item.end) for item in decoded if isinstance(item.value, dict | list)]
     joined = joined_lines(text, decoded)
     for item in decoded:
         # A line of joined JSON Lines holds one field: only the joined answer is a candidate.

@@ -663,7 +663,9 @@ def render_markdown() -> str:
             " ".join(f"`{token}`" for token in tokens) or "-"
             for tokens in (template.ends, template.starts, template.prefixes)
         ]
-        lines.append("| " + " | ".join(_cell(cell) for cell in (template.families, template.source, *tokens_cells)) + " |")
+        lines.append(
+            "| " + " | ".join(_cell(cell) for cell in (template.families, template.source, *tokens_cells)) + " |"
+        )
     return "\n".join(lines) + "\n"
 
 
