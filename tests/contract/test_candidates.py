@@ -171,3 +171,30 @@ def test_any_two_json_answers_are_one_answer_only_when_they_agree(
     else:
         assert result.status != "valid"
         assert {issue.field for issue in result.errors if issue.code == "duplicate_section"} == differing
+
+
+REPEATED_KEY = CLEAN_JSON[:-1] + ', "payoff": "Roll the cache nodes back instead."}'
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        REPEATED_KEY,
+        f"Here:\n```json\n{REPEATED_KEY}\n```",
+        json.dumps({"choices": [{"message": {"role": "assistant", "content": REPEATED_KEY}}]}, indent=2),
+    ],
+    ids=["bare", "fenced", "in a chat completion's content"],
+)
+def test_a_field_key_given_twice_with_different_values_is_two_answers(raw: str) -> None:
+    """JSON parsers keep the last of a repeated key; an answer giving a field twice gave two answers for it."""
+    result = validate_output(raw)
+    assert result.status == "partial", result.loop_output
+    assert {issue.field: issue.code for issue in result.errors} == {"payoff": "duplicate_section"}
+
+
+def test_a_key_repeated_with_the_same_value_or_outside_the_fields_is_one_answer() -> None:
+    same = CLEAN_JSON[:-1] + f', "payoff": {json.dumps(CONTENT["payoff"])}}}'
+    other = CLEAN_JSON[:-1] + ', "note": "a", "note": "b"}'
+    for raw in (same, other):
+        result = validate_output(raw)
+        assert result.status == "valid" and dict(result.loop_output) == CONTENT

@@ -55,7 +55,30 @@ _MAX_STREAM_DEPTH: Final = 4
 _MAX_STREAM_PATHS: Final = 4
 # A string worth reading as labelled text: a field name used as a label (a colon, a heading line) or a tag.
 _LABEL_HINT: Final = re.compile(r"(?:hook|grip|payoff|reinforce|loop)\W{0,4}[:：\n]|<(?:hook|grip|loop)>", re.I)
-_DECODER: Final = json.JSONDecoder()
+
+
+class Conflict(tuple[Any, ...]):
+    """The values of a field key an object gives twice with different values: two answers for that field."""
+
+    __slots__ = ()
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object from its pairs, as ``json`` builds it, but a field key given twice with different values holds
+    a :class:`Conflict` of them instead of silently the last (one answer is never chosen over the other)."""
+    value = dict(pairs)
+    if len(value) == len(pairs):
+        return value
+    value = {}
+    for key, item in pairs:
+        previous = value.get(key, item)
+        if previous != item and field_key(key) is not None:
+            item = Conflict((*previous, item) if isinstance(previous, Conflict) else (previous, item))
+        value[key] = item
+    return value
+
+
+_DECODER: Final = json.JSONDecoder(object_pairs_hook=_pairs)
 # A JSON string (matched whole, so a "//" inside it, a URL, stays), or a comment where a key or a value is due
 # (after a comma or an opening bracket): the only place the repair library reads every comment as one.
 _STRING_OR_COMMENT: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|(?P<lead>[,{\[]\s*)(?://[^\n]*|/\*.*?\*/)', re.DOTALL)
@@ -71,7 +94,7 @@ def _no_constants(name: str) -> Any:
 
 
 # NaN and Infinity are refused too: json reads a float, the repair library a string.
-_STRICT_DECODER: Final = json.JSONDecoder(parse_constant=_no_constants)
+_STRICT_DECODER: Final = json.JSONDecoder(parse_constant=_no_constants, object_pairs_hook=_pairs)
 
 
 def field_key(key: object) -> str | None:
@@ -87,7 +110,7 @@ def field_key(key: object) -> str | None:
 def loads(text: str) -> Any:
     """``json.loads`` that answers None instead of raising on malformed or absurdly nested input."""
     try:
-        return json.loads(text)
+        return _DECODER.decode(text)
     except (ValueError, RecursionError):
         return None
 

@@ -61,6 +61,7 @@ from marsrag.contract.rules import MAX_INPUT_CHARS
 from marsrag.contract.template import FIELDS
 
 _NON_SPACE: Final = re.compile(r"\S")
+_QUOTED_KEYS: Final = tuple(f'"{name}"' for name in FIELDS)
 _FINAL_ANSWER_MARKERS: Final = ("Final Answer:", "final answer:", "FINAL ANSWER:", "Final answer:")
 _REPAIRED: Final = ContractIssue(None, "repaired_json", "the JSON was malformed and was repaired")
 # Decoded layers nest (an envelope's string holding escaped text): a bound keeps hostile input linear.
@@ -230,9 +231,16 @@ def _exact(text: str, mode: Mode) -> ValidationResult | None:
         model = LoopOutput.model_validate_json(text)
     except ValidationError:
         return None
+    if _repeats_a_key(text):
+        return None  # pydantic keeps the last of a key given twice: the slower path sees both
     if may_have_tokens(text) and any(has_special_token(value) for value in model.__dict__.values()):
         return None
     return from_model(model, mode, json_source=text)
+
+
+def _repeats_a_key(text: str) -> bool:
+    """Whether a field's key may be given twice (a quoted field name seen twice): five C-speed counts."""
+    return any(text.count(key) > 1 for key in _QUOTED_KEYS)
 
 
 def _single_document(text: str, first: int, mode: Mode, layer: int, tried: str | None) -> ValidationResult | None:

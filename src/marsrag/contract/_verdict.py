@@ -6,10 +6,10 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
-from marsrag.contract._json_forms import normalize_keys
+from marsrag.contract._json_forms import Conflict, normalize_keys
 from marsrag.contract._keyed import strip_markup_runs
 from marsrag.contract._tokens import may_have_tokens, strip_special_tokens
-from marsrag.contract.issues import ContractIssue
+from marsrag.contract.issues import ContractIssue, second_answer_issue
 from marsrag.contract.model import LoopOutput
 from marsrag.contract.result import Mode, ValidationResult, status_for
 from marsrag.contract.rules import text_problem
@@ -60,6 +60,10 @@ def from_mapping(
         if name not in values:
             loop_output[name] = None
             errors.append(ContractIssue(name, "missing", f"{name} is missing"))
+            continue
+        if isinstance(value, Conflict):
+            loop_output[name] = None
+            errors.append(second_answer_issue(name))
             continue
         if not isinstance(value, str):
             loop_output[name] = None
