@@ -253,3 +253,29 @@ def test_the_answer_beside_a_responses_reasoning_is_read() -> None:
     value = {"choices": [{"message": {"reasoning_content": DRAFT, "content": LABELS}}]}
     result = validate_output(json.dumps(value, indent=2))
     assert result.status == "valid" and dict(result.loop_output) == CONTENT
+
+
+def test_a_responses_text_in_several_parts_reads_joined() -> None:
+    """Gemini gives a candidate's text in several parts: the answer is the parts joined, not the first alone."""
+    half = len(LABELS) // 2
+    parts = [{"text": LABELS[:half]}, {"text": LABELS[half:]}]
+    value = {"candidates": [{"content": {"parts": parts, "role": "model"}, "finishReason": "STOP"}]}
+    result = validate_output(json.dumps(value, indent=2))
+    assert result.status == "valid" and dict(result.loop_output) == CONTENT
+
+
+@pytest.mark.parametrize("count", [2, 5, 40])
+def test_stream_chunks_collected_in_an_array_read_joined(count: int) -> None:
+    size = len(CLEAN_JSON) // count + 1
+    pieces = [CLEAN_JSON[i : i + size] for i in range(0, len(CLEAN_JSON), size)]
+    chunks = [{"candidates": [{"content": {"parts": [{"text": piece}], "role": "model"}}]} for piece in pieces]
+    for raw in (json.dumps(chunks, indent=2), "\n\n".join(f"data: {json.dumps(chunk)}" for chunk in chunks)):
+        result = validate_output(raw)
+        assert result.status == "valid" and dict(result.loop_output) == CONTENT, raw[:200]
+
+
+def test_an_api_response_with_dozens_of_metadata_keys_is_still_an_envelope() -> None:
+    metadata = {f"meta_{i}": None for i in range(30)}
+    value = {**metadata, "output": [{"type": "message", "content": [{"type": "output_text", "text": LABELS}]}]}
+    result = validate_output(json.dumps(value))
+    assert result.status == "valid" and dict(result.loop_output) == CONTENT

@@ -41,17 +41,20 @@ _QUOTED_KEY: Final = re.compile(r'"([^"\n]{1,40})"\s*:')
 _NON_PYTHON_ESCAPE: Final = re.compile(r"\\[^\"'\\nrtbfu]")
 _NON_LETTERS: Final = re.compile(r"[^a-z]")
 _MAX_UNWRAP_DEPTH: Final = 8
-# An envelope is small (a tool call, a chat message, an API response): a wide object is data, not one.
-_MAX_ENVELOPE_KEYS: Final = 12
+# An envelope is small (a tool call, a chat message, an API response, whose metadata can run to a few dozen keys): a
+# wide object is data, not one.
+_MAX_ENVELOPE_KEYS: Final = 48
+# A list is an answer's envelope up to this many items (its blocks, or one object per field).
+_MAX_BLOCKS: Final = 12
 _MAX_VISITS: Final = 256
 # Decoding is tried at most this many times where it fails (each failure may scan far); a value decoded consumes its
 # text, so many of those cost one pass in all (a stream of chunks is hundreds of small objects).
 _MAX_DECODE_STARTS: Final = 32
 _MAX_DECODED: Final = 2048
-# A stream of chunks: at least this many, its text under a key at most this deep, and at most this many candidate
-# texts (string leaves that vary) read from it.
-_MIN_CHUNKS: Final = 3
-_MAX_STREAM_DEPTH: Final = 4
+# A stream of chunks or a response's parts: at least this many, its text under a key at most this deep, and at most
+# this many candidate texts (string leaves that vary) read from it.
+_MIN_CHUNKS: Final = 2
+_MAX_STREAM_DEPTH: Final = 8
 _MAX_STREAM_PATHS: Final = 4
 # A string worth reading as labelled text: a field name used as a label (a colon, a heading line) or a tag.
 _LABEL_HINT: Final = re.compile(r"(?:hook|grip|payoff|reinforce|loop)\W{0,4}[:：\n]|<(?:hook|grip|loop)>", re.I)
@@ -148,7 +151,12 @@ def _walk(value: Any, depth: int, budget: list[int]) -> Iterator[Mapping[str, An
             pairs = _named_values(value)
             if pairs is not None:
                 yield pairs
-            elif len(value) <= _MAX_ENVELOPE_KEYS:
+                return
+            for joined in streamed_texts(value):
+                # Pieces of one text (a stream's chunks, a response's parts): read joined, as text one layer down.
+                if joined.lstrip()[:1] in ("{", "[") or _LABEL_HINT.search(joined):
+                    yield joined
+            if len(value) <= _MAX_BLOCKS:
                 # Blocks of several kinds (a thinking block and a text block, the user's message and the
                 # assistant's): the answer is in the one block that holds one; several that do are a list of
                 # answers, not one.
@@ -185,7 +193,7 @@ def _named_values(items: list[Any]) -> dict[str, Any] | None:
     Each item holds exactly two strings: one names a contract field, the other is its value (whatever the two
     keys are called). A field named twice, or any other item, makes the list data, not an answer.
     """
-    if not 2 <= len(items) <= _MAX_ENVELOPE_KEYS:
+    if not 2 <= len(items) <= _MAX_BLOCKS:
         return None
     found: dict[str, Any] = {}
     for item in items:
@@ -366,27 +374,29 @@ def joined_lines(text: str, found: list[Decoded]) -> Decoded | None:
     return Decoded(run[0].start, run[-1].end, joined)
 
 
-def streamed_texts(found: list[Decoded]) -> list[str]:
-    """The texts a stream of JSON chunks spells: for each string leaf the chunks share, its values joined in order.
+def streamed_texts(chunks: list[Any]) -> list[str]:
+    """The texts a list of pieces spells: for each string leaf the pieces share, its values joined in order.
 
     A streaming API's output pasted raw is one JSON object per chunk, each holding the next piece of the answer
     under the same key (Ollama's ``{"response": "Ho"}``, OpenAI's ``{"choices": [{"delta": {"content": "Ho"}}]}``,
-    Anthropic's ``{"delta": {"text": "Ho"}}``), beside metadata that repeats or counts. Which key holds the text is
-    not assumed: every string leaf present in most chunks and not the same in all of them is a candidate text, and
-    the reader judges each. Three chunks at least, all objects.
+    Anthropic's ``{"delta": {"text": "Ho"}}``, Gemini's chunks collected in an array), beside metadata that repeats
+    or counts; a response may also give its text in several parts (Gemini's ``parts``). Which key holds the text is
+    not assumed: every string leaf present in most pieces and not the same in all of them is a candidate text, and
+    the reader judges each. Two pieces at least, all objects.
     """
-    if len(found) < _MIN_CHUNKS or not all(isinstance(item.value, dict) for item in found):
+    if not _MIN_CHUNKS <= len(chunks) <= _MAX_DECODED or not all(isinstance(chunk, dict) for chunk in chunks):
         return []
-    leaves = [_string_leaves(item.value, (), 0) for item in found]
+    # A reasoning piece (Gemini's thought parts) is no piece of the answer.
+    leaves = [_string_leaves(chunk, (), 0) for chunk in chunks if not _is_reasoning_block(chunk)]
     counts: dict[tuple[Any, ...], int] = {}
-    for chunk in leaves:
-        for path in chunk:
+    for chunk_leaves in leaves:
+        for path in chunk_leaves:
             counts[path] = counts.get(path, 0) + 1
     texts: list[str] = []
     for path, count in counts.items():
-        if 3 * count < 2 * len(found):
+        if 3 * count < 2 * len(chunks):
             continue
-        values = [chunk[path] for chunk in leaves if path in chunk]
+        values = [chunk_leaves[path] for chunk_leaves in leaves if path in chunk_leaves]
         if len(set(values)) > 1 and len(texts) < _MAX_STREAM_PATHS:
             texts.append("".join(values))
     return texts
@@ -401,7 +411,8 @@ def _string_leaves(value: Any, path: tuple[Any, ...], depth: int) -> dict[tuple[
     if isinstance(value, dict):
         leaves: dict[tuple[Any, ...], str] = {}
         for key, inner in value.items():
-            leaves.update(_string_leaves(inner, (*path, key), depth + 1))
+            if not _names_reasoning(key):
+                leaves.update(_string_leaves(inner, (*path, key), depth + 1))
         return leaves
     if isinstance(value, list) and value:
         return _string_leaves(value[0], (*path, 0), depth + 1)

@@ -366,6 +366,8 @@ def _json_candidates(text: str, base: int, mode: Mode, found: _Candidates, layer
     decoded, broken = decode_all(text)
     found.exact += [(base + item.start, base + item.end) for item in decoded if isinstance(item.value, dict | list)]
     joined = joined_lines(text, decoded)
+    if joined is None and layer < _MAX_LAYERS and len(decoded) > 1 and _streamed(decoded, base, mode, found, layer):
+        return  # a stream's chunks are pieces of its answer, no candidates of their own
     for item in decoded:
         # A line of joined JSON Lines holds one field: only the joined answer is a candidate.
         if joined is None or not joined.start <= item.start < joined.end:
@@ -373,10 +375,6 @@ def _json_candidates(text: str, base: int, mode: Mode, found: _Candidates, layer
     if joined is not None:
         found.covered.append((base + joined.start, base + joined.end))
         broken = _joined(text, joined, broken, base, mode, found)
-    elif layer < _MAX_LAYERS and len(decoded) > 2:
-        # A streaming API's chunks pasted raw: the answer is the pieces they carry, joined.
-        for streamed in streamed_texts(decoded):
-            found.add(from_text(streamed, mode, found.cut, layer + 1), base + decoded[0].start)
     if not broken and not any(isinstance(item.value, dict | list) for item in decoded):
         pairs = bare_pairs(text)
         if pairs is not None:
@@ -384,6 +382,20 @@ def _json_candidates(text: str, base: int, mode: Mode, found: _Candidates, layer
     for start in broken:
         end = next((item.start for item in decoded if item.start > start), len(text))
         _document(text[start:end], base + start, mode, found, layer)
+
+
+def _streamed(decoded: list[Decoded], base: int, mode: Mode, found: _Candidates, layer: int) -> bool:
+    """Add the answer of a streaming API's chunks pasted raw (the pieces they carry, joined); whether one was valid.
+
+    Only a reading that finds fields (valid, or partial as a cut stream is) counts as a stream: documents that are
+    each an answer spell no text together.
+    """
+    for streamed in streamed_texts([item.value for item in decoded]):
+        result = from_text(streamed, mode, found.cut, layer + 1)
+        if result.status != "failed":
+            found.add(result, base + decoded[0].start, base + decoded[-1].end)
+            return True
+    return False
 
 
 def _joined(text: str, joined: Decoded, broken: list[int], base: int, mode: Mode, found: _Candidates) -> list[int]:
