@@ -152,6 +152,8 @@ CLOSED = {
     "a call in an element": '<answer>finish(message="{body}")</answer>',
     "a bracketed action": "Action: Finish[{body}]",
     "a statement": 'const answer = {{\n  "text": "{body}"\n}};',
+    "a dumped array": "Array\n(\n    [choices] => Array\n        (\n            [content] => {body}\n        )\n\n"
+    "    [usage] => Array ( [total_tokens] => 285 )\n)",
 }
 
 
@@ -160,6 +162,13 @@ CLOSED = {
 def test_the_closers_of_what_the_first_label_follows_are_markup(wrapper: str, form: str) -> None:
     """A label glued to an opener, and the matching closers at the very end: the block is inside them."""
     reads(wrapper.format(body=labelled(form)))
+
+
+def test_brackets_the_last_section_opens_itself_are_its_own() -> None:
+    """Inside a call, the last section's own balanced brackets stay; the call's closer ends it."""
+    loop = "Should we pre-warm (from the 02:00 snapshot) or [replay] traffic?"
+    raw = "Action: Finish[" + labelled("{T}: {v}", content={**CONTENT, "loop": loop}) + "]\nObservation: done"
+    reads(raw, {**CONTENT, "loop": loop})
 
 
 def test_a_closer_the_paragraph_did_not_open_stays() -> None:

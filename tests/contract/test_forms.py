@@ -159,6 +159,7 @@ def test_two_labelled_answers_are_never_mixed_nor_one_chosen(between: str) -> No
         "\nHuman: and the backups?\n\nAssistant: ",  # the legacy Anthropic prompt
         "\nUSER: and the backups? ASSISTANT: ",  # Vicuna, FastChat
         "\n### Input:\nthe backups\n",  # Alpaca's input heading
+        "\n<UserID>: and the backups?\n <Response> ",  # GPT4All's early prompt format
     ],
 )
 def test_a_plain_text_user_turn_after_an_answer_ends_it(between: str) -> None:

@@ -7,8 +7,9 @@ where the block ends:
 - an element opened before the first label (``<result>``, ``<attempt_completion>``) closes after the last section;
 - a fence opened before the first label closes after it: Markdown's backtick and tilde fences, the colon fences
   of Pandoc's and MyST's divs and of directives (``:::artifact{...}``), a triple-quoted block;
-- a bracket or a double quote opened on the first label's paragraph (``finish(message="``, ``Finish[``,
-  ``const answer = {``) closes right after the last value: those closers at its very end are markup;
+- a bracket opened on the first label's paragraph (``Finish[``, ``const answer = {``, a dumped array's
+  ``Array (``) closes at its first closer the last section did not open, and a double quote opened there
+  (``finish(message="``) at the section's very end: those closers are markup;
 - a thematic break (a line of ``---``, ``***``, ``___``, or ``===``) after content separates the answer from
   what follows;
 - a list item ends where a paragraph after a blank line starts unindented (CommonMark's rule for what belongs
@@ -31,6 +32,8 @@ _LIST_ITEM: Final = re.compile(r"[ \t>]*(?:[-*+•]|\(?\d{1,2}[.)])[ \t]")
 _UNINDENTED_PARAGRAPH: Final = re.compile(r"\n[ \t]*\n(?=[^\s\-*+•\d(>|])")
 _NON_SPACE: Final = re.compile(r"\S")
 _CLOSERS: Final = {"(": ")", "[": "]", "{": "}", '"': '"'}
+_OPENERS: Final = {")": "(", "]": "[", "}": "{"}
+_BRACKET: Final = re.compile(r"[()\[\]{}]")
 _MAX_OPENER_SCAN: Final = 1000
 
 
@@ -94,7 +97,12 @@ def _fence_end(text: str, before: str, body_start: int) -> int:
 
 
 def _before_closers(text: str, before: str, body_start: int, end: int) -> int:
-    """``end`` moved back over the closers, at the body's very end, of brackets and quotes its paragraph opened."""
+    """``end`` moved back to the closers of the brackets and quotes the first label's paragraph opened.
+
+    A bracket still open there closes at its first closer after the last label that the body did not open itself
+    (``Finish[...]``, a call's ``(...)``, a dumped array's ``Array ( ... )``); a quote still open closes at the
+    body's very end (``message="...")``), since a quote in the body cannot be told from one that closes.
+    """
     # The paragraph holding the first label, its last _MAX_OPENER_SCAN characters: an opener is on the label's line
     # or just above it, and the scan is a Python loop.
     paragraph = before[max(before.rfind("\n\n") + 1, len(before) - _MAX_OPENER_SCAN) :]
@@ -106,17 +114,29 @@ def _before_closers(text: str, before: str, body_start: int, end: int) -> int:
             stack.pop()
         elif char in _CLOSERS:
             stack.append(char)
-        elif char in ")]}" and stack[-1:] == [{")": "(", "]": "[", "}": "{"}[char]]:
+        elif char in _OPENERS and stack[-1:] == [_OPENERS[char]]:
             stack.pop()
+    open_brackets = {_CLOSERS[opener] for opener in stack if opener != '"'}
+    if open_brackets:
+        end = _first_unopened(text, body_start, end, open_brackets)
     while end > body_start and text[end - 1].isspace():
         end -= 1
     if stack and text[end - 1 : end] == ";":
         end -= 1
-    # Read back from the end, the outermost opener's closer comes first: finish(message="...") ends in '")'.
-    for opener in stack:
-        if end <= body_start or text[end - 1] != _CLOSERS[opener]:
-            break
+    if '"' in stack and text[end - 1 : end] == '"':
         end -= 1
-        while end > body_start and text[end - 1].isspace():
-            end -= 1
+    return end
+
+
+def _first_unopened(text: str, start: int, end: int, closers: set[str]) -> int:
+    """The first of ``closers`` in ``text[start:end]`` that no bracket of its kind opened there, else ``end``."""
+    depth = dict.fromkeys(_OPENERS, 0)
+    for match in _BRACKET.finditer(text, start, end):
+        char = match.group()
+        if char in depth:
+            if depth[char] == 0 and char in closers:
+                return match.start()
+            depth[char] = max(0, depth[char] - 1)
+        else:
+            depth[_CLOSERS[char]] += 1
     return end

@@ -39,12 +39,13 @@ _LINE_LABEL: Final = re.compile(
     re.IGNORECASE,
 )
 
-# Labels inside a paragraph: only after sentence punctuation (or a header's colon, "Final output: HOOK: ..."; CJK
+# Labels inside a paragraph: only after sentence punctuation (or a header's colon or arrow, "Final output: HOOK: ...",
+# "[content] => Hook: ..."; CJK
 # punctuation takes no space after it), capitalized, and always with a colon, so that prose such as "the retry
 # loop: it spins" is never taken for a label. An item number before the label ("... stalls. 2. GRIP: ...")
 # belongs to the label, not to the end of the previous section.
 _INLINE_LABEL: Final = re.compile(
-    r"(?:[.!?;:|)\]\"'*”’][ \t]+|[：。][ \t]*)(?:\*\*|__)?(?:\(?\d{1,2}[.)][ \t]*+(?:\*\*|__)?)?"
+    r"(?:[.!?;:>|)\]\"'*”’][ \t]+|[：。][ \t]*)(?:\*\*|__)?(?:\(?\d{1,2}[.)][ \t]*+(?:\*\*|__)?)?"
     rf"(?P<name>{_CAPITALIZED_NAMES})"
     r"(?:\*\*|__)?[ \t]*[:：](?:\*\*|__)?[ \t]*"
 )

@@ -51,10 +51,13 @@ def strip_role_prefix(text: str) -> str:
 
 
 # A user's turn as plain-text prompt formats write it, at a line start: Vicuna's and FastChat's "USER:", the legacy
-# Anthropic prompt's "Human:", Falcon's and most transcripts' "User:", Alpaca's "### Instruction:" and "### Input:"
-# headings. After content, the model went on to write the user's next turn.
+# Anthropic prompt's "Human:", Falcon's and most transcripts' "User:" (in brackets too, as GPT4All's "<UserID>:"),
+# Alpaca's "### Instruction:" and "### Input:" headings. After content, the model went on to write the user's next
+# turn.
+_USER_TURN_STARTS: Final = ("\nU", "\nu", "\nH", "\nh", "\n#", "\n<", "\n[")
 _USER_TURN: Final = re.compile(
-    r"\n(?:(?:#{1,4}[ \t]*)?(?:user|human)[ \t]*:(?=\s)|#{1,4}[ \t]*(?:instruction|input)[ \t]*:?[ \t]*(?=\r?\n))",
+    r"\n(?:(?:#{1,4}[ \t]*)?[<\[]?(?:user|human)\w{0,8}[>\]]?[ \t]*:(?=\s)"
+    r"|#{1,4}[ \t]*(?:instruction|input)[ \t]*:?[ \t]*(?=\r?\n))",
     re.IGNORECASE,
 )
 
@@ -65,7 +68,7 @@ def _may_have_role_line(text: str) -> bool:
 
 
 def _may_have_user_turn(text: str) -> bool:
-    return ":" in text and ("\nU" in text or "\nu" in text or "\nH" in text or "\nh" in text or "\n#" in text)
+    return ":" in text and any(start in text for start in _USER_TURN_STARTS)
 
 
 def may_end_early(text: str) -> bool:
