@@ -218,3 +218,22 @@ def test_labels_glued_after_every_opener_are_no_answer(raw: str) -> None:
     """Only the first label can be glued (where the answer was joined to what came before it): a schema or a format
     line whose every label follows an opener is the prompt's text, never an answer."""
     assert validate_output(raw).status != "valid"
+
+
+OTHER_SECTIONS = {
+    "bold": ("**{T}:** {v}\n", "\n**Sources:**\n1. https://example.com/purge\n2. Runbook, cache section"),
+    "capitals": ("{L}: {v}", "\n\nNOTES: the canary already runs the new setting."),
+    "headings": ("## {T}\n{v}\n", "\n## Sources\n- runbooks/cache.md"),
+    "numbered bold": ("{n}. **{T}:** {v}", "\n\n6. **Next steps:** page the cache owner."),
+}
+
+
+@pytest.mark.parametrize(("form", "after"), OTHER_SECTIONS.values(), ids=OTHER_SECTIONS.keys())
+def test_a_section_of_another_name_in_the_answers_style_ends_the_last_one(form: str, after: str) -> None:
+    reads(labelled(form) + after)
+
+
+def test_a_line_that_only_looks_like_a_label_inside_the_last_section_stays() -> None:
+    """Without a blank line before it, a "Word:" line is the section's content (its options, say)."""
+    loop = "Which do you prefer?\nOption A: restart now.\nOption B: wait for the dip."
+    reads(labelled("{T}: {v}", content={**CONTENT, "loop": loop}), {**CONTENT, "loop": loop})

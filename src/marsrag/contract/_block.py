@@ -11,7 +11,8 @@ where the block ends:
   ``Array (``) closes at its first closer the last section did not open, and a double quote opened there
   (``finish(message="``) at the section's very end: those closers are markup;
 - a thematic break (a line of ``---``, ``***``, ``___``, or ``===``) after content separates the answer from
-  what follows;
+  what follows, and so does a label of another name in the answer's own label style after a blank line
+  (``**Sources:**`` after ``**Loop:**``);
 - a list item ends where a paragraph after a blank line starts unindented (CommonMark's rule for what belongs
   to an item).
 """
@@ -37,10 +38,13 @@ _BRACKET: Final = re.compile(r"[()\[\]{}]")
 _MAX_OPENER_SCAN: Final = 1000
 
 
-def block_end(text: str, first: int, label_start: int, body_start: int) -> int:
+def block_end(
+    text: str, first: int, label_start: int, body_start: int, other_label: re.Pattern[str] | None = None
+) -> int:
     """Where the last section (labelled at ``label_start``, its body from ``body_start``) ends in ``text``.
 
-    ``first`` is where the first label starts: the markup before it is what the labels sit in.
+    ``first`` is where the first label starts: the markup before it is what the labels sit in. ``other_label``
+    finds a label of another name in the answer's label style, after a blank line: another section, not ours.
     """
     before = text[:first]
     end = len(text)
@@ -55,6 +59,10 @@ def block_end(text: str, first: int, label_start: int, body_start: int) -> int:
         if text[content.start() : rule.start()].strip():
             end = rule.start()
             break
+    if other_label is not None:
+        other = other_label.search(text, content.start(), end)
+        if other is not None:
+            end = other.start()
     if _LIST_ITEM.match(text, label_start):
         paragraph = _UNINDENTED_PARAGRAPH.search(text, content.start(), end)
         if paragraph is not None:

@@ -264,9 +264,30 @@ def find_sections(text: str) -> Sections | None:
     found: list[tuple[str, str]] = []
     last = len(labels) - 1
     for index, (_, body_start, name) in enumerate(labels):
-        end = labels[index + 1][0] if index < last else block_end(text, labels[0][0], labels[-1][0], labels[-1][1])
+        if index < last:
+            end = labels[index + 1][0]
+        else:
+            end = block_end(text, labels[0][0], labels[-1][0], body_start, _other_label(text, labels[-1][0]))
         found.append((name, _tidy(text[body_start:end].strip())))
     return Sections(*_pick(found), labels[0][0], _second_answer(found))
+
+
+def _other_label(text: str, start: int) -> re.Pattern[str] | None:
+    """A label of another name written the way the label at ``start`` is (``**Sources:**`` after ``**Loop:**``),
+    as a new block (after a blank line): where the answer's last section ends and another section begins. None
+    when the label at ``start`` is no line label (an inline label has no style of its own)."""
+    match = _LINE_LABEL.match("\n" + text, start)
+    if match is None or match.start() != start:
+        return None
+    prefix, name, suffix, eol = match.group("prefix", "name", "suffix", "eol")
+    if not suffix.strip() and eol is None:
+        return None
+    lead = re.sub(r"\\?\d+", r"\\d{1,3}", re.escape(prefix.lstrip(" \t")))
+    word = r"[A-Z][A-Z0-9 _/&-]{1,40}" if name.isupper() else r"[A-Z][\w /&'-]{1,40}" if name[:1].isupper() else None
+    if word is None:
+        return None
+    tail = re.escape(suffix.rstrip(" \t")) + (r"[ \t]*$" if eol is not None else "")
+    return re.compile(rf"\n[ \t]*\n[ \t]*{lead}(?!(?:{_NAMES})\b){word}{tail}", re.MULTILINE)
 
 
 def section_labels(text: str) -> list[tuple[str, int]]:
