@@ -166,3 +166,16 @@ def test_any_valid_answer_with_a_token_appended_validates_to_the_same_fields(
     result = validate_output(raw)
     assert result.status == "valid", (raw, result.errors)
     assert {name: collapse(value) for name, value in result.loop_output.items()} == answer
+
+
+@pytest.mark.parametrize("fragment", ["&lt;endoftext|", "<|im_end", "eot_id|>", "&lt;|im_end|&gt;", "<end_of_turn"])
+def test_a_token_a_chat_ui_partly_ate_or_escaped_is_removed_from_the_end(fragment: str) -> None:
+    raw = labelled("{L}: {v}") + fragment
+    result = validate_output(raw)
+    assert result.status == "valid" and dict(result.loop_output) == CONTENT, result.loop_output
+
+
+def test_a_token_name_without_its_marks_is_content() -> None:
+    loop = "Should we check the endoftext handling"
+    result = validate_output(labelled("{L}: {v}", content={**CONTENT, "loop": loop}))
+    assert result.loop_output["loop"] == loop

@@ -50,7 +50,13 @@ from marsrag.contract._reasoning import may_have_reasoning, strip_reasoning
 from marsrag.contract._runaway import ends_in_loop
 from marsrag.contract._sections import find_sections
 from marsrag.contract._tables import may_have_table, table_sections
-from marsrag.contract._tokens import has_special_token, may_have_tokens, strip_special_tokens, strip_trailing_tokens
+from marsrag.contract._tokens import (
+    has_special_token,
+    may_have_tokens,
+    strip_special_tokens,
+    strip_token_fragment,
+    strip_trailing_tokens,
+)
 from marsrag.contract._turns import end_of_turn, may_end_early, strip_role_prefix
 from marsrag.contract._verdict import from_keys, from_mapping, from_model, has_truncated, input_failure, with_issues
 from marsrag.contract._yaml_answers import load, yaml_document
@@ -185,7 +191,7 @@ def from_text(text: str, mode: Mode, cut: bool, layer: int = 0) -> ValidationRes
     if may_have_tokens(text):
         stripped = strip_special_tokens(text)
         text, had_tokens = stripped, len(stripped) != len(text)
-    text = strip_role_prefix(text)
+    text = strip_token_fragment(strip_role_prefix(text))
     match = _NON_SPACE.search(text)
     if match is None:
         if reasoning is not None:

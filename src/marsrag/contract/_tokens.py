@@ -131,3 +131,32 @@ def _removed(match: re.Match[str]) -> str:
     if role and match["name"].casefold() not in _TURN_STARTS:
         return role
     return ""
+
+
+# A chat template's token as a chat UI shows it once it has eaten part of it or escaped it for HTML: the token's
+# name with some of its marks (``&lt;endoftext|``, ``<|im_end``, ``eot_id|>``), at the very end of a text.
+_FRAGMENT_MARKS: Final = ("<", "&lt;", "|", "｜", ">", "&gt;")
+_MIN_FRAGMENT_NAME: Final = 4
+
+
+@cache
+def _fragment() -> re.Pattern[str]:
+    names = {
+        name
+        for template in CHAT_TEMPLATES
+        for token in (*template.ends, *template.starts, *template.message_ends)
+        if len(name := token.strip("<>[]|｜/ ")) >= _MIN_FRAGMENT_NAME and re.fullmatch(r"[\w▁]+", name)
+    }
+    return re.compile(rf"(?:&lt;|<)?[|｜]?(?:{trie_pattern(names)})[|｜]?(?:&gt;|>)?\s*\Z")
+
+
+def strip_token_fragment(text: str) -> str:
+    """``text`` without the fragment of a catalogued token it ends in (a token a UI partly ate or HTML-escaped);
+    a bare word ending the text is content, so the fragment must keep one of the token's marks."""
+    tail = text[-80:]
+    if not ("<" in tail or "|" in tail or ">" in tail or "&" in tail or "｜" in tail):
+        return text  # no mark of a token in reach: one-character scans, not the pattern
+    match = _fragment().search(tail)
+    if match is None or not any(mark in match.group() for mark in _FRAGMENT_MARKS):
+        return text
+    return text[: len(text) - len(tail) + match.start()]
