@@ -165,6 +165,24 @@ def test_1_3_0_adds_only_the_quoted_instruction_rejection_which_is_minor() -> No
     assert required_bump(new, changed) == "major"
 
 
+ISSUE_40_REJECTIONS = ("reject_field_description", "reject_repeated_field", "placeholder_bracketed_any_width")
+
+
+def test_1_4_0_adds_only_rejections_of_non_answers_which_is_minor() -> None:
+    """1.3.0 -> 1.4.0 adds three rules rejecting what is no section's content (a field described in the template's
+    words, a field repeating another, a bracketed placeholder in full-width brackets) and keeps every 1.3.0 rule as
+    it was: minor; dropping or changing one later is major."""
+    snapshots = {str(version): snapshot for version, snapshot in load_snapshots().items()}
+    old, new = snapshots["1.3.0"], snapshots["1.4.0"]
+    assert set(new["rules"]) - set(old["rules"]) == set(ISSUE_40_REJECTIONS)
+    assert {key: value for key, value in new["rules"].items() if key in old["rules"]} == old["rules"]
+    assert required_bump(old, new) == "minor"
+    for key in ISSUE_40_REJECTIONS:
+        changed = copy.deepcopy(new)
+        changed["rules"][key] = {**new["rules"][key], "changed": True}
+        assert required_bump(new, changed) == "major"
+
+
 def test_released_1_0_0_snapshot_is_kept() -> None:
     """The 1.0.0 snapshot stays as released: no truncation rule, its own schema $id."""
     old = load_snapshots()[parse_version("1.0.0")]

@@ -125,8 +125,11 @@ def test_stand_ins_fail_with_a_message_the_repair_can_use(value: str, code: str,
 
 @pytest.mark.parametrize("value", NEAR_MISSES)
 def test_real_answers_close_to_a_stand_in_stay_valid(value: str) -> None:
-    """Citations inline, optional keys, a shared word, a bracket among words: content, in every field."""
+    """Citations inline, optional keys, a shared word, a bracket among words: content, in every field (but the
+    field it already is: another field repeating it is the 1.4.0 rejection, not this one's)."""
     for name in FIELDS:
+        if value in {other for field, other in CONTENT.items() if field != name}:
+            continue
         assert validate_output({**CONTENT, name: value}).ok, (name, value)
 
 
@@ -205,3 +208,42 @@ def test_answers_sharing_an_instructions_opening_stay_valid(value: str) -> None:
     """Words or the opening of an instruction used in a sentence of the answer's own are content."""
     for name in FIELDS:
         assert validate_output({**CONTENT, name: value}).ok, (name, value)
+
+
+# -- contract 1.4.0 ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["grip", "payoff", "reinforce", "loop"])
+def test_a_field_repeating_an_earlier_one_fails_in_every_form(name: str) -> None:
+    """The later of two fields with the same text fails ``placeholder`` naming the earlier, whether handed over as
+    data, as JSON or as labels; the model refuses it too."""
+    values = {**CONTENT, name: CONTENT["hook"].upper()}
+    for raw in (values, json.dumps(values), "\n".join(f"{n.upper()}: {v}" for n, v in values.items())):
+        result = validate_output(raw)
+        assert result.status == "partial"
+        assert [(issue.field, issue.code) for issue in result.errors] == [(name, "placeholder")]
+        assert "repeats hook" in result.errors[0].message
+    with pytest.raises(ValueError, match="repeats hook"):
+        LoopOutput.model_validate(values)
+
+
+def test_fields_sharing_words_but_not_their_text_are_content() -> None:
+    loop = CONTENT["hook"] + " Should we act today?"
+    assert validate_output({**CONTENT, "loop": loop}).ok
+
+
+@pytest.mark.parametrize("value", ["（暂无）", "［待补充］", "｛hook｝", "＜your answer＞"])
+def test_a_placeholder_in_full_width_brackets_fails(value: str) -> None:
+    result = validate_output({**CONTENT, "reinforce": value})
+    assert [(issue.field, issue.code) for issue in result.errors] == [("reinforce", "placeholder")]
+
+
+@pytest.mark.parametrize("value", ["An example hook sentence.", "Example loop.", "The example payoff answer."])
+def test_a_field_described_in_the_templates_words_fails(value: str) -> None:
+    result = validate_output({**CONTENT, "grip": value})
+    assert [(issue.field, issue.code) for issue in result.errors] == [("grip", "template_echo")]
+
+
+@pytest.mark.parametrize("value", ["the hook, the grip", "Hook the alert to the pager.", "The loop closes at 5pm."])
+def test_a_field_named_with_content_of_its_own_is_content(value: str) -> None:
+    assert validate_output({**CONTENT, "grip": value}).ok

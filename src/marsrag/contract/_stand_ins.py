@@ -1,4 +1,4 @@
-"""Stand-ins for content (contract 1.2.0, 1.3.0): what small models write in a field instead of an answer.
+"""Stand-ins for content (contract 1.2.0 to 1.4.0): what small models write in a field instead of an answer.
 
 Four shapes, each found by what it is made of, never by a list of observed outputs:
 
@@ -18,7 +18,9 @@ Four shapes, each found by what it is made of, never by a list of observed outpu
   the template. The same measure against the prompt's worked example (:mod:`marsrag.contract.example`) finds
   a field that copies it;
 - **a quoted instruction** (1.3.0): one of the template's instruction lines word for word inside a longer
-  field, as a model pastes the template into its answer.
+  field, as a model pastes the template into its answer;
+- **a field described** (1.4.0): only the template's vocabulary and a field's name ("An example hook
+  sentence."), a description of the content instead of the content.
 
 Each rule first takes a fast path that settles a real answer without its patterns, and answers as they would
 (``tests/contract/test_stand_in_fast_paths.py`` compares both on generated text): a word of the field's own that
@@ -191,8 +193,7 @@ _LABEL: Final = re.compile(r"^\W*(?:" + "|".join(FIELDS) + r")\W*[:\-–—]\s*"
 @lru_cache(maxsize=1)
 def _vocabulary() -> tuple[frozenset[str], frozenset[str], tuple[frozenset[str], ...]]:
     """The template's stems, the instruction verbs' stems and each example field's stems (stemming loads here)."""
-    # The fields' own names are words a prompt uses about the answer: "An example hook sentence." names a field.
-    template = " ".join([*SECTION_INSTRUCTIONS.values(), *META_WORDS, *FIELDS])
+    template = " ".join([*SECTION_INSTRUCTIONS.values(), *META_WORDS])
     return (
         frozenset(surface_stems(template)),
         frozenset(surface_stems(" ".join(INSTRUCTION_VERBS))),
@@ -215,7 +216,7 @@ def _example_stems() -> frozenset[str]:
 @lru_cache(maxsize=1)
 def _prefixes() -> frozenset[str]:
     """The first four letters of every template, meta and example word: the cheap test before stemming."""
-    text = " ".join([*SECTION_INSTRUCTIONS.values(), *META_WORDS, *FIELDS, *WORKED_EXAMPLE.values()])
+    text = " ".join([*SECTION_INSTRUCTIONS.values(), *META_WORDS, *WORKED_EXAMPLE.values()])
     return frozenset(word[:4] for word in words(text) if len(word) > 2)
 
 
@@ -290,8 +291,6 @@ def restated_instruction(value: str) -> str | None:
         len(distinct & field) >= EXAMPLE_SHARE * len(distinct | field) for field in example
     ):
         return "example"
-    if distinct <= _field_stems():
-        return None  # the fields named, and nothing said about them ("the hook, the grip"): a list, no instruction
     shared = len(distinct & template)
     share = shared / len(distinct)
     # SPECIFIC last: its search costs more than the sets (each position tries every branch).
@@ -301,6 +300,28 @@ def restated_instruction(value: str) -> str | None:
     ) and not SPECIFIC.search(body):
         return "instruction"
     return None
+
+
+# -- a field described in the prompt's words (1.4.0) ------------------------------------------------------------
+
+
+def describes_a_field(value: str) -> bool:
+    """Whether a value only describes a field in the words a prompt uses about the answer ("An example hook
+    sentence.", "Example loop.", "A hook for the loop section."): every stem is the template's vocabulary or a
+    field's name, with at least one of each. The fields named alone ("the hook, the grip") and anything specific
+    (a number, an acronym, code) are content."""
+    if len(value) > _MAX_INSTRUCTION_CHARS:
+        return False
+    folded = value.casefold()
+    if not any(name in folded for name in FIELDS):  # five substring tests settle almost every real answer
+        return False
+    body = _LABEL.sub("", value)
+    ascii_found = ascii_words(body)
+    distinct = set(_stems(body, ascii_found))
+    fields = _field_stems()
+    if not distinct & fields or distinct <= fields or not distinct <= _vocabulary()[0] | fields:
+        return False
+    return not SPECIFIC.search(body)
 
 
 # -- an instruction quoted inside a longer field (1.3.0) ----------------------------------------------------------
@@ -367,4 +388,9 @@ def snapshot() -> dict[str, object]:
             "specific": SPECIFIC.pattern,
         },
         "reject_example_echo": {"example": dict(WORKED_EXAMPLE), "share": EXAMPLE_SHARE},
+        # Since 1.4.0: a field described in the template's vocabulary and a field's name, and nothing else.
+        "reject_field_description": {
+            "vocabulary": "stems of the template's instruction lines and meta_words, and of the field names",
+            "needs": "a field name and another word, none specific",
+        },
     }

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, model_validator
 from pydantic_core import PydanticCustomError
 
 from marsrag.contract.fields import FIELDS, SECTION_INSTRUCTIONS
-from marsrag.contract.rules import MAX_FIELD_CHARS, SOFT_SENTENCES, text_problem
+from marsrag.contract.rules import MAX_FIELD_CHARS, SOFT_SENTENCES, repeated_fields, repeated_problem, text_problem
 from marsrag.contract.template import render_sections
 from marsrag.contract.version import LOOP_CONTRACT_VERSION
 
@@ -58,6 +58,16 @@ class LoopOutput(BaseModel):
     payoff: LoopField = _field("payoff")
     reinforce: LoopField = _field("reinforce")
     loop: LoopField = _field("loop")
+
+    @model_validator(mode="after")
+    def _sections_differ(self) -> LoopOutput:
+        # Since 1.4.0 (rules.repeated_fields): a section repeating an earlier one word for word says nothing new.
+        repeated = repeated_fields(self.__dict__)
+        if repeated:
+            name, other = next(iter(repeated.items()))
+            code, detail = repeated_problem(other)
+            raise PydanticCustomError(code, f"Value of {name} " + detail)
+        return self
 
     def render(self) -> str:
         """Render the answer as the canonical labelled text (which validates back to the same model)."""

@@ -7,6 +7,8 @@ released contract version, and a test fails when they change without the version
 from __future__ import annotations
 
 import re
+import unicodedata
+from collections.abc import Mapping
 from typing import Final
 
 from marsrag.contract import _stand_ins
@@ -70,6 +72,8 @@ _FIELD_NAME_ONLY = re.compile(
 )
 # Since 1.1.0: a value without one letter or digit ("][", "—", "🔥") says nothing, whatever its length.
 _LETTER_OR_DIGIT = re.compile(r"[^\W_]")
+# Since 1.4.0: the full-width and ideographic forms of brackets and quotes, read as their ASCII forms.
+_FULL_WIDTH = re.compile(r"[\uff00-\uffef\u3000-\u303f]")
 _SPACES = re.compile(r"\s+")
 _FOLD_TRIM = " \t\r\n.:;!\"'`*_"
 
@@ -97,6 +101,9 @@ def non_content_reason(value: str) -> tuple[str, str] | None:
     placeholder is a ``placeholder``; a reworded instruction, or a copy of the prompt's worked example, is a
     ``template_echo``. Each message says what to write instead, for the repair.
     """
+    if _FULL_WIDTH.search(value) is not None:
+        # Since 1.4.0: brackets of any width (NFKC, Unicode's compatibility mapping: "（暂无）" is "(暂无)").
+        value = unicodedata.normalize("NFKC", value)
     size = len(value)
     if size <= 44:
         folded = fold(value)
@@ -150,6 +157,10 @@ def _stand_in_reason(value: str) -> tuple[str, str] | None:
             "quotes the template's instruction instead of answering: write this section's content about the "
             "user's goal, without the template's words"
         )
+    if _stand_ins.describes_a_field(value):
+        return "template_echo", (
+            "describes the section instead of writing it: write this section's content about the user's goal"
+        )
     return None
 
 
@@ -178,6 +189,30 @@ def text_problem(text: str) -> tuple[str, str] | None:
     if len(text) > MAX_FIELD_CHARS:
         return "too_long", f"has {len(text):,} characters after trimming; the limit is {MAX_FIELD_CHARS}"
     return non_content_reason(text)
+
+
+def repeated_fields(values: Mapping[str, object]) -> dict[str, str]:
+    """Since 1.4.0: the fields whose text repeats an earlier field's word for word (folded), each with that field.
+
+    Each section has its own job (the stake, the cause, the action, the evidence, the next step), so a section
+    that copies another says nothing of its own: the later one fails, as a stand-in for content.
+    """
+    seen: dict[str, str] = {}
+    repeated: dict[str, str] = {}
+    for name in FIELDS:
+        value = values.get(name)
+        if isinstance(value, str) and value:
+            key = fold(value)
+            if key in seen:
+                repeated[name] = seen[key]
+            else:
+                seen[key] = name
+    return repeated
+
+
+def repeated_problem(other: str) -> tuple[str, str]:
+    """The ``(code, detail)`` of a field that repeats ``other`` word for word."""
+    return "placeholder", f"repeats {other} word for word: write what this section says, not {other} again"
 
 
 _SENTENCE_END = re.compile(r"[.!?…]+(?=[\s\"')\]]|$)")
@@ -215,6 +250,10 @@ def rules_snapshot() -> dict[str, object]:
         "reject_truncated": True,
         "template": [f"{field.upper()}: {SECTION_INSTRUCTIONS[field]}" for field in FIELDS],
         # Since 1.2.0: a bare source reference, a bracketed placeholder, a reworded instruction, the example copied;
-        # since 1.3.0, an instruction quoted inside a longer field.
+        # since 1.3.0, an instruction quoted inside a longer field; since 1.4.0, a field described in the template's
+        # words (reject_field_description).
         **_stand_ins.snapshot(),
+        # Since 1.4.0: a field repeating an earlier one word for word, and brackets of any width.
+        "reject_repeated_field": {"compared": "folded text (casefold, white space collapsed, edges trimmed)"},
+        "placeholder_bracketed_any_width": {"normalization": "NFKC", "when": _FULL_WIDTH.pattern},
     }
