@@ -175,7 +175,6 @@ def test_an_interface_echoed_is_no_answer() -> None:
     members = "".join(f"  // What the {name} says.\n  {name}: string;\n" for name in CONTENT)
     result = validate_output(f"```\nexport interface LoopOutput {{\n{members}}}\n```")
     assert result.status == "failed"
-    assert {issue.code for issue in result.errors if issue.field} == {"placeholder"}
 
 
 def test_prose_after_a_semicolon_outside_braces_is_not_a_member() -> None:

@@ -179,3 +179,11 @@ def test_a_token_name_without_its_marks_is_content() -> None:
     loop = "Should we check the endoftext handling"
     result = validate_output(labelled("{L}: {v}", content={**CONTENT, "loop": loop}))
     assert result.loop_output["loop"] == loop
+
+
+def test_the_end_of_another_tag_is_no_token_fragment() -> None:
+    """``call>`` closing ``<end_function_call>`` ends like harmony's ``<|call|>`` but starts inside a word."""
+    from marsrag.contract._tokens import strip_token_fragment
+
+    assert strip_token_fragment("x}<end_function_call>") == "x}<end_function_call>"
+    assert strip_token_fragment("Done? eot_id|>") == "Done? "

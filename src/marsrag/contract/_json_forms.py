@@ -47,6 +47,10 @@ _MAX_ENVELOPE_KEYS: Final = 48
 # A list is an answer's envelope up to this many items (its blocks, or one object per field).
 _MAX_BLOCKS: Final = 12
 _MAX_VISITS: Final = 256
+# The prompt's side of a request or a trace: messages in these roles, and keys with these words as a segment.
+_PROMPT_ROLES: Final = frozenset({"user", "system", "developer", "human", "tool"})
+_PROMPT_SEGMENTS: Final = frozenset({"prompt", "prompts", "system", "instruction", "instructions"})
+_SEGMENT: Final = re.compile(r"[a-z]+")
 # Decoding is tried at most this many times where it fails (each failure may scan far); a value decoded consumes its
 # text, so many of those cost one pass in all (a stream of chunks is hundreds of small objects).
 _MAX_DECODE_STARTS: Final = 32
@@ -140,9 +144,9 @@ def _walk(value: Any, depth: int, budget: list[int]) -> Iterator[Mapping[str, An
     if isinstance(value, dict):
         if not _FIELD_SET.isdisjoint(value) or any(field_key(key) for key in value):
             yield value
-        elif len(value) <= _MAX_ENVELOPE_KEYS and not _is_reasoning_block(value):
+        elif len(value) <= _MAX_ENVELOPE_KEYS and not _is_reasoning_block(value) and not _is_prompt_message(value):
             for key, inner in value.items():
-                if not _names_reasoning(key):
+                if not _names_reasoning(key) and not _is_prompt_side(key):
                     yield from _walk(inner, depth + 1, budget)
     elif isinstance(value, list):
         if len(value) == 1:
@@ -178,6 +182,18 @@ def _walk(value: Any, depth: int, budget: list[int]) -> Iterator[Mapping[str, An
 def _names_reasoning(name: object) -> bool:
     """Whether a key or a type names reasoning (``reasoning_content``, ``reasoningContent``, ``thinking``)."""
     return isinstance(name, str) and _NON_LETTERS.sub("", name.casefold()).startswith(REASONING_NAMES)
+
+
+def _is_prompt_side(key: object) -> bool:
+    """Whether a key holds the prompt, not the answer (OpenTelemetry's ``gen_ai.prompt.0.content``, a request's
+    ``system`` or ``instructions``): its examples and formats are what the model was shown."""
+    return isinstance(key, str) and not _PROMPT_SEGMENTS.isdisjoint(_SEGMENT.findall(key.casefold()))
+
+
+def _is_prompt_message(block: dict[Any, Any]) -> bool:
+    """Whether an object is a message of the prompt's side: the user's, the system's, a tool's."""
+    role = block.get("role")
+    return isinstance(role, str) and role.casefold() in _PROMPT_ROLES
 
 
 def _is_reasoning_block(block: dict[Any, Any]) -> bool:

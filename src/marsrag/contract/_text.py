@@ -220,7 +220,9 @@ def from_text(text: str, mode: Mode, cut: bool, layer: int = 0) -> ValidationRes
     # Escaped line breaks in text that is no JSON document and has no real line breaks: its labels are one layer
     # down, whatever the inline labels read above.
     escaped_lines = not found.covered and "\n" not in region.strip()
-    if layer < _MAX_LAYERS and "\\" in region and (not found.valid or escaped_lines):
+    # A text that is JSON read exactly had its escapes read with its structure, which said where the answer is.
+    structured = bool(found.exact) and not _names_a_field(_uncovered(region, found.exact))
+    if layer < _MAX_LAYERS and "\\" in region and (not found.valid or escaped_lines) and not structured:
         _escaped_layer(region, mode, found, layer)
     result = found.result()
     if result is not None:

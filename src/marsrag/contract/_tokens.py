@@ -37,10 +37,11 @@ _ANGLE_NAMES: Final = (
 _ANGLED: Final = re.compile(
     f"<(?P<name>{trie_pattern([*_ANGLE_NAMES, *(name.upper() for name in _ANGLE_NAMES), '<SYS>', '</SYS>'])})>" + _ROLES
 )
-# Square-bracket tokens are written in capitals; "[pad]" in prose is not one. EXAONE writes its tokens barred
-# inside square brackets ("[|assistant|]", "[|endofturn|]"), the shape of "<|name|>" in other brackets.
+# Square-bracket tokens are written in capitals; "[pad]" in prose is not one. EXAONE and Jais write their tokens
+# barred inside square brackets ("[|assistant|]", "[|endofturn|]", "[|Human|]"), the shape of "<|name|>" in other
+# brackets.
 _BRACKETED: Final = re.compile(
-    r"\[(?:/?INST|EOS|BOS|EOT|EOM|PAD|SEP|CLS|UNK|MASK|TOOL_CALLS|/?AVAILABLE_TOOLS|/?TOOL_RESULTS|\|[a-z_]{1,24}\|)\]"
+    r"\[(?:/?INST|EOS|BOS|EOT|EOM|PAD|SEP|CLS|UNK|MASK|TOOL_CALLS|/?AVAILABLE_TOOLS|/?TOOL_RESULTS|\|[A-Za-z_]{1,24}\|)\]"
 )
 _TURN_STARTS: Final = frozenset({"im_start", "start", "start_header_id", "start_of_turn"})
 
@@ -147,7 +148,9 @@ def _fragment() -> re.Pattern[str]:
         for token in (*template.ends, *template.starts, *template.message_ends)
         if len(name := token.strip("<>[]|｜/ ")) >= _MIN_FRAGMENT_NAME and re.fullmatch(r"[\w▁]+", name)
     }
-    return re.compile(rf"(?:&lt;|<)?[|｜]?(?:{trie_pattern(names)})[|｜]?(?:&gt;|>)?\s*\Z")
+    # The fragment starts at a token's opening mark, or where a word could start: "call>" in "<end_function_call>"
+    # is the end of another tag, not harmony's "<|call|>".
+    return re.compile(rf"(?:(?:&lt;|<)[|｜]?|[|｜]|(?<!\w))(?:{trie_pattern(names)})[|｜]?(?:&gt;|>)?\s*\Z")
 
 
 def strip_token_fragment(text: str) -> str:

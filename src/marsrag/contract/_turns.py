@@ -52,12 +52,13 @@ def strip_role_prefix(text: str) -> str:
 
 # A user's turn as plain-text prompt formats write it, at a line start: Vicuna's and FastChat's "USER:", the legacy
 # Anthropic prompt's "Human:", Falcon's and most transcripts' "User:" (in brackets too, as GPT4All's "<UserID>:"),
-# Alpaca's "### Instruction:" and "### Input:" headings. After content, the model went on to write the user's next
+# Alpaca's "### Instruction:" and "### Input:" headings (with the turn's text on the line, as Jais writes
+# "### Input: [|Human|] ..."). After content, the model went on to write the user's next
 # turn.
 _USER_TURN_STARTS: Final = ("\nU", "\nu", "\nH", "\nh", "\n#", "\n<", "\n[")
 _USER_TURN: Final = re.compile(
     r"\n(?:(?:#{1,4}[ \t]*)?[<\[]?(?:user|human)\w{0,8}[>\]]?[ \t]*:(?=\s)"
-    r"|#{1,4}[ \t]*(?:instruction|input)[ \t]*:?[ \t]*(?=\r?\n))",
+    r"|#{1,4}[ \t]*(?:instruction|input)\b[ \t]*:?)",
     re.IGNORECASE,
 )
 
