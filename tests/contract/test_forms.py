@@ -117,12 +117,19 @@ def test_lowercase_word_followed_by_colon_inside_prose_is_not_a_label() -> None:
     assert result.loop_output["grip"] == "Two things matter. the retry loop: it spins."
 
 
-def test_duplicate_sections_keep_the_last_real_content_with_a_warning() -> None:
-    """A section given twice keeps its last real body and says so."""
+def test_a_section_given_again_with_other_content_is_two_answers_for_it() -> None:
+    """A section given again after all five, with other content, is a second answer for that field (as a JSON key
+    given twice is): neither is chosen, the field fails; the others stand."""
     raw = labelled("{L}: {v}") + "\nLOOP: Which snapshot age is acceptable?"
     result = validate_output(raw)
-    assert result.loop_output["loop"] == "Which snapshot age is acceptable?"
-    assert ("loop", "duplicate_section") in {(w.field, w.code) for w in result.warnings}
+    assert result.status == "partial"
+    assert {issue.field: issue.code for issue in result.errors} == {"loop": "duplicate_section"}
+
+
+def test_a_section_given_again_with_the_same_content_is_one_answer() -> None:
+    raw = labelled("{L}: {v}") + "\nLOOP: " + CONTENT["loop"]
+    result = validate_output(raw)
+    assert result.status == "valid" and dict(result.loop_output) == CONTENT
 
 
 SECOND = {

@@ -171,11 +171,11 @@ def _pick(found: list[tuple[str, str]]) -> tuple[dict[str, str], list[ContractIs
 def _second_answer(found: list[tuple[str, str]]) -> tuple[ContractIssue, ...]:
     """Errors for the fields a second answer gives other content: two answers are never mixed, nor is one chosen.
 
-    Once all five sections have been given, a single section labelled again amends the answer (its last real
-    body wins, see :func:`_pick`). More than one labelled again is another answer: a model that went on past its
-    turn (answering a question it wrote itself) or one that wrote its answer twice. Which of the two is meant,
-    and where the first one's last section ends, the text does not say; so each field the two give different
-    content fails.
+    Once all five sections have been given, a section labelled again is a second answer for it, as a JSON key given
+    twice is: a model that went on past its turn (answering a question it wrote itself), one that wrote its answer
+    twice, or one that gave a field again ("loop: ..." once more). Which is meant, and where the first one's last
+    section ends, the text does not say; so each field given again with other content fails. A stand-in given
+    first (an instruction, a placeholder) and then content is one answer.
     """
     first: dict[str, str] = {}
     later: list[tuple[str, str]] = []
@@ -185,7 +185,7 @@ def _second_answer(found: list[tuple[str, str]]) -> tuple[ContractIssue, ...]:
                 first[name] = body  # a stand-in (an instruction, a placeholder) given again with content replaces it
         else:
             later.append((name, body))
-    if len({name for name, _ in later}) < 2:
+    if not later:
         return ()
     differing = {
         name

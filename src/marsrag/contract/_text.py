@@ -320,7 +320,9 @@ def _collect(region: str, mode: Mode, found: _Candidates, layer: int) -> None:
         # Sections have no closing mark to prove the last one ended: after a cut, it did not.
         last = next(reversed(sections.values)) if found.cut and sections.values else None
         result = from_mapping(sections.values, mode, tuple(sections.notes), truncated=last, from_text=True)
-        found.add(with_issues(result, list(sections.conflicts)), sections.start)
+        # The section the cut stopped in is truncated, whatever else was said of it.
+        conflicts = [issue for issue in sections.conflicts if issue.field != last]
+        found.add(with_issues(result, conflicts), sections.start)
     _other_forms(region, mode, found, layer, sections.start if sections is not None else 0)
 
 
