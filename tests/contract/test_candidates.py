@@ -198,3 +198,11 @@ def test_a_key_repeated_with_the_same_value_or_outside_the_fields_is_one_answer(
     for raw in (same, other):
         result = validate_output(raw)
         assert result.status == "valid" and dict(result.loop_output) == CONTENT
+
+
+def test_a_field_key_given_twice_in_yaml_or_text_format_is_two_answers() -> None:
+    """YAML and protobuf's text format keep the last of a repeated key too; a field given twice is two answers."""
+    lines = "\n".join(f'{name}: "{value}"' for name, value in CONTENT.items())
+    result = validate_output(lines + '\nhook: "Nothing is breaching; only the dashboard is stale."')
+    assert result.status != "valid"
+    assert {issue.field: issue.code for issue in result.errors}.get("hook") == "duplicate_section"

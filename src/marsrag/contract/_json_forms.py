@@ -70,7 +70,7 @@ class Conflict(tuple[Any, ...]):
     __slots__ = ()
 
 
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def object_from_pairs(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
     """An object from its pairs, as ``json`` builds it, but a field key given twice with different values holds
     a :class:`Conflict` of them instead of silently the last (one answer is never chosen over the other)."""
     value = dict(pairs)
@@ -85,7 +85,7 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return value
 
 
-_DECODER: Final = json.JSONDecoder(object_pairs_hook=_pairs)
+_DECODER: Final = json.JSONDecoder(object_pairs_hook=object_from_pairs)
 # A JSON string (matched whole, so a "//" inside it, a URL, stays), or a comment where a key or a value is due
 # (after a comma or an opening bracket): the only place the repair library reads every comment as one.
 _STRING_OR_COMMENT: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|(?P<lead>[,{\[]\s*)(?://[^\n]*|/\*.*?\*/)', re.DOTALL)
@@ -101,7 +101,7 @@ def _no_constants(name: str) -> Any:
 
 
 # NaN and Infinity are refused too: json reads a float, the repair library a string.
-_STRICT_DECODER: Final = json.JSONDecoder(parse_constant=_no_constants, object_pairs_hook=_pairs)
+_STRICT_DECODER: Final = json.JSONDecoder(parse_constant=_no_constants, object_pairs_hook=object_from_pairs)
 
 
 def field_key(key: object) -> str | None:

@@ -11,6 +11,7 @@ import functools
 import re
 from typing import Any, Final
 
+from marsrag.contract._json_forms import object_from_pairs
 from marsrag.contract.rules import MAX_REPAIR_CHARS
 
 _YAML_FENCE: Final = re.compile(
@@ -64,11 +65,32 @@ def load(document: str) -> Any:
     if len(document) > MAX_REPAIR_CHARS:
         return None
     yaml = _yaml()
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return yaml.load(document, Loader=loader)  # noqa: S506 - a safe loader
-    except (yaml.YAMLError, ValueError, RecursionError):
+        return yaml.load(document, Loader=_loader())  # noqa: S506 - a safe loader
+    except (yaml.YAMLError, ValueError, TypeError, RecursionError):
         return None
+
+
+@functools.cache
+def _loader() -> Any:
+    """PyYAML's safe loader (its C one when built), whose mappings keep a field key given twice with different
+    values as a conflict, as the JSON decoder does, instead of silently the last."""
+    yaml = _yaml()
+
+    class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+        pass
+
+    def mapping(loader: Any, node: Any) -> dict[Any, Any]:
+        loader.flatten_mapping(node)  # merge keys ("<<") first, as the safe loader does
+        return object_from_pairs(
+            [
+                (loader.construct_object(key, deep=True), loader.construct_object(value, deep=True))
+                for key, value in node.value
+            ]
+        )
+
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    return Loader
 
 
 @functools.cache
