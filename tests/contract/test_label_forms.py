@@ -100,3 +100,23 @@ def test_any_answer_collapsed_into_one_paragraph_round_trips(
     result = validate_output(raw)
     assert result.status == "valid", (raw, result.errors)
     assert dict(result.loop_output) == answer
+
+
+def test_markdown_escapes_a_chat_platform_left_visible_are_undone() -> None:
+    """Telegram's MarkdownV2 escapes every "." "-" "(" ")": in a body without code spans they read as the characters
+    (CommonMark's backslash escapes); in a code span they are literal and stay."""
+    escaped = {name: value.replace(".", "\\.").replace("-", "\\-") for name, value in CONTENT.items()}
+    result = validate_output("\n".join(f"*{name.title()}:* {value}" for name, value in escaped.items()))
+    assert result.status == "valid" and dict(result.loop_output) == CONTENT
+    loop = "Should we run `grep -E '\\d+\\.\\d+'` on the logs?"
+    assert validate_output(labelled("{L}: {v}", content={**CONTENT, "loop": loop})).loop_output["loop"] == loop
+
+
+def test_adjacent_string_literals_are_one_string() -> None:
+    """Protobuf's text format, C, Python and Go join adjacent string literals: "a " "b" is "a b"."""
+    lines = []
+    for name, value in CONTENT.items():
+        half = value.index(" ", len(value) // 2)
+        lines.append(f'{name}: "{value[:half]} "\n      "{value[half + 1 :]}"')
+    result = validate_output("# proto-message: LoopAnswer\n" + "\n".join(lines))
+    assert result.status == "valid" and dict(result.loop_output) == CONTENT

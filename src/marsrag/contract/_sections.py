@@ -67,6 +67,9 @@ _XML_CLOSE: Final = {name: re.compile(rf"</{name}\s*>", re.IGNORECASE) for name 
 _BODY_LEAD: Final = re.compile(r"(?:[ \t]*(?:\*\*|__|[:：]))+")
 _RULE_OR_FENCE: Final = re.compile(r"[ \t]*(?:-{3,}|\*{3,}|_{3,}|`{3,}\w*)[ \t]*")
 _DECORATED_EDGES: Final = frozenset("*_:：-`\"',")
+_MARKDOWN_ESCAPE: Final = re.compile(r"\\([!-/:-@\[-`{-~])")
+_STRING_LITERAL: Final = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+_ADJACENT_STRINGS: Final = re.compile(r'"(?:[^"\\\n]|\\.)*"(?:\s+"(?:[^"\\\n]|\\.)*")+,?')
 _SETEXT: Final = re.compile(r"(?:-{3,}|={3,})[ \t]*(?:\n|$)")
 # A body written as one quoted string ("hook: \"...\"," in YAML or key-value style): its quotes are no content.
 _QUOTED: Final = re.compile(r"(?P<quote>[\"'])(?P<inner>.*)(?P=quote),?", re.DOTALL)
@@ -120,7 +123,10 @@ def _clean(body: str) -> str:
         body = _BLANK_RUNS.sub("\n\n", _TRAILING_SPACE.sub("\n", body))
     if body[:1] in ('"', "'"):
         quoted = _QUOTED.fullmatch(body)
-        if quoted is not None and _one_string(quoted["inner"], quoted["quote"]):
+        if "\n" in body and _ADJACENT_STRINGS.fullmatch(body):
+            # Adjacent string literals on their lines are one string (C, Python, Go, protobuf's text format).
+            body = "".join(_STRING_LITERAL.findall(body)).strip()
+        elif quoted is not None and _one_string(quoted["inner"], quoted["quote"]):
             body = quoted["inner"].strip()
     return body
 
@@ -136,6 +142,11 @@ def _one_string(inner: str, quote: str) -> bool:
 
 def _tidy(body: str) -> str:
     """A stripped body, cleaned when it needs it: most are plain sentences, only decorated or multi-line ones."""
+    if "\\" in body and "`" not in body:
+        # Markdown's backslash escapes of ASCII punctuation (CommonMark), as a chat platform's escaping leaves them
+        # visible ("in\-flight", "\(set in March\)"); inside a code span they are literal, so a body with one
+        # keeps them.
+        body = _MARKDOWN_ESCAPE.sub(r"\1", body)
     if body and (body[0] in _DECORATED_EDGES or body[-1] in _DECORATED_EDGES or "\n" in body):
         return _clean(body)
     return body
