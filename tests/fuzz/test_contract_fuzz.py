@@ -193,7 +193,7 @@ def test_fragments_of_real_model_forms_get_a_well_formed_verdict(raw: str, cut: 
 @given(st.integers(min_value=MAX_INPUT_CHARS - 3, max_value=MAX_INPUT_CHARS + 3), st.sampled_from(["x", "{", "\n"]))
 def test_text_at_the_size_limit_is_refused_exactly_past_it(size: int, filler: str) -> None:
     """Text up to MAX_INPUT_CHARS is parsed; past it the verdict is failed with too_long, whatever the text."""
-    valid = LoopOutput.model_validate(dict.fromkeys(FIELDS, "Short sentence.")).render()
+    valid = LoopOutput.model_validate({name: f"Short sentence on the {name}." for name in FIELDS}).render()
     raw = (valid + filler * size)[:size]
     result = check(raw)
     too_long = any(issue.field is None and issue.code == "too_long" for issue in result.errors)

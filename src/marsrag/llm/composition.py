@@ -33,6 +33,7 @@ import re
 from dataclasses import dataclass, field
 
 from marsrag.chain.briefing import ASKED_HEADING, GOAL_PREFIX, SOURCES_END, SOURCES_HEADING, SUPPORT_PREFIX
+from marsrag.contract.rules import fold
 from marsrag.llm._passages import ANAPHORA, Sentence, cited, clip, plain, sentences
 from marsrag.state import FALLBACK_HOOK
 from marsrag.tokens import stems, words
@@ -261,11 +262,19 @@ def compose(prompt: str, task: str) -> dict[str, str]:
     evidence = _evidence(ranked, grip, payoff, used)
     used |= {scored.passage.number for scored in evidence}
     answered = [grip, payoff, *evidence]
+    reinforce_text = " ".join(scored.cited() for scored in evidence)
+    if fold(reinforce_text) == fold(grip_text):
+        # Nothing but the grip's own sentence to offer as evidence: say how thin it is, not the grip again (a
+        # section repeating another fails the contract, 1.4.0).
+        reinforce_text = (
+            f"This rests on one passage, {grip.passage.where} {grip.passage.marker}; no other retrieved passage "
+            "confirms it."
+        )
     return {
         "hook": clip(hook, _LIMIT),
         "grip": clip(grip_text, _LIMIT),
         "payoff": clip(payoff_text, _LIMIT),
-        "reinforce": clip(" ".join(scored.cited() for scored in evidence), _LIMIT),
+        "reinforce": clip(reinforce_text, _LIMIT),
         "loop": clip(_loop(read, ranked, payoff, answered, used), _LIMIT),
     }
 
@@ -410,8 +419,12 @@ def _not_covered(read: _Prompt, task: str, hook: str, ranked: list[_Scored]) -> 
             f"The nearest the knowledge base comes is {nearest.where}, which does not address it.", _LIMIT
         ),
         "loop": clip(
-            f"Which documents on {looked} should be ingested (marsrag ingest PATH) so that the knowledge base "
-            "can answer this?",
+            _not_the_hook(
+                hook,
+                f"Which documents on {looked} should be ingested (marsrag ingest PATH) so that the knowledge base "
+                "can answer this?",
+                f"Once documents on {looked} are ingested (marsrag ingest PATH), should the {task} step run again?",
+            ),
             _LIMIT,
         ),
     }
@@ -432,7 +445,17 @@ def _ungrounded(read: _Prompt, task: str, hook: str) -> dict[str, str]:
         ),
         "reinforce": "No sources were found to cite; run marsrag ingest PATH to ground the answers.",
         "loop": clip(
-            f"Which documents on {looked} should be ingested so that the {task} step can be answered from them?",
+            _not_the_hook(
+                hook,
+                f"Which documents on {looked} should be ingested so that the {task} step can be answered from them?",
+                f"Once documents on {looked} are ingested (marsrag ingest PATH), should the {task} step run again?",
+            ),
             _LIMIT,
         ),
     }
+
+
+def _not_the_hook(hook: str, question: str, otherwise: str) -> str:
+    """``question``, unless the hook handed over is that very question (the earlier task could not answer either):
+    then ``otherwise``, since a section repeating another says nothing new (contract 1.4.0)."""
+    return otherwise if fold(question) == fold(hook) else question
