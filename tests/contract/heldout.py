@@ -40,3 +40,29 @@ def verdicts(cases: Sequence[dict[str, Any]]) -> dict[str, Verdict]:
             same = all(collapse(result.loop_output[name]) == collapse(value) for name, value in case["fields"].items())
             out[case["name"]] = "right" if same else "false valid"
     return out
+
+
+def assert_shape(cases: Sequence[dict[str, Any]], total: int, valid: int) -> None:
+    """The corpus is the one measured: ``total`` cases, ``valid`` of them valid, each with a source and, when valid,
+    its five non-empty fields."""
+    assert len(cases) == total and len({case["name"] for case in cases}) == total
+    assert sum(case["status"] == "valid" for case in cases) == valid
+    for case in cases:
+        assert case["source"] and case["status"] in ("valid", "invalid")
+        assert (case["fields"] is not None) == (case["status"] == "valid")
+        if case["fields"] is not None:
+            assert set(case["fields"]) == {"hook", "grip", "payoff", "reinforce", "loop"}
+            assert all(value.strip() for value in case["fields"].values())
+
+
+def assert_no_regression(
+    cases: Sequence[dict[str, Any]], read_right: int, false_valid: set[str], not_read_right: set[str]
+) -> None:
+    """At least ``read_right`` cases read right, falsely valid only among ``false_valid``, missed only among
+    ``not_read_right``: a new miss shows by name."""
+    found = verdicts(cases)
+    falsely = {name for name, verdict in found.items() if verdict == "false valid"}
+    assert falsely <= false_valid, sorted(falsely - false_valid)
+    missed = {name for name, verdict in found.items() if verdict != "right"}
+    assert len(cases) - len(missed) >= read_right, sorted(missed)
+    assert missed <= not_read_right, sorted(missed - not_read_right)

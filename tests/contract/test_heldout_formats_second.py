@@ -48,26 +48,9 @@ NOT_READ_RIGHT: set[str] = set()
 
 def test_the_corpus_is_the_measured_one() -> None:
     """49 cases, 28 valid, each with a source and, when valid, its five non-empty fields."""
-    assert len(CASES) == 49 and len({case["name"] for case in CASES}) == 49
-    assert sum(case["status"] == "valid" for case in CASES) == 28
-    for case in CASES:
-        assert case["source"] and case["status"] in ("valid", "invalid")
-        assert (case["fields"] is not None) == (case["status"] == "valid")
-        if case["fields"] is not None:
-            assert set(case["fields"]) == {"hook", "grip", "payoff", "reinforce", "loop"}
-            assert all(value.strip() for value in case["fields"].values())
+    heldout.assert_shape(CASES, 49, 28)
 
 
-def test_false_valid_does_not_grow() -> None:
-    """No false valid: a new one shows by name."""
-    false_valid = {name for name, verdict in heldout.verdicts(CASES).items() if verdict == "false valid"}
-    assert len(false_valid) <= len(FALSE_VALID), sorted(false_valid)
-    assert false_valid <= FALSE_VALID, sorted(false_valid - FALSE_VALID)
-
-
-def test_read_right_does_not_regress() -> None:
-    """At least the 49 of 49 read right; a new miss shows by name."""
-    found = heldout.verdicts(CASES)
-    missed = {name for name, verdict in found.items() if verdict != "right"}
-    assert len(CASES) - len(missed) >= READ_RIGHT, sorted(missed)
-    assert missed <= NOT_READ_RIGHT, sorted(missed - NOT_READ_RIGHT)
+def test_read_right_does_not_regress_nor_false_valid_grow() -> None:
+    """At least READ_RIGHT read right; a new miss or a new false valid shows by name."""
+    heldout.assert_no_regression(CASES, READ_RIGHT, FALSE_VALID, NOT_READ_RIGHT)
