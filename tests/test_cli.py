@@ -130,7 +130,7 @@ def test_schema_prints_the_json_schema() -> None:
     assert proc.returncode == 0
     schema = json.loads(proc.stdout)
     assert schema["required"] == list(CONTENT)
-    assert schema["$id"] == "urn:marsrag:loop-output:1.4.0"
+    assert schema["$id"] == "urn:marsrag:loop-output:1.5.0"
     assert all(schema["properties"][name]["maxLength"] == 800 for name in CONTENT)
 
 

@@ -237,3 +237,62 @@ def test_a_line_that_only_looks_like_a_label_inside_the_last_section_stays() -> 
     """Without a blank line before it, a "Word:" line is the section's content (its options, say)."""
     loop = "Which do you prefer?\nOption A: restart now.\nOption B: wait for the dip."
     reads(labelled("{T}: {v}", content={**CONTENT, "loop": loop}), {**CONTENT, "loop": loop})
+
+
+@pytest.mark.parametrize(
+    "trailer", ["Signed-off-by: On-call Bot <oncall@example.com>", "Refs: #4411", "Co-authored-by: A"]
+)
+@pytest.mark.parametrize("form", ["{T}: {v}", "{L}: {v}"])
+def test_a_label_word_on_the_line_after_one_line_sections_ends_the_last_one(form: str, trailer: str) -> None:
+    """Sections of one line each, one per line: the next ``Word:`` line (a git trailer) is a field of its own."""
+    reads("fix: rotate logs again\n\n" + labelled(form) + "\n" + trailer + "\n")
+
+
+# -- an email's signature and quoted history, a comment block: text that is not the answer ---------------------
+
+QUOTED = "\n\nOn Tue, 4 Mar 2025 at 09:12, Priya <priya@example.com> wrote:\n"
+
+
+@pytest.mark.parametrize("delimiter", ["-- ", "--"])
+def test_a_signature_delimiter_ends_the_last_section(delimiter: str) -> None:
+    reads("Hi Priya,\n\n" + labelled("{T}: {v}") + f"\n\n{delimiter}\nSRE on-call assistant\n")
+
+
+@pytest.mark.parametrize("form", ["{T}: {v}", "**{T}:** {v}"])
+def test_quoted_history_under_an_answer_is_not_read(form: str) -> None:
+    older = {name: f"An older {name} sentence that was answered yesterday." for name in FIELDS}
+    quoted = "\n".join("> " + line for line in labelled(form, content=older).split("\n"))
+    reads(labelled(form) + QUOTED + quoted + "\n>\n> Thanks,\n> Priya\n")
+
+
+def test_an_incomplete_answer_over_a_quoted_complete_one_is_not_valid() -> None:
+    """The quoted answer is someone else's (an earlier message): it neither completes nor replaces the new one."""
+    own = "\n".join(labelled("{T}: {v}").split("\n")[:4])
+    quoted = "\n".join("> " + line for line in labelled("{T}: {v}").split("\n"))
+    result = validate_output("Updated answer below.\n\n" + own + "\n\n-- \nBot" + QUOTED + quoted)
+    assert result.status == "partial" and {issue.field for issue in result.errors} == {"loop"}, result.errors
+
+
+def test_an_answer_that_is_all_quoted_is_read() -> None:
+    reads("\n".join("> " + line for line in labelled("**{T}:** {v}").split("\n")))
+
+
+def test_labels_inside_a_comment_block_are_no_answer() -> None:
+    """A ``#`` comment block (git's commit template, a script's header): every tool that reads it drops it."""
+    commented = "\n".join("# " + line for line in labelled("{T}: {v}").split("\n"))
+    raw = f"wip\n\n# Please enter the commit message for your changes.\n#\n{commented}\n#\n# On branch fix/cron\n"
+    assert validate_output(raw).status != "valid"
+
+
+def test_a_comment_block_after_the_answer_ends_it() -> None:
+    reads(labelled("{T}: {v}") + "\n#\n# On branch fix/cron\n# Changes to be committed:\n#\tmodified: main.yml\n#\n")
+
+
+def test_consecutive_heading_labels_are_no_comment_block() -> None:
+    """Headings that hold their section (``# Hook: ...`` on each line) are Markdown: no ``#`` line stands alone."""
+    reads(labelled("# {T}: {v}"))
+
+
+@pytest.mark.parametrize("tags", [":drill:", ":ops:urgent:", ":@work:"])
+def test_org_headline_tags_are_no_content(tags: str) -> None:
+    reads(labelled("** {T}" + " " * 20 + tags + "\n   {v}\n"))

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from marsrag.contract import FIELDS, LoopOutput, ValidationResult, validate_output
+from marsrag.contract.rules import SENTENCE_MIN_WORDS, word_count
 from tests.contract.samples import CLEAN_JSON, CONTENT, labelled
 from tests.contract.strategies import answers
 
@@ -42,6 +43,14 @@ FIELD_NAMES = [
 ]
 NO_LETTER_OR_DIGIT = ["][", "—", "()", '""', "…", "🔥🔥", "-- // --", "* * *", "?!", "[ ]"]
 # Close to a placeholder, but content: a sentence using a field's name, a short answer, a template in a sentence.
+#: Short fields: a short value among them is compared with nothing (1.5.0's stubs are short among sentences).
+SHORT = {
+    "hook": "Outage.",
+    "grip": "Expired certificate.",
+    "payoff": "Renew it.",
+    "reinforce": "Logs agree.",
+    "loop": "Now?",
+}
 NEAR_MISSES = [
     "The hook is that three regions breached.",
     "Hook the cache to the snapshot.",
@@ -80,10 +89,12 @@ def test_no_content_values_are_placeholders(value: str) -> None:
 
 @pytest.mark.parametrize("value", NEAR_MISSES)
 def test_content_close_to_a_placeholder_stays_valid(value: str) -> None:
-    """A sentence naming a field, a short real answer or a template inside a sentence is content."""
-    model = LoopOutput.model_validate({**CONTENT, "hook": value})
+    """A sentence naming a field, a short real answer or a template inside a sentence is content (a short answer
+    among short ones: beside sentences, one word is a stub since 1.5.0, tests/contract/test_stubs.py)."""
+    content = SHORT if word_count(value) < SENTENCE_MIN_WORDS else CONTENT
+    model = LoopOutput.model_validate({**content, "hook": value})
     assert model.hook == value
-    assert validate_output({**CONTENT, "hook": value}).ok
+    assert validate_output({**content, "hook": value}).ok
 
 
 @pytest.mark.parametrize("value", ["{{code}}", "The grip", "]["])

@@ -183,6 +183,19 @@ def test_1_4_0_adds_only_rejections_of_non_answers_which_is_minor() -> None:
         assert required_bump(new, changed) == "major"
 
 
+def test_1_5_0_adds_only_the_stub_rejection_which_is_minor() -> None:
+    """1.4.0 -> 1.5.0 adds one rule rejecting what is no section's content (a stub among sentences) and keeps every
+    1.4.0 rule as it was: minor; changing it later is major."""
+    snapshots = {str(version): snapshot for version, snapshot in load_snapshots().items()}
+    old, new = snapshots["1.4.0"], snapshots["1.5.0"]
+    assert set(new["rules"]) - set(old["rules"]) == {"reject_stub_among_sentences"}
+    assert {key: value for key, value in new["rules"].items() if key in old["rules"]} == old["rules"]
+    assert required_bump(old, new) == "minor"
+    changed = copy.deepcopy(new)
+    changed["rules"]["reject_stub_among_sentences"]["max_words"] = 3
+    assert required_bump(new, changed) == "major"
+
+
 def test_released_1_0_0_snapshot_is_kept() -> None:
     """The 1.0.0 snapshot stays as released: no truncation rule, its own schema $id."""
     old = load_snapshots()[parse_version("1.0.0")]

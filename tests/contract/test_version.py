@@ -15,10 +15,10 @@ from marsrag.contract import (
 from marsrag.errors import ContractVersionError
 
 
-def test_running_contract_is_1_4_0() -> None:
-    """The running contract is 1.4.0: 1.3.0 plus a field described in the template's words, a field repeating an
-    earlier one word for word, and bracketed placeholders in full-width brackets."""
-    assert LOOP_CONTRACT_VERSION == "1.4.0"
+def test_running_contract_is_1_5_0() -> None:
+    """The running contract is 1.5.0: 1.4.0 plus a stub (one word that asks nothing, two that end no sentence)
+    among sections that are sentences."""
+    assert LOOP_CONTRACT_VERSION == "1.5.0"
 
 
 def test_configs_declaring_1_0_0_or_1_1_0_run_on_1_2_0() -> None:

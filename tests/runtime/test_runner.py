@@ -247,7 +247,7 @@ def test_a_goal_with_a_nul_character_is_refused_before_anything_is_stored(
 
 
 def test_events_carry_the_contract_version_of_the_task_they_describe(store: RunStore, sample: ProjectConfig) -> None:
-    """A task declaring contract 1.0.5 (older than the running 1.4.0) stores and emits its events under 1.0.5."""
+    """A task declaring contract 1.0.5 (older than the running 1.5.0) stores and emits its events under 1.0.5."""
     diagnose = sample.tasks["diagnose"].model_copy(update={"loop_contract_version": "1.0.5"})
     project = project_with(sample, ["diagnose", "recommend"], diagnose=diagnose)
     runner, _ = runner_for(store, project, [answer(), answer()])

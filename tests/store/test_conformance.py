@@ -145,7 +145,7 @@ def test_a_run_of_another_major_version_raises_incompatible_record(store: RunSto
 
 
 def test_records_of_an_older_minor_version_stay_readable(store: RunStore) -> None:
-    """Runs and tasks stored under contract 1.0.0 read back unchanged under the running 1.4.0."""
+    """Runs and tasks stored under contract 1.0.0 read back unchanged under the running 1.5.0."""
     assert LOOP_CONTRACT_VERSION != "1.0.0"
     store.create_run(run())
     store.save_task(task())

@@ -11,8 +11,9 @@ where the block ends:
   ``Array (``) closes at its first closer the last section did not open, and a double quote opened there
   (``finish(message="``) at the section's very end: those closers are markup;
 - a thematic break (a line of ``---``, ``***``, ``___``, or ``===``) after content separates the answer from
-  what follows, and so does a label of another name in the answer's own label style after a blank line
-  (``**Sources:**`` after ``**Loop:**``);
+  what follows, as does an email's signature delimiter (``-- `` alone on its line, RFC 3676), and so does a
+  label of another name in the answer's own label style after a blank line (``**Sources:**`` after
+  ``**Loop:**``);
 - a list item ends where a paragraph after a blank line starts unindented (CommonMark's rule for what belongs
   to an item).
 """
@@ -26,8 +27,9 @@ from typing import Final
 _TAG: Final = re.compile(r"<(?P<close>/)?[ \t]*(?P<name>[A-Za-z][\w:.-]{0,40})(?:\s[^<>]{0,200})?(?P<self>/)?>")
 # A fence line: three or more backticks, tildes or colons, or a triple quote, at a line start.
 _FENCE: Final = re.compile(r"(?m)^[ \t]{0,3}(?P<mark>`{3,}|~{3,}|:{3,}|'''|\"\"\")")
-# A thematic break: three or more of one of - * _ = alone on a line (spaces between allowed).
-_BREAK: Final = re.compile(r"(?m)^[ \t]{0,3}([-*_=])(?:[ \t]*\1){2,}[ \t]*$")
+# A thematic break: three or more of one of - * _ = alone on a line (spaces between allowed); or a signature
+# delimiter ("-- ", RFC 3676 4.3; mail clients that trim trailing space leave "--").
+_BREAK: Final = re.compile(r"(?m)^(?:[ \t]{0,3}([-*_=])(?:[ \t]*\1){2,}[ \t]*|-- ?)$")
 _LIST_ITEM: Final = re.compile(r"[ \t>]*(?:[-*+•]|\(?\d{1,2}[.)])[ \t]")
 # A blank line, then a line that starts a paragraph at the left margin and is no list item.
 _UNINDENTED_PARAGRAPH: Final = re.compile(r"\n[ \t]*\n(?=[^\s\-*+•\d(>|])")
@@ -39,15 +41,21 @@ _MAX_OPENER_SCAN: Final = 1000
 
 
 def block_end(
-    text: str, first: int, label_start: int, body_start: int, other_label: re.Pattern[str] | None = None
+    text: str,
+    first: int,
+    label_start: int,
+    body_start: int,
+    other_label: re.Pattern[str] | None = None,
+    limit: int | None = None,
 ) -> int:
     """Where the last section (labelled at ``label_start``, its body from ``body_start``) ends in ``text``.
 
     ``first`` is where the first label starts: the markup before it is what the labels sit in. ``other_label``
-    finds a label of another name in the answer's label style, after a blank line: another section, not ours.
+    finds a label of another name in the answer's label style: another section, not ours. ``limit``: where text
+    that is not the answer's starts (a comment block, quoted history), known to the caller.
     """
     before = text[:first]
-    end = len(text)
+    end = len(text) if limit is None else limit
     if "</" in text:
         end = min(end, _element_end(text, before, body_start))
     if "`" in before or "~" in before or ":" in before or "'''" in before or '"""' in before:

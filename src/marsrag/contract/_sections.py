@@ -35,6 +35,8 @@ _LINE_LABEL: Final = re.compile(
     rf"(?P<name>{_NAMES})(?![\w-])"
     r"(?:[ \t]*+\([^()\n]{1,40}\))?"
     r"(?P<suffix>[ \t*_:：—–-]*+)"
+    # Org-mode headline tags (":drill:", ":ops:urgent:") end a headline: they are no content.
+    r"(?P<tags>(?<=[ \t]:)[\w@#%]++:(?:[\w@#%]++:)*+[ \t]*+(?=\n|\Z))?"
     r"(?P<eol>(?=\n|\Z))?",
     re.IGNORECASE,
 )
@@ -73,6 +75,9 @@ _ADJACENT_STRINGS: Final = re.compile(r'"(?:[^"\\\n]|\\.)*"(?:\s+"(?:[^"\\\n]|\\
 _SETEXT: Final = re.compile(r"(?:-{3,}|={3,})[ \t]*(?:\n|$)")
 # A body written as one quoted string ("hook: \"...\"," in YAML or key-value style): its quotes are no content.
 _QUOTED: Final = re.compile(r"(?P<quote>[\"'])(?P<inner>.*)(?P=quote),?", re.DOTALL)
+# Line-comment blocks: a "#" alone on its line, and runs of lines that start with "#".
+_BARE_HASH: Final = re.compile(r"(?m)^[ \t]*#[ \t]*$")
+_HASH_RUN: Final = re.compile(r"(?m)^[ \t]*#.*(?:\n[ \t]*#.*)*")
 _BLANK_RUNS: Final = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
 _TRAILING_SPACE: Final = re.compile(r"[ \t]+\n")
 
@@ -87,6 +92,10 @@ def _line_labels(text: str) -> list[_Label]:
     # Offsets are into "\n" + text, so a match starting at m.start() has its line at m.start() in text.
     for match in _LINE_LABEL.finditer("\n" + text):
         prefix, name, suffix, eol = match.group("prefix", "name", "suffix", "eol")
+        if match.start("tags") >= 0 and prefix.lstrip(" \t")[:1] != "*":
+            # Tags follow only an Org headline ("** Hook   :drill:"); elsewhere "Hook: Fix:" is a label and content.
+            labels.append((match.start(), match.start("tags") - 1, LABEL_FIELDS[name.casefold()]))
+            continue
         if ":" not in suffix and "：" not in suffix:
             if not suffix.strip(" \t*_"):
                 # "Loop detection fails..." is content: a label without separator stands alone on its line.
@@ -270,6 +279,9 @@ def find_sections(text: str) -> Sections | None:
                 inline.append((glued.start(), glued.end(), LABEL_FIELDS[glued["name"].casefold()]))
         if inline:
             labels = sorted(labels + inline)
+    limit = None
+    if labels and ("\n#" in text or ">" in text):
+        labels, limit = _own_labels(text, labels)
     if not labels:
         return None
     found: list[tuple[str, str]] = []
@@ -278,15 +290,71 @@ def find_sections(text: str) -> Sections | None:
         if index < last:
             end = labels[index + 1][0]
         else:
-            end = block_end(text, labels[0][0], labels[-1][0], body_start, _other_label(text, labels[-1][0]))
+            other = _other_label(text, labels[-1][0], _one_line_each(text, labels))
+            end = block_end(text, labels[0][0], labels[-1][0], body_start, other, limit)
         found.append((name, _tidy(text[body_start:end].strip())))
     return Sections(*_pick(found), labels[0][0], _second_answer(found))
 
 
-def _other_label(text: str, start: int) -> re.Pattern[str] | None:
+def _line_start(text: str, offset: int) -> int:
+    return text.rfind("\n", 0, offset) + 1
+
+
+def _comment_blocks(text: str) -> list[tuple[int, int]]:
+    """The spans of line-comment blocks: runs of lines starting with ``#`` that hold a line that is only ``#``.
+
+    A ``#`` alone on its line is how a comment block (a shell script's, a configuration file's, git's commit
+    template) leaves a blank line; as Markdown it would be an empty heading, which no one writes. Git, YAML and every
+    ``#``-comment language strip such lines, so labels in them are not the answer.
+    """
+    if _BARE_HASH.search(text) is None:
+        return []
+    return [match.span() for match in _HASH_RUN.finditer(text) if _BARE_HASH.search(match.group())]
+
+
+def _own_labels(text: str, labels: list[_Label]) -> tuple[list[_Label], int | None]:
+    """The labels of the text's own answer, and where the text that is not its own starts after them (or None).
+
+    Not its own: a comment block (:func:`_comment_blocks`), and, when some labels are outside quotes, quoted text
+    (``> `` lines: an email's quoted history, someone else's words). An answer that is all quoted is still read.
+    """
+    comments = _comment_blocks(text)
+    quoted = [text[_line_start(text, start) : start + 1].lstrip()[:1] == ">" for start, _, _ in labels]
+    drop_quoted = any(quoted) and not all(quoted)
+    if not comments and not drop_quoted:
+        return labels, None
+    kept: list[_Label] = []
+    dropped: list[int] = []
+    for label, is_quoted in zip(labels, quoted, strict=True):
+        commented = next((span for span in comments if span[0] <= label[0] < span[1]), None)
+        if commented is not None:
+            dropped.append(commented[0])
+        elif drop_quoted and is_quoted:
+            # The quote starts its paragraph, with the attribution line before it ("On ... wrote:").
+            paragraph = text.rfind("\n\n", 0, label[0])
+            dropped.append(paragraph + 1 if paragraph >= 0 else _line_start(text, label[0]))
+        else:
+            kept.append(label)
+    if not kept:
+        return kept, None
+    after = [start for start in dropped if start > kept[-1][1]]
+    after += [start for start, _ in comments if start > kept[-1][1]]
+    return kept, min(after, default=None)
+
+
+def _one_line_each(text: str, labels: list[_Label]) -> bool:
+    """Whether the sections before the last are one line each, on consecutive lines (``Hook: ...\nGrip: ...``)."""
+    return len(labels) > 1 and all(
+        text.count("\n", body_start, following[0]) == 1 and text[following[0] - 1] == "\n"
+        for (_, body_start, _), following in zip(labels, labels[1:], strict=False)
+    )
+
+
+def _other_label(text: str, start: int, one_line_each: bool = False) -> re.Pattern[str] | None:
     """A label of another name written the way the label at ``start`` is (``**Sources:**`` after ``**Loop:**``),
-    as a new block (after a blank line): where the answer's last section ends and another section begins. None
-    when the label at ``start`` is no line label (an inline label has no style of its own)."""
+    as a new block (after a blank line): where the answer's last section ends and another section begins. In an
+    answer of one line per section, a label word on the next line is one too (a git trailer, ``Signed-off-by:``).
+    None when the label at ``start`` is no line label (an inline label has no style of its own)."""
     match = _LINE_LABEL.match("\n" + text, start)
     if match is None or match.start() != start:
         return None
@@ -298,7 +366,12 @@ def _other_label(text: str, start: int) -> re.Pattern[str] | None:
     if word is None:
         return None
     tail = re.escape(suffix.rstrip(" \t")) + (r"[ \t]*$" if eol is not None else "")
-    return re.compile(rf"\n[ \t]*\n[ \t]*{lead}(?!(?:{_NAMES})\b){word}{tail}", re.MULTILINE)
+    other = rf"\n[ \t]*\n[ \t]*{lead}(?!(?:{_NAMES})\b){word}"
+    if one_line_each and eol is None:
+        # Without a blank line only one capitalized word counts, in any case ("Signed-off-by:" after "LOOP:"): a
+        # sentence may go on "Note that X: ...".
+        other = rf"(?:\n[ \t]*{lead}(?!(?:{_NAMES})\b)[A-Z][\w/&'-]{{1,40}}|{other})"
+    return re.compile(rf"{other}{tail}", re.MULTILINE)
 
 
 def section_labels(text: str) -> list[tuple[str, int]]:

@@ -57,6 +57,7 @@ from marsrag.contract._tokens import (
     strip_token_fragment,
     strip_trailing_tokens,
 )
+from marsrag.contract._transcribed import may_be_transcribed, transcribed_text
 from marsrag.contract._turns import end_of_turn, may_end_early, strip_role_prefix
 from marsrag.contract._verdict import from_keys, from_mapping, from_model, has_truncated, input_failure, with_issues
 from marsrag.contract._yaml_answers import load, yaml_document
@@ -208,6 +209,10 @@ def from_text(text: str, mode: Mode, cut: bool, layer: int = 0) -> ValidationRes
         if clean is not None:
             return clean
     region = _final_answer_region(text)
+    if may_be_transcribed(region):
+        # Captions or a delimited table: the text they carry is the answer's text, their cue numbers, timings and
+        # other columns are not.
+        region = transcribed_text(region) or region
     if not cut and region is text and text[match.start()] == "{":
         single = _single_document(text, match.start(), mode, layer, tried)
         if single is not None:

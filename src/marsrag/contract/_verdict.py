@@ -12,7 +12,7 @@ from marsrag.contract._tokens import may_have_tokens, strip_special_tokens
 from marsrag.contract.issues import ContractIssue, second_answer_issue
 from marsrag.contract.model import LoopOutput
 from marsrag.contract.result import Mode, ValidationResult, status_for
-from marsrag.contract.rules import repeated_fields, repeated_problem, text_problem
+from marsrag.contract.rules import cross_field_problems, text_problem
 from marsrag.contract.template import FIELDS
 from marsrag.contract.truncation import truncated_issue
 
@@ -74,14 +74,11 @@ def from_mapping(
         problem = text_problem(text)
         if problem is not None:
             errors.append(ContractIssue(name, problem[0], f"{name} {problem[1]}"))
-    # Since 1.4.0: a field repeating an earlier one (among those that passed) fails too.
+    # Since 1.4.0 and 1.5.0: a field repeating an earlier one, or a stub among sentences (among those that passed).
     failing = {error.field for error in errors}
-    repeated = repeated_fields({name: value for name, value in loop_output.items() if name not in failing})
-    if repeated:
-        errors += [
-            ContractIssue(name, repeated_problem(other)[0], f"{name} {repeated_problem(other)[1]}")
-            for name, other in repeated.items()
-        ]
+    crossed = cross_field_problems({name: value for name, value in loop_output.items() if name not in failing})
+    if crossed:
+        errors += [ContractIssue(name, code, f"{name} {detail}") for name, (code, detail) in crossed.items()]
         errors.sort(key=lambda issue: _ORDER.get(issue.field, -1))
     # Read-only: a valid result builds its model from these values later, so they must not change.
     view = MappingProxyType(loop_output)

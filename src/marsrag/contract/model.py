@@ -8,7 +8,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, model
 from pydantic_core import PydanticCustomError
 
 from marsrag.contract.fields import FIELDS, SECTION_INSTRUCTIONS
-from marsrag.contract.rules import MAX_FIELD_CHARS, SOFT_SENTENCES, repeated_fields, repeated_problem, text_problem
+from marsrag.contract.rules import MAX_FIELD_CHARS, SOFT_SENTENCES, cross_field_problems, text_problem
 from marsrag.contract.template import render_sections
 from marsrag.contract.version import LOOP_CONTRACT_VERSION
 
@@ -61,11 +61,11 @@ class LoopOutput(BaseModel):
 
     @model_validator(mode="after")
     def _sections_differ(self) -> LoopOutput:
-        # Since 1.4.0 (rules.repeated_fields): a section repeating an earlier one word for word says nothing new.
-        repeated = repeated_fields(self.__dict__)
-        if repeated:
-            name, other = next(iter(repeated.items()))
-            code, detail = repeated_problem(other)
+        # Since 1.4.0 and 1.5.0 (rules.cross_field_problems): a section repeating an earlier one word for word, or a
+        # stub among sentences, says nothing.
+        crossed = cross_field_problems(self.__dict__)
+        if crossed:
+            name, (code, detail) = next(iter(crossed.items()))
             raise PydanticCustomError(code, f"Value of {name} " + detail)
         return self
 

@@ -215,6 +215,75 @@ def repeated_problem(other: str) -> tuple[str, str]:
     return "placeholder", f"repeats {other} word for word: write what this section says, not {other} again"
 
 
+# Since 1.5.0 (stub_fields). Scripts written without spaces between words (Han, kana, Thai, Lao, Myanmar, Khmer):
+# each character counts as a word.
+_UNSPACED: Final = re.compile(
+    r"[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"
+)
+# Sentence and question ends in the scripts' own punctuation, before closing quotes or brackets.
+_ENDS: Final = ".!?…。！？؟।"
+_QUESTION_ENDS: Final = "?？؟;"
+_CLOSING: Final = "\"'»”’)]）」』】 \t\r\n*_"
+#: Since 1.5.0: a field this short among sections that are sentences is a stand-in (STUB_MAX_WORDS words or fewer,
+#: see stub_fields); a sentence has at least SENTENCE_MIN_WORDS.
+STUB_MAX_WORDS: Final = 2
+SENTENCE_MIN_WORDS: Final = 4
+
+
+def word_count(text: str) -> int:
+    """Words in ``text``: white-space separated pieces with a letter or digit, each character of an unspaced script
+    counting as one."""
+    count = 0
+    for piece in text.split():
+        unspaced = 0 if piece.isascii() else len(_UNSPACED.findall(piece))
+        count += unspaced or (1 if _LETTER_OR_DIGIT.search(piece) else 0)
+    return count
+
+
+def stub_fields(values: Mapping[str, object]) -> dict[str, str]:
+    """Since 1.5.0: the fields that are stubs among sentences, each with why.
+
+    A stub is one word that asks nothing (``"Aucune."``, ``"None."`` in any language), or two words that end as no
+    sentence does (``"siehe oben"``, ``"Should we"`` cut by a stream), while every other section given is a
+    sentence of at least SENTENCE_MIN_WORDS words: beside sentences, such a field stands in for a section (a
+    placeholder or a pointer in the user's language) or was cut, and says nothing. A question (``"Proceed?"``) or a
+    short sentence (``"Restart it."``) is content; so is a short field among short ones (nothing to compare).
+    """
+    texts = {name: value for name, value in values.items() if isinstance(value, str) and value}
+    # Most answers have no short field: a bounded split per field says so without counting words.
+    if all(len(value.split(None, STUB_MAX_WORDS + 1)) > STUB_MAX_WORDS + 1 for value in texts.values()):
+        return {}
+    words = {name: word_count(value) for name, value in texts.items()}
+    stubs: dict[str, str] = {}
+    for name, count in words.items():
+        if count > STUB_MAX_WORDS or any(n < SENTENCE_MIN_WORDS for other, n in words.items() if other != name):
+            continue
+        text = str(values[name]).rstrip(_CLOSING)
+        if text[-1:] in _QUESTION_ENDS or (count == STUB_MAX_WORDS and text[-1:] in _ENDS):
+            continue
+        stubs[name] = f"{count} word{'s' if count > 1 else ''}"
+    return stubs
+
+
+def stub_problem(size: str) -> tuple[str, str]:
+    """The ``(code, detail)`` of a stub field of ``size`` (``"1 word"``)."""
+    return "placeholder", (
+        f"is {size} beside sections that are sentences: a stand-in (or a cut), not content; write this section's "
+        "sentence"
+    )
+
+
+def cross_field_problems(values: Mapping[str, object]) -> dict[str, tuple[str, str]]:
+    """The fields that fail because of the others (1.4.0's repeats, 1.5.0's stubs), each with ``(code, detail)``.
+
+    ``values`` are the fields that passed the per-field rules.
+    """
+    problems = {name: repeated_problem(other) for name, other in repeated_fields(values).items()}
+    for name, size in stub_fields(values).items():
+        problems.setdefault(name, stub_problem(size))
+    return problems
+
+
 _SENTENCE_END = re.compile(r"[.!?…]+(?=[\s\"')\]]|$)")
 
 
@@ -256,4 +325,12 @@ def rules_snapshot() -> dict[str, object]:
         # Since 1.4.0: a field repeating an earlier one word for word, and brackets of any width.
         "reject_repeated_field": {"compared": "folded text (casefold, white space collapsed, edges trimmed)"},
         "placeholder_bracketed_any_width": {"normalization": "NFKC", "when": _FULL_WIDTH.pattern},
+        # Since 1.5.0: one word that asks nothing, or two that end no sentence, among sections that are sentences.
+        "reject_stub_among_sentences": {
+            "max_words": STUB_MAX_WORDS,
+            "sentence_min_words": SENTENCE_MIN_WORDS,
+            "unspaced_scripts": _UNSPACED.pattern,
+            "sentence_ends": _ENDS,
+            "question_ends": _QUESTION_ENDS,
+        },
     }

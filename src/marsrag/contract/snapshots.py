@@ -29,7 +29,8 @@ _WORDING_KEYS = frozenset({"$id", "x-loop-contract-version", "description", "tit
 # and reject_no_letter_or_digit rules, 1.1.0); a value that is only a source reference, only bracketed
 # placeholders, a reworded template instruction or a copy of the prompt's example (1.2.0); a field quoting a
 # template instruction word for word (1.3.0); a field described in the template's words, a field repeating an earlier
-# one word for word, a bracketed placeholder in full-width brackets (1.4.0). Adding one fails no
+# one word for word, a bracketed placeholder in full-width brackets (1.4.0); a stub among sentences, one word that
+# asks nothing or two that end no sentence (1.5.0). Adding one fails no
 # answer whose fields a model finished with content, so it is an addition (minor); dropping or changing one is major.
 _ADDITIVE_REJECTIONS = frozenset(
     {
@@ -45,6 +46,7 @@ _ADDITIVE_REJECTIONS = frozenset(
         "reject_field_description",
         "reject_repeated_field",
         "placeholder_bracketed_any_width",
+        "reject_stub_among_sentences",
     }
 )
 

@@ -13,7 +13,7 @@ from typing import Final, NamedTuple
 from marsrag.errors import ContractVersionError
 
 #: The version of the Loop Contract this package implements.
-LOOP_CONTRACT_VERSION: Final = "1.4.0"
+LOOP_CONTRACT_VERSION: Final = "1.5.0"
 
 _SEMVER = re.compile(
     r"(?P<major>0|[1-9]\d*)\.(?P<minor>0|[1-9]\d*)\.(?P<patch>0|[1-9]\d*)"
