@@ -188,6 +188,59 @@ def test_a_stream_cut_inside_a_json_answer_is_truncated() -> None:
     assert result.status == "partial" and {issue.field: issue.code for issue in result.errors} == {"loop": "truncated"}
 
 
+@pytest.mark.parametrize("answer", [CLEAN_JSON, LABELS], ids=["json", "labels"])
+def test_log_records_that_stop_mid_line_were_cut(answer: str) -> None:
+    """A container's log, one record per line (each piece ends in a line break): a record without its line break,
+    with records after it (the process restarted), stopped mid-line; the text ends there and was cut."""
+    lines = [line + "\n" for line in answer.split("\n")]
+    lines[-1] = lines[-1][: len(lines[-1]) // 2]
+    lines += ["INFO starting worker v2.3.1 (pid 1)\n", "INFO resuming queue from offset 55182\n"]
+    raw = "\n".join(
+        json.dumps({"log": line, "stream": "stdout", "time": f"03:14:{i:02}Z"}) for i, line in enumerate(lines)
+    )
+    assert validate_output(raw).status != "valid"
+    whole = [line + "\n" for line in answer.split("\n")] + ["INFO starting worker v2.3.1 (pid 1)\n"]
+    raw = "\n".join(
+        json.dumps({"log": line, "stream": "stdout", "time": f"03:14:{i:02}Z"}) for i, line in enumerate(whole)
+    )
+    assert validate_output(raw).ok
+
+
+def test_a_list_of_messages_is_no_stream() -> None:
+    """The prompt's messages and the answer's are no pieces of one text: a draft in the user's message is never
+    read, joined to the system's or on its own."""
+    messages = [
+        {"role": "system", "content": "You review incident summaries. Reply briefly."},
+        {"role": "user", "content": "Here is my draft, does it look right?\n" + LABELS},
+    ]
+    value = {"input": messages, "output": {"role": "assistant", "content": "Yes, send it."}}
+    assert validate_output(json.dumps(value, indent=2)).status == "failed"
+
+
+def test_markup_in_one_string_of_a_json_document_keys_nothing_across_the_others() -> None:
+    """A prompt's ``<loop>`` in one string and the answer's tags in another: the document is read through its
+    structure, so the answer's tags are read, and the prompt's words never become a field."""
+    tagged = "".join(f"<{name}>{value}</{name}>\n" for name, value in CONTENT.items())
+    value = {
+        "prompt": {"raw": "Wrap each part in <hook>, <grip>, <payoff>, <reinforce>, <loop> tags."},
+        "response": {"output": tagged},
+        "assert": [{"type": "contains", "value": "<loop>"}],
+    }
+    result = validate_output(json.dumps(value, indent=2))
+    assert result.status == "valid" and dict(result.loop_output) == CONTENT
+
+
+def test_a_chat_log_in_json_lines_reads_the_message_holding_the_answer() -> None:
+    """Messages joined spell no answer (the question glued to it): the one message that holds it is read."""
+    lines = [
+        {"user_name": "Priya", "character_name": "OpsBot", "chat_metadata": {"note_prompt": ""}},
+        {"name": "Priya", "is_user": True, "mes": "Jenkins agents keep failing checkout. What's going on?"},
+        {"name": "OpsBot", "is_user": False, "mes": labelled("{l}: {v}"), "swipes": [labelled("{l}: {v}")]},
+    ]
+    result = validate_output("\n".join(json.dumps(line) for line in lines))
+    assert result.status == "valid" and dict(result.loop_output) == CONTENT
+
+
 def test_a_list_of_records_is_no_stream() -> None:
     """Rows of data whose text leaves hold no answer spell none: never valid."""
     raw = "\n".join(json.dumps({"id": i, "name": f"node-{i}", "status": "ok"}) for i in range(40))

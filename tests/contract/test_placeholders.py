@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from marsrag.contract import FIELDS, LoopOutput, ValidationResult, validate_output
-from marsrag.contract.rules import SENTENCE_MIN_WORDS, word_count
+from marsrag.contract.rules import FRAGMENT_MAX_WORDS, word_count
 from tests.contract.samples import CLEAN_JSON, CONTENT, labelled
 from tests.contract.strategies import answers
 
@@ -91,7 +91,7 @@ def test_no_content_values_are_placeholders(value: str) -> None:
 def test_content_close_to_a_placeholder_stays_valid(value: str) -> None:
     """A sentence naming a field, a short real answer or a template inside a sentence is content (a short answer
     among short ones: beside sentences, one word is a stub since 1.5.0, tests/contract/test_stubs.py)."""
-    content = SHORT if word_count(value) < SENTENCE_MIN_WORDS else CONTENT
+    content = SHORT if word_count(value) <= FRAGMENT_MAX_WORDS else CONTENT
     model = LoopOutput.model_validate({**content, "hook": value})
     assert model.hook == value
     assert validate_output({**content, "hook": value}).ok

@@ -192,7 +192,7 @@ def test_1_5_0_adds_only_the_stub_rejection_which_is_minor() -> None:
     assert {key: value for key, value in new["rules"].items() if key in old["rules"]} == old["rules"]
     assert required_bump(old, new) == "minor"
     changed = copy.deepcopy(new)
-    changed["rules"]["reject_stub_among_sentences"]["max_words"] = 3
+    changed["rules"]["reject_stub_among_sentences"]["fragment_max_words"] = 5
     assert required_bump(new, changed) == "major"
 
 

@@ -21,6 +21,7 @@ STUBS = {
     "same as above, Japanese": "同上",
     "none, Russian": "Нет.",
     "a stream cut after two words": "Should we",
+    "will be added later, Hindi": "बाद में जोड़ा जाएगा",
     "a bare number": "42",
     "yes": "Yes",
 }
@@ -52,6 +53,14 @@ def test_short_fields_among_short_ones_are_compared_with_nothing() -> None:
     """Only sentences around it make a word a stub: five single words are judged one by one, as before."""
     content = {"hook": "Outage", "grip": "Certificates", "payoff": "Renew", "reinforce": "Logs", "loop": "Now?"}
     assert validate_output(json.dumps(content)).ok
+
+
+def test_a_fragment_is_a_stub_only_when_every_other_section_ends_as_a_sentence() -> None:
+    """Three words without an end beside sentences that end: a stub; beside one that does not end either, content
+    (that answer's style is unpunctuated lines)."""
+    assert validate_output(json.dumps({**CONTENT, "payoff": "Restart the cache"})).status == "partial"
+    unpunctuated = {**CONTENT, "hook": CONTENT["hook"].rstrip("."), "payoff": "Restart the cache"}
+    assert validate_output(json.dumps(unpunctuated)).ok
 
 
 def test_the_model_refuses_a_stub_too() -> None:

@@ -38,6 +38,8 @@ _CLOSERS: Final = {"(": ")", "[": "]", "{": "}", '"': '"'}
 _OPENERS: Final = {")": "(", "]": "[", "}": "{"}
 _BRACKET: Final = re.compile(r"[()\[\]{}]")
 _MAX_OPENER_SCAN: Final = 1000
+# A double quote that closes a string literal: unescaped, then only a comma, a closer or a semicolon on its line.
+_STRING_CLOSE: Final = re.compile(r'(?<!\\)"(?=[ \t]*[,;)\]}][ \t]*(?:\n|$))')
 
 
 def block_end(
@@ -121,6 +123,9 @@ def _before_closers(text: str, before: str, body_start: int, end: int) -> int:
     """
     # The paragraph holding the first label, its last _MAX_OPENER_SCAN characters: an opener is on the label's line
     # or just above it, and the scan is a Python loop.
+    tail = before.rstrip()
+    if tail[-1:] in _CLOSERS:
+        before = tail  # the opener right before the blank lines the labels start after (text: "\n\nhook: ...)
     paragraph = before[max(before.rfind("\n\n") + 1, len(before) - _MAX_OPENER_SCAN) :]
     if not any(opener in paragraph for opener in _CLOSERS):
         return end
@@ -133,6 +138,12 @@ def _before_closers(text: str, before: str, body_start: int, end: int) -> int:
         elif char in _OPENERS and stack[-1:] == [_OPENERS[char]]:
             stack.pop()
     open_brackets = {_CLOSERS[opener] for opener in stack if opener != '"'}
+    if '"' in stack:
+        # The string literal closes at a quote followed by what follows a string in code: a comma, a closer, a
+        # semicolon, the end (``content: "...",`` in a debug print); a quote followed by a word is a quotation.
+        closing = _STRING_CLOSE.search(text, body_start, end)
+        if closing is not None:
+            end = closing.start() + 1
     if open_brackets:
         end = _first_unopened(text, body_start, end, open_brackets)
     while end > body_start and text[end - 1].isspace():

@@ -64,6 +64,12 @@ _MAX_STREAM_PATHS: Final = 4
 _LABEL_HINT: Final = re.compile(r"(?:hook|grip|payoff|reinforce|loop)\W{0,4}[:：\n]|<(?:hook|grip|loop)>", re.I)
 
 
+class Unfinished(str):
+    """A text known to stop in its last field: a stream of line records whose writer stopped mid-line."""
+
+    __slots__ = ()
+
+
 class Conflict(tuple[Any, ...]):
     """The values of a field key an object gives twice with different values: two answers for that field."""
 
@@ -399,11 +405,19 @@ def streamed_texts(chunks: list[Any]) -> list[str]:
     or counts; a response may also give its text in several parts (Gemini's ``parts``). Which key holds the text is
     not assumed: every string leaf present in most pieces and not the same in all of them is a candidate text, and
     the reader judges each. Two pieces at least, all objects.
+
+    Pieces that are lines (most end in a line break: a container's log records) and one that does not, with more
+    after it, stopped mid-line (the writer crashed or restarted): the text ends there, :class:`Unfinished`.
     """
     if not _MIN_CHUNKS <= len(chunks) <= _MAX_DECODED or not all(isinstance(chunk, dict) for chunk in chunks):
         return []
-    # A reasoning piece (Gemini's thought parts) is no piece of the answer.
-    leaves = [_string_leaves(chunk, (), 0) for chunk in chunks if not _is_reasoning_block(chunk)]
+    # A reasoning piece (Gemini's thought parts) is no piece of the answer, nor is a message of the prompt's side (a
+    # list of messages is no stream).
+    leaves = [
+        _string_leaves(chunk, (), 0)
+        for chunk in chunks
+        if not _is_reasoning_block(chunk) and not _is_prompt_message(chunk)
+    ]
     counts: dict[tuple[Any, ...], int] = {}
     for chunk_leaves in leaves:
         for path in chunk_leaves:
@@ -414,8 +428,18 @@ def streamed_texts(chunks: list[Any]) -> list[str]:
             continue
         values = [chunk_leaves[path] for chunk_leaves in leaves if path in chunk_leaves]
         if len(set(values)) > 1 and len(texts) < _MAX_STREAM_PATHS:
-            texts.append("".join(values))
+            texts.append(_joined_pieces(values))
     return texts
+
+
+def _joined_pieces(values: list[str]) -> str:
+    """Pieces joined; line records cut short by one that stopped mid-line (see :func:`streamed_texts`)."""
+    lines = sum(value.endswith("\n") for value in values)
+    if 3 * lines >= 2 * len(values):
+        stopped = next((index for index, value in enumerate(values[:-1]) if not value.endswith("\n")), None)
+        if stopped is not None:
+            return Unfinished("".join(values[: stopped + 1]))
+    return "".join(values)
 
 
 def _string_leaves(value: Any, path: tuple[Any, ...], depth: int) -> dict[tuple[Any, ...], str]:
@@ -427,7 +451,7 @@ def _string_leaves(value: Any, path: tuple[Any, ...], depth: int) -> dict[tuple[
     if isinstance(value, dict):
         leaves: dict[tuple[Any, ...], str] = {}
         for key, inner in value.items():
-            if not _names_reasoning(key):
+            if not _names_reasoning(key) and not _is_prompt_side(key):
                 leaves.update(_string_leaves(inner, (*path, key), depth + 1))
         return leaves
     if isinstance(value, list) and value:

@@ -60,6 +60,11 @@ _GLUED_LABEL: Final = re.compile(
     rf"(?:(?<=[\[(\"'=>{{])|(?<=[a-z])(?<!\\[a-z]))(?P<name>{_CAPITALIZED_NAMES})[ \t]*[:：][ \t]*"
 )
 
+# A lowercase label after a header's colon on its line (a record's "output_text : hook: ..."), always with a colon.
+_HEADER_LABEL: Final = re.compile(
+    rf"[:：=>|][ \t]+(?P<name>{trie_pattern(sorted(name for name in LABEL_FIELDS if name.islower()))})[ \t]*[:：][ \t]*"
+)
+
 # Tags are matched open then close, per name: a lazy ".*?" with a backreference would be quadratic on
 # text full of unclosed tags.
 _XML_OPEN: Final = re.compile(r"<(?P<name>hook|grip|payoff|reinforce|loop)\b[^>\n]{0,80}>", re.IGNORECASE)
@@ -70,14 +75,25 @@ _BODY_LEAD: Final = re.compile(r"(?:[ \t]*(?:\*\*|__|[:：]))+")
 _RULE_OR_FENCE: Final = re.compile(r"[ \t]*(?:-{3,}|\*{3,}|_{3,}|`{3,}\w*)[ \t]*")
 _DECORATED_EDGES: Final = frozenset("*_:：-`\"',")
 _MARKDOWN_ESCAPE: Final = re.compile(r"\\([!-/:-@\[-`{-~])")
+# An escape of punctuation other than the backslash, not itself escaped: what shows a text was escaped (a doubled
+# backslash alone is a Windows path's, as in \\server\share).
+_ESCAPED_PUNCTUATION: Final = re.compile(r"(?<!\\)\\[!-/:-@\[\]^_`{-~]")
 _STRING_LITERAL: Final = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 _ADJACENT_STRINGS: Final = re.compile(r'"(?:[^"\\\n]|\\.)*"(?:\s+"(?:[^"\\\n]|\\.)*")+,?')
 _SETEXT: Final = re.compile(r"(?:-{3,}|={3,})[ \t]*(?:\n|$)")
 # A body written as one quoted string ("hook: \"...\"," in YAML or key-value style): its quotes are no content.
 _QUOTED: Final = re.compile(r"(?P<quote>[\"'])(?P<inner>.*)(?P=quote),?", re.DOTALL)
+# An underscore closing emphasis: after a non-space, before no word character.
+_EMPHASIS_CLOSE: Final = re.compile(r"\S_(?!\w)")
+# Records: a line's stamp (brackets or digits and their punctuation, with a digit, before the first letter) and a
+# console prompt at the text's start (up to a ">", a "$" or a "]:" and a space).
+_STAMP: Final = re.compile(r"[ \t]*[\[(]?\d[\d/.:,\-T Z+]{3,40}[\])]?[ \t]*")
+_PROMPT: Final = re.compile(r"[ \t]*(?P<prompt>[^\n]{0,40}?(?:>|\$|\]:))[ \t]")
+_DIGITS: Final = re.compile(r"(?:\\d)+|\d+")
 # Line-comment blocks: a "#" alone on its line, and runs of lines that start with "#".
 _BARE_HASH: Final = re.compile(r"(?m)^[ \t]*#[ \t]*$")
 _HASH_RUN: Final = re.compile(r"(?m)^[ \t]*#.*(?:\n[ \t]*#.*)*")
+_SLASH_RUN: Final = re.compile(r"(?m)^[ \t]*//.*(?:\n[ \t]*//.*)*")
 _BLANK_RUNS: Final = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
 _TRAILING_SPACE: Final = re.compile(r"[ \t]+\n")
 
@@ -104,8 +120,17 @@ def _line_labels(text: str) -> list[_Label]:
             # A dash separates a label only when the label is visibly one (decorated or in capitals).
             elif not (prefix.strip() or name.isupper()):
                 continue
-        labels.append((match.start(), match.end() - 1, LABEL_FIELDS[name.casefold()]))
+        body = match.end() - 1
+        if suffix[-1:] == "_" and suffix[-2:] != "__" and not _emphasis_closes(text, body):
+            body -= 1  # "reinforce: _cat/allocation ...": the underscore starts a name, it opens no emphasis
+        labels.append((match.start(), body, LABEL_FIELDS[name.casefold()]))
     return labels
+
+
+def _emphasis_closes(text: str, start: int) -> bool:
+    """Whether an underscore just before ``start`` opens emphasis: one closes it later on the line (``_text._``)."""
+    end = text.find("\n", start)
+    return _EMPHASIS_CLOSE.search(text, start, len(text) if end < 0 else end) is not None
 
 
 def _clean(body: str) -> str:
@@ -151,7 +176,7 @@ def _one_string(inner: str, quote: str) -> bool:
 
 def _tidy(body: str) -> str:
     """A stripped body, cleaned when it needs it: most are plain sentences, only decorated or multi-line ones."""
-    if "\\" in body and "`" not in body:
+    if "\\" in body and "`" not in body and _ESCAPED_PUNCTUATION.search(body) is not None:
         # Markdown's backslash escapes of ASCII punctuation (CommonMark), as a chat platform's escaping leaves them
         # visible ("in\-flight", "\(set in March\)"); inside a code span they are literal, so a body with one
         # keeps them.
@@ -279,11 +304,18 @@ def find_sections(text: str) -> Sections | None:
                 inline.append((glued.start(), glued.end(), LABEL_FIELDS[glued["name"].casefold()]))
         if inline:
             labels = sorted(labels + inline)
+        if labels and len({label[2] for label in labels}) < 5:
+            header = _after_a_header(text, labels)
+            if header is not None:
+                labels = sorted([*labels, header])
     limit = None
-    if labels and ("\n#" in text or ">" in text):
+    if labels and ("\n#" in text or ">" in text or "//" in text):
         labels, limit = _own_labels(text, labels)
     if not labels:
         return None
+    record = _next_record(text, labels)
+    if record is not None:
+        limit = record if limit is None else min(limit, record)
     found: list[tuple[str, str]] = []
     last = len(labels) - 1
     for index, (_, body_start, name) in enumerate(labels):
@@ -296,20 +328,66 @@ def find_sections(text: str) -> Sections | None:
     return Sections(*_pick(found), labels[0][0], _second_answer(found))
 
 
+def _after_a_header(text: str, labels: list[_Label]) -> _Label | None:
+    """The first label written after a header's colon on its line (``output_text : hook: ...``) in the style of the
+    line labels after it, when they are lowercase (capitalized ones are found by the inline grammar): the last such
+    label in the paragraph before the first line label, naming a field no label names."""
+    first, body, _ = labels[0]
+    written = _LINE_LABEL.match("\n" + text, first)
+    if written is None or not written["name"].islower():
+        return None
+    start = text.rfind("\n\n", 0, first) + 1
+    named = {label[2] for label in labels}
+    found = [match for match in _HEADER_LABEL.finditer(text, start, first) if LABEL_FIELDS[match["name"]] not in named]
+    if not found:
+        return None
+    return found[-1].start("name"), found[-1].end(), LABEL_FIELDS[found[-1]["name"]]
+
+
+def _shape(prefix: str) -> str:
+    """A pattern matching text shaped like ``prefix``: its digits any digits, the rest as written."""
+    return _DIGITS.sub(r"\\d+", re.escape(prefix))
+
+
+def _next_record(text: str, labels: list[_Label]) -> int | None:
+    """Where the next record starts after the last label, in text made of records (or None).
+
+    Two kinds of record say where they start: a line stamped the way the first label's line is (a chat export's
+    ``[18/03/25, 07:41:31] OpsBot: hook: ...``, a log's timestamp), and a console's prompt, written the way the text's
+    first line starts (``PS C:\\Ops>``, ``In [12]:``, ``iex(7)>``, ``>>>``): the next stamped line is someone else's
+    message, the next prompt the next command, and neither is the answer's.
+    """
+    first = labels[0][0]
+    shapes = []
+    stamp = _STAMP.match(text, _line_start(text, first), first)
+    if stamp is not None:
+        shapes.append(_shape(stamp.group()))
+    prompt = _PROMPT.match(text)
+    if prompt is not None and prompt.end() <= first:
+        shapes.append(_shape(prompt["prompt"]))
+    if not shapes:
+        return None
+    found = re.compile(r"\n[ \t]*(?:" + "|".join(shapes) + ")").search(text, labels[-1][1])
+    return found.start() if found is not None else None
+
+
 def _line_start(text: str, offset: int) -> int:
     return text.rfind("\n", 0, offset) + 1
 
 
 def _comment_blocks(text: str) -> list[tuple[int, int]]:
-    """The spans of line-comment blocks: runs of lines starting with ``#`` that hold a line that is only ``#``.
+    """The spans of line-comment blocks: runs of lines starting with ``//``, and runs of lines starting with ``#``
+    that hold a line that is only ``#``.
 
-    A ``#`` alone on its line is how a comment block (a shell script's, a configuration file's, git's commit
-    template) leaves a blank line; as Markdown it would be an empty heading, which no one writes. Git, YAML and every
-    ``#``-comment language strip such lines, so labels in them are not the answer.
+    ``//`` starts a comment in C's family, JavaScript, Go, Rust and AsciiDoc, and nothing in Markdown. A ``#`` alone
+    on its line is how a comment block (a shell script's, a configuration file's, git's commit template) leaves a
+    blank line; as Markdown it would be an empty heading, which no one writes. Every tool that reads such a file drops
+    its comments, so labels in them are not the answer, and the answer's last section ends where one starts.
     """
-    if _BARE_HASH.search(text) is None:
-        return []
-    return [match.span() for match in _HASH_RUN.finditer(text) if _BARE_HASH.search(match.group())]
+    blocks = [match.span() for match in _SLASH_RUN.finditer(text)] if "//" in text else []
+    if _BARE_HASH.search(text) is not None:
+        blocks += [match.span() for match in _HASH_RUN.finditer(text) if _BARE_HASH.search(match.group())]
+    return sorted(blocks)
 
 
 def _own_labels(text: str, labels: list[_Label]) -> tuple[list[_Label], int | None]:

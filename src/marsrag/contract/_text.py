@@ -31,12 +31,14 @@ from marsrag.contract._html import html_to_markdown, may_be_html
 from marsrag.contract._json_cut import cut_field, scan_end, unfinished_field
 from marsrag.contract._json_forms import (
     Decoded,
+    Unfinished,
     answers,
     bare_pairs,
     decode_all,
     field_key,
     has_quoted_field_key,
     joined_lines,
+    loads,
     nearly_exact,
     repair,
     repairable,
@@ -300,7 +302,9 @@ def _final_answer_region(text: str) -> str:
 
 def _collect(region: str, mode: Mode, found: _Candidates, layer: int) -> None:
     """Add every candidate answer of ``region``: its keyed markup, its JSON documents, its sections, its other forms."""
-    if may_have_keys(found.marked):
+    if may_have_keys(found.marked) and not _json_document(region):
+        # (A JSON document's strings are read through its structure: markup in one string, a prompt's "<loop>",
+        # would key a value running across the others.)
         keyed = read_keyed(found.marked)
         if keyed is not None:
             last = next(reversed(keyed.values)) if found.cut else None
@@ -355,6 +359,12 @@ def _other_forms(region: str, mode: Mode, found: _Candidates, layer: int, sectio
         found.add(from_text(html_to_markdown(region), mode, found.cut, layer + 1), region.index("<"))
 
 
+def _json_document(text: str) -> bool:
+    """Whether ``text`` is one JSON object or array, exactly."""
+    stripped = text.strip()
+    return stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]") and isinstance(loads(stripped), dict | list)
+
+
 def _names_a_field(text: str) -> bool:
     folded = text.lower()  # five substring tests beat one case-blind alternation by far
     return any(name in folded for name in FIELDS)
@@ -402,14 +412,16 @@ def _json_candidates(text: str, base: int, mode: Mode, found: _Candidates, layer
 def _streamed(decoded: list[Decoded], base: int, mode: Mode, found: _Candidates, layer: int) -> bool:
     """Add the answer of a streaming API's chunks pasted raw (the pieces they carry, joined); whether one was valid.
 
-    Only a reading that finds fields (valid, or partial as a cut stream is) counts as a stream: documents that are
-    each an answer spell no text together.
+    Only a reading that is valid, or cut, counts as a stream: documents that are each an answer spell no text
+    together, and a reading that finds only some fields (messages of a chat log joined, the answer glued to the
+    question before it) is a candidate beside theirs.
     """
     for streamed in streamed_texts([item.value for item in decoded]):
-        result = from_text(streamed, mode, found.cut, layer + 1)
+        result = from_text(streamed, mode, found.cut or isinstance(streamed, Unfinished), layer + 1)
         if result.status != "failed":
             found.add(result, base + decoded[0].start, base + decoded[-1].end)
-            return True
+            if result.ok or has_truncated(result):
+                return True
     return False
 
 
@@ -514,7 +526,7 @@ def _add_value(
                 last = next((name for name in map(field_key, reversed(list(answer))) if name is not None), None)
             found.add(from_keys(answer, mode, *notes, truncated=last, from_text=True), position, end)
         elif layer < _MAX_LAYERS:
-            result = from_text(answer, mode, cut or found.cut, layer + 1)
+            result = from_text(answer, mode, cut or found.cut or isinstance(answer, Unfinished), layer + 1)
             if unfinished and not has_truncated(result):
                 result = _last_field_unfinished(result, answer, mode)
             found.add(result, position, end)

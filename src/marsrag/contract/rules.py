@@ -224,9 +224,10 @@ _UNSPACED: Final = re.compile(
 _ENDS: Final = ".!?…。！？؟।"
 _QUESTION_ENDS: Final = "?？؟;"
 _CLOSING: Final = "\"'»”’)]）」』】 \t\r\n*_"
-#: Since 1.5.0: a field this short among sections that are sentences is a stand-in (STUB_MAX_WORDS words or fewer,
-#: see stub_fields); a sentence has at least SENTENCE_MIN_WORDS.
-STUB_MAX_WORDS: Final = 2
+#: Since 1.5.0: a field of one word that asks nothing, or of at most FRAGMENT_MAX_WORDS that ends no sentence and
+#: has at most half the words of any other, among sections that are sentences (at least SENTENCE_MIN_WORDS words) is
+#: a stand-in: see stub_fields.
+FRAGMENT_MAX_WORDS: Final = 4
 SENTENCE_MIN_WORDS: Final = 4
 
 
@@ -241,28 +242,47 @@ def word_count(text: str) -> int:
 
 
 def stub_fields(values: Mapping[str, object]) -> dict[str, str]:
-    """Since 1.5.0: the fields that are stubs among sentences, each with why.
+    """Since 1.5.0: the fields that are stubs among sentences, each with its size.
 
-    A stub is one word that asks nothing (``"Aucune."``, ``"None."`` in any language), or two words that end as no
-    sentence does (``"siehe oben"``, ``"Should we"`` cut by a stream), while every other section given is a
-    sentence of at least SENTENCE_MIN_WORDS words: beside sentences, such a field stands in for a section (a
-    placeholder or a pointer in the user's language) or was cut, and says nothing. A question (``"Proceed?"``) or a
-    short sentence (``"Restart it."``) is content; so is a short field among short ones (nothing to compare).
+    Every other section given must be a sentence (SENTENCE_MIN_WORDS words or more); then a stub is
+
+    - one word that asks nothing (``"Aucune."``, ``"None."``, ``"42"`` in any language), or
+    - a fragment: at most FRAGMENT_MAX_WORDS words, at most half as many as any other section has, that end no
+      sentence when the others all end as sentences do (``"siehe oben"``, a Hindi "will be added later",
+      ``"Should we"`` where a stream stopped).
+
+    Beside sentences such a field stands in for a section (a placeholder or a pointer in the user's language) or
+    was cut, and says nothing. A question (``"Proceed?"``) or a short sentence (``"Restart it."``) is content, and
+    so is a short field among short ones (there is nothing to compare it with).
     """
     texts = {name: value for name, value in values.items() if isinstance(value, str) and value}
     # Most answers have no short field: a bounded split per field says so without counting words.
-    if all(len(value.split(None, STUB_MAX_WORDS + 1)) > STUB_MAX_WORDS + 1 for value in texts.values()):
+    if all(len(value.split(None, FRAGMENT_MAX_WORDS)) > FRAGMENT_MAX_WORDS for value in texts.values()):
         return {}
     words = {name: word_count(value) for name, value in texts.items()}
+    ends = {name: _end(value) for name, value in texts.items()}
     stubs: dict[str, str] = {}
     for name, count in words.items():
-        if count > STUB_MAX_WORDS or any(n < SENTENCE_MIN_WORDS for other, n in words.items() if other != name):
+        others = [other for other in words if other != name]
+        if count > FRAGMENT_MAX_WORDS or any(words[other] < SENTENCE_MIN_WORDS for other in others):
             continue
-        text = str(values[name]).rstrip(_CLOSING)
-        if text[-1:] in _QUESTION_ENDS or (count == STUB_MAX_WORDS and text[-1:] in _ENDS):
+        if ends[name] and ends[name] in _QUESTION_ENDS:
             continue
-        stubs[name] = f"{count} word{'s' if count > 1 else ''}"
+        fragment = not _is_end(ends[name]) and all(
+            _is_end(ends[other]) and words[other] >= 2 * count for other in others
+        )
+        if count == 1 or fragment:
+            stubs[name] = f"{count} word{'s' if count > 1 else ''}"
     return stubs
+
+
+def _is_end(char: str) -> bool:
+    return bool(char) and char in _ENDS
+
+
+def _end(text: str) -> str:
+    """The last character of ``text`` before closing quotes, brackets and emphasis."""
+    return text.rstrip(_CLOSING)[-1:]
 
 
 def stub_problem(size: str) -> tuple[str, str]:
@@ -327,7 +347,8 @@ def rules_snapshot() -> dict[str, object]:
         "placeholder_bracketed_any_width": {"normalization": "NFKC", "when": _FULL_WIDTH.pattern},
         # Since 1.5.0: one word that asks nothing, or two that end no sentence, among sections that are sentences.
         "reject_stub_among_sentences": {
-            "max_words": STUB_MAX_WORDS,
+            "one_word": "asks nothing",
+            "fragment_max_words": FRAGMENT_MAX_WORDS,
             "sentence_min_words": SENTENCE_MIN_WORDS,
             "unspaced_scripts": _UNSPACED.pattern,
             "sentence_ends": _ENDS,
