@@ -105,3 +105,31 @@ def test_a_sequence_prefix_after_content_ends_nothing_and_is_removed(token: str,
     the answer after it stands."""
     raw = f'Input [Text 0]: "{token}Summarise the cache alert."\nOutput [Text 0 Beam 0]:\n' + labelled("{L}: {v}")
     first_answer_only(raw)
+
+
+TRANSCRIPTS = {
+    "granite": ("<|start_of_role|>{role}<|end_of_role|>{text}<|end_of_text|>\n"),
+    "chatml": ("<|im_start|>{role}\n{text}<|im_end|>\n"),
+    "llama 3": ("<|start_header_id|>{role}<|end_header_id|>\n\n{text}<|eot_id|>"),
+}
+
+
+@pytest.mark.parametrize("turn", TRANSCRIPTS.values(), ids=TRANSCRIPTS.keys())
+@pytest.mark.parametrize("form", ["json", "labels"])
+def test_a_whole_transcript_is_read_at_the_models_last_turn(turn: str, form: str) -> None:
+    """A server that printed the whole conversation: the system's format and the user's draft come first, the
+    model's turn last; only the model's turn is the answer."""
+    answer = CLEAN_JSON if form == "json" else labelled("{L}: {v}")
+    system = "Reply with hook (the situation), grip (the cause), payoff, reinforce and loop. Example:\n"
+    raw = (
+        turn.format(role="system", text=system + json.dumps(OTHER))
+        + turn.format(role="user", text="My draft:\n" + labelled("{T}: {v}", content=OTHER))
+        + turn.format(role="assistant", text=answer)
+    )
+    first_answer_only(raw)
+
+
+@pytest.mark.parametrize("turn", TRANSCRIPTS.values(), ids=TRANSCRIPTS.keys())
+def test_a_transcript_without_the_models_turn_holds_no_answer(turn: str) -> None:
+    raw = turn.format(role="system", text="Answer as JSON.") + turn.format(role="user", text=json.dumps(OTHER))
+    assert validate_output(raw).status == "failed"

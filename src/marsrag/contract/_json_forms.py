@@ -40,13 +40,15 @@ _QUOTED_KEY: Final = re.compile(r'"([^"\n]{1,40})"\s*:')
 # Escapes whose meaning differs between JSON and Python literals (JSON's "\/" for one).
 _NON_PYTHON_ESCAPE: Final = re.compile(r"\\[^\"'\\nrtbfu]")
 _NON_LETTERS: Final = re.compile(r"[^a-z]")
-_MAX_UNWRAP_DEPTH: Final = 8
+# Deep enough for a trace around a response around a message (a HAR entry's response text, decoded, holds the
+# API's choices: a dozen levels); the visits bound the work.
+_MAX_UNWRAP_DEPTH: Final = 16
 # An envelope is small (a tool call, a chat message, an API response, whose metadata can run to a few dozen keys): a
 # wide object is data, not one.
 _MAX_ENVELOPE_KEYS: Final = 48
 # A list is an answer's envelope up to this many items (its blocks, or one object per field).
 _MAX_BLOCKS: Final = 12
-_MAX_VISITS: Final = 256
+_MAX_VISITS: Final = 512
 # The prompt's side of a request or a trace: messages in these roles, and keys with these words as a segment.
 _PROMPT_ROLES: Final = frozenset({"user", "system", "developer", "human", "tool"})
 _PROMPT_SEGMENTS: Final = frozenset({"prompt", "prompts", "system", "instruction", "instructions"})

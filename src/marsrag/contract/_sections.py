@@ -31,7 +31,7 @@ _CAPITALIZED_NAMES: Final = trie_pattern(capitalized_names())
 # closing markers and separators. The leading newline lets the regex engine jump from line to line with a
 # literal search instead of trying every character; possessive runs keep failures cheap.
 _LINE_LABEL: Final = re.compile(
-    rf"\n(?P<prefix>[ \t>#*+•_()\d.\x00-\x08\x0b\x0c\x0e-\x1f\ufeff\ufffd{_SYMBOLS}-]*+)"
+    rf"\n(?P<prefix>[ \t>#*+•_()\d.\x00-\x08\x0b\x0c\x0e-\x1f\ufeff\ufffd{_SYMBOLS}-]*+:?)"
     rf"(?P<name>{_NAMES})(?![\w-])"
     r"(?:[ \t]*+\([^()\n]{1,40}\))?"
     r"(?P<suffix>[ \t*_:：—–-]*+)"
@@ -94,9 +94,13 @@ _DIGITS: Final = re.compile(r"(?:\\d)+|\d+")
 _BARE_HASH: Final = re.compile(r"(?m)^[ \t]*#[ \t]*$")
 _HASH_RUN: Final = re.compile(r"(?m)^[ \t]*#.*(?:\n[ \t]*#.*)*")
 _SLASH_RUN: Final = re.compile(r"(?m)^[ \t]*//.*(?:\n[ \t]*//.*)*")
+_EXPLICIT_MARKUP: Final = re.compile(r"(?m)^\.\. .*(?:\n[ \t]+\S.*)*")
 _BLANK_RUNS: Final = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
 _TRAILING_SPACE: Final = re.compile(r"[ \t]+\n")
 
+
+# Plain names with a dash are labels when at least this many fields are written so.
+_MIN_DASHED_FIELDS: Final = 3
 
 # (start of the label, start of its body, section name), offsets into the text.
 _Label = tuple[int, int, str]
@@ -105,6 +109,7 @@ _Label = tuple[int, int, str]
 def _line_labels(text: str) -> list[_Label]:
     """Labels at line starts, in order. This is the hot path of labelled answers: one regex pass, no calls."""
     labels: list[_Label] = []
+    dashed: list[_Label] = []
     # Offsets are into "\n" + text, so a match starting at m.start() has its line at m.start() in text.
     for match in _LINE_LABEL.finditer("\n" + text):
         prefix, name, suffix, eol = match.group("prefix", "name", "suffix", "eol")
@@ -117,13 +122,17 @@ def _line_labels(text: str) -> list[_Label]:
                 # "Loop detection fails..." is content: a label without separator stands alone on its line.
                 if eol is None:
                     continue
-            # A dash separates a label only when the label is visibly one (decorated or in capitals).
+            # A dash separates a label only when the label is visibly one (decorated or in capitals), or when the
+            # text's labels are written so: three fields or more, each a plain name and a dash ("Hook — ...").
             elif not (prefix.strip() or name.isupper()):
+                dashed.append((match.start(), match.end() - 1, LABEL_FIELDS[name.casefold()]))
                 continue
         body = match.end() - 1
         if suffix[-1:] == "_" and suffix[-2:] != "__" and not _emphasis_closes(text, body):
             body -= 1  # "reinforce: _cat/allocation ...": the underscore starts a name, it opens no emphasis
         labels.append((match.start(), body, LABEL_FIELDS[name.casefold()]))
+    if dashed and len({label[2] for label in dashed}) >= _MIN_DASHED_FIELDS:
+        return sorted(labels + dashed)
     return labels
 
 
@@ -309,7 +318,7 @@ def find_sections(text: str) -> Sections | None:
             if header is not None:
                 labels = sorted([*labels, header])
     limit = None
-    if labels and ("\n#" in text or ">" in text or "//" in text):
+    if labels and ("\n#" in text or ">" in text or "//" in text or "\n.. " in text):
         labels, limit = _own_labels(text, labels)
     if not labels:
         return None
@@ -376,15 +385,19 @@ def _line_start(text: str, offset: int) -> int:
 
 
 def _comment_blocks(text: str) -> list[tuple[int, int]]:
-    """The spans of line-comment blocks: runs of lines starting with ``//``, and runs of lines starting with ``#``
-    that hold a line that is only ``#``.
+    """The spans of comment blocks: runs of lines starting with ``//``, reStructuredText's explicit markup, and
+    runs of lines starting with ``#`` that hold a line that is only ``#``.
 
-    ``//`` starts a comment in C's family, JavaScript, Go, Rust and AsciiDoc, and nothing in Markdown. A ``#`` alone
-    on its line is how a comment block (a shell script's, a configuration file's, git's commit template) leaves a
-    blank line; as Markdown it would be an empty heading, which no one writes. Every tool that reads such a file drops
-    its comments, so labels in them are not the answer, and the answer's last section ends where one starts.
+    ``//`` starts a comment in C's family, JavaScript, Go, Rust and AsciiDoc, and nothing in Markdown; ``.. ``
+    starts reStructuredText's explicit markup (a comment, a directive such as ``.. note::``), with its indented
+    lines. A ``#`` alone on its line is how a comment block (a shell script's, a configuration file's, git's commit
+    template) leaves a blank line; as Markdown it would be an empty heading, which no one writes. Every tool that
+    reads such a file drops its comments, so labels in them are not the answer, and the answer's last section ends
+    where one starts.
     """
     blocks = [match.span() for match in _SLASH_RUN.finditer(text)] if "//" in text else []
+    if "\n.. " in text:
+        blocks += [match.span() for match in _EXPLICIT_MARKUP.finditer(text)]
     if _BARE_HASH.search(text) is not None:
         blocks += [match.span() for match in _HASH_RUN.finditer(text) if _BARE_HASH.search(match.group())]
     return sorted(blocks)

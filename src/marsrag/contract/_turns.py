@@ -77,6 +77,37 @@ def may_end_early(text: str) -> bool:
     return may_have_tokens(text) or _may_have_role_line(text) or _may_have_user_turn(text)
 
 
+# The roles a turn start names: the prompt's side, and the model's.
+_PROMPT_ROLES: Final = frozenset({"system", "user", "developer", "human", "tool", "ipython"})
+_ANSWERING_ROLES: Final = frozenset({"assistant", "model", "bot", "gpt", "ai", "chatbot"})
+
+
+@cache
+def _turn_start() -> re.Pattern[str]:
+    """A turn-start token and the role word after it (``<|start_of_role|>system``, ``<|im_start|>user``)."""
+    tokens = {token for template in CHAT_TEMPLATES for token in template.starts}
+    return re.compile(rf"(?:{trie_pattern(tokens)})[ \t]*(?P<role>[A-Za-z]\w{{0,15}})")
+
+
+def _answering_turn(text: str) -> str:
+    """The model's last turn of a whole transcript; ``text`` itself when it is none.
+
+    A text that opens with a turn of the prompt's side (``<|start_of_role|>system``, ``<|im_start|>user``) is a
+    transcript the server printed whole: the answer is the last turn the model wrote, and a transcript with no such
+    turn holds no answer (the prompt's examples and formats are not one).
+    """
+    turns = [match for match in _turn_start().finditer(text) if match["role"].casefold() in _ROLES]
+    if not turns or turns[0]["role"].casefold() not in _PROMPT_ROLES:
+        return text
+    if strip_special_tokens(text[: turns[0].start()]).strip():
+        return text  # content before the first turn: an answer that went on into a prompt's turn
+    answering = [match for match in turns if match["role"].casefold() in _ANSWERING_ROLES]
+    return text[answering[-1].start() :] if answering else ""
+
+
+_ROLES: Final = _PROMPT_ROLES | _ANSWERING_ROLES
+
+
 @cache
 def _boundary() -> re.Pattern[str]:
     tokens = {token for template in CHAT_TEMPLATES for token in (*template.ends, *template.starts)}
@@ -92,7 +123,7 @@ def _message_ends() -> frozenset[str]:
 def end_of_turn(text: str) -> str:
     """``text`` up to its first end-of-turn token (or turn start) after content; the whole text when none."""
     if may_have_tokens(text):
-        text = _cut(text, _boundary())
+        text = _cut(_answering_turn(text), _boundary())
     if _may_have_role_line(text):
         text = _cut(text, _BARE_ROLE)
     if _may_have_user_turn(text):

@@ -615,6 +615,12 @@ CHAT_TEMPLATES: Final[tuple[ChatTemplate, ...]] = (
     ),  # fmt: skip
     ChatTemplate("Yuan 2", "LLaMA-Factory yuan", ends=("<eod>", "<sep>")),
     ChatTemplate(
+        "YaYi",
+        "LLaMA-Factory yayi: <|Human|>:/<|YaYi|>: turns, stop word <|End|>",
+        ends=("<|End|>",),
+        starts=("<|Human|>", "<|YaYi|>"),
+    ),  # fmt: skip
+    ChatTemplate(
         "Tencent Youtu-LLM, Youtu-VL",
         "LLaMA-Factory youtu, youtu_vl",
         ends=("<|end_of_text|>",),
