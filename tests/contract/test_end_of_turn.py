@@ -133,3 +133,36 @@ def test_a_whole_transcript_is_read_at_the_models_last_turn(turn: str, form: str
 def test_a_transcript_without_the_models_turn_holds_no_answer(turn: str) -> None:
     raw = turn.format(role="system", text="Answer as JSON.") + turn.format(role="user", text=json.dumps(OTHER))
     assert validate_output(raw).status == "failed"
+
+
+CUES = ["### Response:", "Answer:", "ASSISTANT:", "### 응답:", "Réponse :"]
+
+
+@pytest.mark.parametrize("cue", CUES)
+def test_a_prompt_awaiting_its_completion_holds_no_answer(cue: str) -> None:
+    """An echoed prompt whose format lists the fields, ending with the cue for the answer and nothing after it."""
+    prompt = "Answer the incident in this format:\n" + labelled("{l}: {v}", content=OTHER) + "\n\n"
+    assert validate_output(prompt + cue + "\n").status == "failed"
+
+
+def test_a_label_with_nothing_after_it_is_no_cue() -> None:
+    """An answer ending ``Loop:`` left its loop empty: partial, not a prompt."""
+    raw = "\n".join(labelled("{T}: {v}").split("\n")[:4]) + "\nLoop:"
+    result = validate_output(raw)
+    assert result.status == "partial" and [issue.field for issue in result.errors] == ["loop"]
+
+
+def test_an_answer_echoing_the_prompt_s_own_fields_is_no_answer() -> None:
+    """An eval record holding what was sent (ending in its cue) and what came back: a response repeating the
+    prompt's descriptions of the fields echoes them."""
+    described = {name: f"the {name} of the incident in a few words" for name in OTHER}
+    prompt = (
+        "Answer as five lines.\n" + labelled("{l}: {v}", content=described) + "\n\nIncident: vault seals.\n\nAnswer:"
+    )
+    record = {
+        "arguments": [[prompt, {"until": ["Incident:"]}]],
+        "resps": [["\n" + labelled("{l}: {v}", content=described)]],
+    }
+    assert validate_output(json.dumps(record)).status != "valid"
+    record["resps"] = [["\n" + labelled("{l}: {v}")]]
+    first_answer_only(json.dumps(record))

@@ -60,13 +60,13 @@ from marsrag.contract._tokens import (
     strip_trailing_tokens,
 )
 from marsrag.contract._transcribed import may_be_transcribed, transcribed_text
-from marsrag.contract._turns import end_of_turn, may_end_early, strip_role_prefix
+from marsrag.contract._turns import awaits_completion, end_of_turn, may_end_early, strip_role_prefix
 from marsrag.contract._verdict import from_keys, from_mapping, from_model, has_truncated, input_failure, with_issues
 from marsrag.contract._yaml_answers import load, yaml_document
 from marsrag.contract.issues import ContractIssue, second_answer_issue
 from marsrag.contract.model import LoopOutput
 from marsrag.contract.result import Mode, ValidationResult
-from marsrag.contract.rules import MAX_INPUT_CHARS
+from marsrag.contract.rules import MAX_INPUT_CHARS, fold
 from marsrag.contract.template import FIELDS
 
 _NON_SPACE: Final = re.compile(r"\S")
@@ -96,6 +96,7 @@ class _Candidates:
         "marked",
         "documents",
         "exact",
+        "prompted",
     )
 
     def __init__(self, cut: bool, text: str) -> None:
@@ -117,6 +118,8 @@ class _Candidates:
         self.documents: list[tuple[int, int, ValidationResult]] = []
         #: The spans of the JSON documents decoded exactly: their strings were read by the walk through them.
         self.exact: list[tuple[int, int]] = []
+        #: What a prompt in the text (one awaiting its completion) gives for each field, folded.
+        self.prompted: dict[str, set[str]] = {}
 
     def add(self, result: ValidationResult | None, position: int, end: int | None = None) -> None:
         if result is None:
@@ -144,9 +147,27 @@ class _Candidates:
     def result(self) -> ValidationResult | None:
         if self.cut:
             return self.last
-        if self.best is not None and self.best.ok and len(self.documents) > 1:
-            return with_issues(self.best, _second_document(self.documents))
-        return self.best
+        best = self.best
+        if best is not None and best.ok and len(self.documents) > 1:
+            best = with_issues(best, _second_document(self.documents))
+        if best is not None and self.prompted:
+            best = with_issues(best, _prompt_echoes(best, self.prompted))
+        return best
+
+    def prompt(self, text: str) -> None:
+        """Note what a prompt found in the text gives for each field: the same text as an answer's is an echo."""
+        sections = find_sections(text)
+        for name, value in (sections.values if sections is not None else {}).items():
+            self.prompted.setdefault(name, set()).add(fold(value))
+
+
+def _prompt_echoes(result: ValidationResult, prompted: dict[str, set[str]]) -> list[ContractIssue]:
+    """``template_echo`` errors for the fields whose value is what the text's own prompt gives for them."""
+    return [
+        ContractIssue(name, "template_echo", f"{name} repeats what the output's own prompt says of it: no answer")
+        for name in FIELDS
+        if isinstance(result.loop_output[name], str) and fold(result.loop_output[name] or "") in prompted.get(name, ())
+    ]
 
 
 def _second_document(documents: list[tuple[int, int, ValidationResult]]) -> list[ContractIssue]:
@@ -211,6 +232,10 @@ def from_text(text: str, mode: Mode, cut: bool, layer: int = 0) -> ValidationRes
         if clean is not None:
             return clean
     region = _final_answer_region(text)
+    if awaits_completion(region):
+        return input_failure(
+            mode, "unparseable", "the output is a prompt that ends with a cue for the answer, and no answer after it"
+        )
     if may_be_transcribed(region):
         # Captions or a delimited table: the text they carry is the answer's text, their cue numbers, timings and
         # other columns are not.
@@ -525,6 +550,8 @@ def _add_value(
                 # Decoded from a string inside the open document: its keys come in the order they were written.
                 last = next((name for name in map(field_key, reversed(list(answer))) if name is not None), None)
             found.add(from_keys(answer, mode, *notes, truncated=last, from_text=True), position, end)
+        elif awaits_completion(answer):
+            found.prompt(answer)  # a prompt that awaits its answer: its fields are the prompt's, no candidate
         elif layer < _MAX_LAYERS:
             result = from_text(answer, mode, cut or found.cut or isinstance(answer, Unfinished), layer + 1)
             if unfinished and not has_truncated(result):

@@ -23,6 +23,7 @@ import re
 from functools import cache
 from typing import Final
 
+from marsrag.contract._label_names import LABEL_FIELDS
 from marsrag.contract._tokens import may_have_tokens, strip_special_tokens
 from marsrag.contract._trie import trie_pattern
 from marsrag.contract.catalog import CHAT_TEMPLATES
@@ -80,6 +81,30 @@ def may_end_early(text: str) -> bool:
 # The roles a turn start names: the prompt's side, and the model's.
 _PROMPT_ROLES: Final = frozenset({"system", "user", "developer", "human", "tool", "ipython"})
 _ANSWERING_ROLES: Final = frozenset({"assistant", "model", "bot", "gpt", "ai", "chatbot"})
+
+
+# A cue: the last line of a prompt that awaits its completion ("Answer:", "### Response:", "ASSISTANT:", "### 응답:"),
+# a short name (four words at most, no counter: a console's "In [13]:" awaits the next command, not this answer)
+# and a colon, alone on its line, nothing after it.
+_CUE: Final = re.compile(r"\n[ \t]*(?:#{1,6}[ \t]*)?(?P<cue>[^\W\d_][^\n:：.!?\[\]()\d]{0,38})[:：][ \t]*\Z")
+_CUE_MAX_WORDS: Final = 4
+
+
+def awaits_completion(text: str) -> bool:
+    """Whether ``text`` is a prompt awaiting its completion: its last line a cue for the answer (``Answer:``,
+    ``### Response:``, ``ASSISTANT:``) with nothing after it.
+
+    An echoed prompt ends so when the model wrote nothing (a completion endpoint's echo, an eval harness's record of
+    what it sent): what comes before the cue is the prompt, its format and examples included, and the answer, which
+    was to follow, is missing. A label with nothing after it (``Loop:``) is an answer's empty field, no cue.
+    """
+    stripped = "\n" + text.rstrip()
+    if stripped[-1] not in (":", "："):
+        return False
+    cue = _CUE.search(stripped)
+    if cue is None or len(cue["cue"].split()) > _CUE_MAX_WORDS:
+        return False
+    return cue["cue"].strip().casefold() not in LABEL_FIELDS and bool(stripped[: cue.start()].strip())
 
 
 @cache
