@@ -166,3 +166,16 @@ def test_an_answer_echoing_the_prompt_s_own_fields_is_no_answer() -> None:
     assert validate_output(json.dumps(record)).status != "valid"
     record["resps"] = [["\n" + labelled("{l}: {v}")]]
     first_answer_only(json.dumps(record))
+
+
+@pytest.mark.parametrize("response", ["### Response:", "### Réponse :", "### Antwort:"])
+def test_a_plain_transcript_opening_with_the_prompt_is_read_under_its_last_heading(response: str) -> None:
+    """Alpaca-style parts (``### System:``, ``### Instruction:``, then the response's heading in any language): the
+    answer is under the last heading, not cut at the instruction."""
+    raw = (
+        "### System:\nBelow is an instruction. Write a response.\n\n### Instruction:\nExplain the incident as:\n"
+        + labelled("{l}: {v}", content=OTHER)
+        + f"\n\n{response}\n"
+        + labelled("{T}: {v}")
+    )
+    first_answer_only(raw)

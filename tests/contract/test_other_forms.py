@@ -182,3 +182,61 @@ def test_any_answer_as_an_html_list_or_a_repr_validates_to_the_same_fields(answe
     assert dict(validate_output(html).loop_output) == answer
     assert dict(validate_output(repr(LoopOutput.model_validate(answer))).loop_output) == answer
     assert json.loads(LoopOutput.model_validate(answer).model_dump_json()) == answer
+
+
+# -- printed Python values: objects printed as calls, a console's pretty-printed dict -------------------------------
+
+PRINTED_VALUES = {
+    "a message object holding JSON": "{'agent': {'messages': [AIMessage(content="
+    + repr(json.dumps(CONTENT))
+    + ", additional_kwargs={'refusal': None}, id='run-1', usage_metadata={'input_tokens': 412})]}}",
+    "keyword arguments beside a positional one": "Response(Stop, message=Message(role='assistant', content="
+    + repr("\n".join(f"{k}: {v}" for k, v in CONTENT.items()))
+    + "))",
+    "pprint after the console line": "In [13]: pprint(answer)\n{"
+    + ",\n ".join(f"{k!r}: {v[:30]!r}\n    {v[30:]!r}" for k, v in sorted(CONTENT.items()))
+    + "}\n\nIn [14]: ",
+}
+
+
+@pytest.mark.parametrize("raw", PRINTED_VALUES.values(), ids=PRINTED_VALUES.keys())
+def test_printed_python_values_are_walked_as_json_is(raw: str) -> None:
+    result = validate_output(raw)
+    assert result.status == "valid", result.errors
+    assert dict(result.loop_output) == CONTENT
+
+
+def test_a_name_printed_in_a_fields_place_is_no_string() -> None:
+    """``loop=NEXT_STEP`` in a printed object: a name, not content."""
+    fields = ", ".join(f"{k}={v!r}" for k, v in CONTENT.items() if k != "loop")
+    assert validate_output(f"Answer(message=Fields({fields}, loop=NEXT_STEP))").status != "valid"
+
+
+# -- configuration files: TOML and INI, by the standard library's parsers ---------------------------------------
+
+
+def _halves(value: str) -> tuple[str, str]:
+    """A value cut in two at a space, as a line is wrapped."""
+    cut = value.index(" ", 25)
+    return value[:cut], value[cut + 1 :]
+
+
+CONFIG_FILES = {
+    "toml multi-line strings": "[answer]\n"
+    + "\n".join('{} = """\\\n  {} \\\n  {}"""'.format(k, *_halves(v)) for k, v in CONTENT.items()),
+    "toml literal strings": "\n".join(f"{k} = '{v}'" for k, v in CONTENT.items()),
+    "ini continuation lines": "[answer]\n"
+    + "\n".join("{} = {}\n    {}".format(k, *_halves(v)) for k, v in CONTENT.items()),
+}
+
+
+@pytest.mark.parametrize("raw", CONFIG_FILES.values(), ids=CONFIG_FILES.keys())
+def test_configuration_files(raw: str) -> None:
+    result = validate_output(raw)
+    assert result.status == "valid", result.errors
+    assert {name: collapse(value) for name, value in result.loop_output.items()} == CONTENT
+
+
+def test_an_ini_file_giving_a_key_twice_is_no_answer() -> None:
+    raw = "[answer]\n" + "\n".join(f"{k} = {v}" for k, v in CONTENT.items()) + "\nloop = Or shall we wait a day?\n"
+    assert validate_output(raw).status != "valid"

@@ -57,3 +57,88 @@ def read_printed(text: str) -> Printed | None:
     if tail is not None and (name := field_key(tail["key"])) is not None and name not in values:
         values[name], truncated = tail["rest"].rstrip(")"), name
     return Printed(values, first.start(), truncated) if values else None
+
+
+# Printed Python values: the paragraphs of a text (blank lines apart) that are one expression each.
+_PARAGRAPH: Final = re.compile(r"\S(?:.|\n(?![ \t]*\n))*")
+_MAX_PRINTED_CHARS: Final = 32_768
+_MAX_NODES: Final = 4096
+
+
+class _NotAValue(Exception):
+    """An expression that is no printed value (an operation, a comprehension, a lambda)."""
+
+
+def printed_values(text: str) -> list[tuple[int, object]]:
+    """The values of the paragraphs of ``text`` that are printed Python values, each with its offset.
+
+    A printed value is a literal (``{'hook': '...'}``, with Python's quotes, escapes and implicit string
+    concatenation) whose objects may be printed as calls: ``AIMessage(content='...', id='run-1')`` is read as the
+    mapping of its keyword arguments, ``Some(Stop)`` as its one argument. A name in a value's place (``None``,
+    ``True`` aside) stays a name, which is no string, so it is never read as content.
+    """
+    found: list[tuple[int, object]] = []
+    for paragraph in _PARAGRAPH.finditer(text):
+        body = paragraph.group().rstrip()
+        if len(body) > _MAX_PRINTED_CHARS or body[-1:] not in ")}]":
+            continue
+        # The paragraph, else the value printed under the line that asked for it (a console's "In [13]: pprint(x)").
+        opener = _VALUE_LINE.search(body, 1)
+        for start in (0, opener.start() + 1) if opener is not None else (0,):
+            value = _parsed(body[start:])
+            if value is not _NOTHING:
+                found.append((paragraph.start() + start, value))
+                break
+    return found
+
+
+_NOTHING: Final = object()
+_VALUE_LINE: Final = re.compile(r"\n[ \t]*[\[{]")
+
+
+def _parsed(body: str) -> object:
+    try:
+        return _value(ast.parse(body, mode="eval").body, [_MAX_NODES])
+    except (SyntaxError, ValueError, MemoryError, RecursionError, _NotAValue):
+        return _NOTHING
+
+
+_NAMES: Final = {"None": None, "True": True, "False": False}
+
+
+def _value(node: ast.expr, budget: list[int]) -> object:
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _NotAValue
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Dict):
+        pairs = zip(node.keys, node.values, strict=True)
+        return {_value(key, budget) if key is not None else None: _value(value, budget) for key, value in pairs}
+    if isinstance(node, ast.List | ast.Tuple | ast.Set):
+        return [_value(item, budget) for item in node.elts]
+    if isinstance(node, ast.Name):
+        return _NAMES.get(node.id, _Name(node.id))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        return -node.operand.value if isinstance(node.operand.value, int | float) else _Name("-")
+    if isinstance(node, ast.Call):
+        if node.keywords:
+            return {keyword.arg: _value(keyword.value, budget) for keyword in node.keywords if keyword.arg}
+        if len(node.args) == 1:
+            return _value(node.args[0], budget)
+        return [_value(arg, budget) for arg in node.args]
+    if isinstance(node, ast.Attribute):
+        return _Name(ast.unparse(node))
+    raise _NotAValue
+
+
+class _Name:
+    """A name printed where a value is (an enum member, a variable): no string the answer wrote."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name

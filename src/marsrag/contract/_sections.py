@@ -73,6 +73,7 @@ _XML_CLOSE: Final = {name: re.compile(rf"</{name}\s*>", re.IGNORECASE) for name 
 # Decoration left around a body: emphasis markers, stray separators, horizontal rules and fences.
 _BODY_LEAD: Final = re.compile(r"(?:[ \t]*(?:\*\*|__|[:：]))+")
 _RULE_OR_FENCE: Final = re.compile(r"[ \t]*(?:-{3,}|\*{3,}|_{3,}|`{3,}\w*)[ \t]*")
+_EMPTY_ELEMENTS: Final = re.compile(r"(?:\s*<[A-Za-z][\w:.-]{0,40}(?:\s[^<>]{0,200})?/>)+\s*\Z")
 _DECORATED_EDGES: Final = frozenset("*_:：-`\"',")
 _MARKDOWN_ESCAPE: Final = re.compile(r"\\([!-/:-@\[-`{-~])")
 # An escape of punctuation other than the backslash, not itself escaped: what shows a text was escaped (a doubled
@@ -190,6 +191,9 @@ def _tidy(body: str) -> str:
         # visible ("in\-flight", "\(set in March\)"); inside a code span they are literal, so a body with one
         # keeps them.
         body = _MARKDOWN_ESCAPE.sub(r"\1", body)
+    if body[-2:] == "/>":
+        # An empty element after the text (SSML's <break time="500ms"/>, an <br/>) is markup, not content.
+        body = _EMPTY_ELEMENTS.sub("", body)
     if body and (body[0] in _DECORATED_EDGES or body[-1] in _DECORATED_EDGES or "\n" in body):
         return _clean(body)
     return body

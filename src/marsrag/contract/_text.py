@@ -25,6 +25,7 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
+from marsrag.contract._config_files import config_values, may_be_config
 from marsrag.contract._escapes import unescape_layer
 from marsrag.contract._expressions import code_issues, code_values
 from marsrag.contract._html import html_to_markdown, may_be_html
@@ -47,7 +48,7 @@ from marsrag.contract._json_forms import (
 )
 from marsrag.contract._json_rewrites import may_rewrite, rewrite
 from marsrag.contract._keyed import may_have_keys, read_keyed
-from marsrag.contract._python_repr import read_printed
+from marsrag.contract._python_repr import printed_values, read_printed
 from marsrag.contract._reasoning import may_have_reasoning, strip_reasoning
 from marsrag.contract._runaway import ends_in_loop
 from marsrag.contract._sections import find_sections
@@ -380,6 +381,14 @@ def _other_forms(region: str, mode: Mode, found: _Candidates, layer: int, sectio
             found.add(
                 from_mapping(printed.values, mode, (), truncated=printed.truncated, from_text=True), printed.start
             )
+    if not found.valid and may_be_config(region):
+        # A configuration file (TOML, INI): its sections read as a JSON document's objects are.
+        for value in config_values(region):
+            _add_value(value, sections_start, mode, found, layer, cut=False)
+    if not found.valid and layer < _MAX_LAYERS and ("(" in region or "'" in region):
+        # Objects printed by Python (``AIMessage(content='...')``): their keyword arguments are walked as JSON is.
+        for offset, value in printed_values(region):
+            _add_value(value, offset, mode, found, layer, cut=False)
     if not found.valid and layer < _MAX_LAYERS and may_be_html(region):
         found.add(from_text(html_to_markdown(region), mode, found.cut, layer + 1), region.index("<"))
 

@@ -152,8 +152,29 @@ def end_of_turn(text: str) -> str:
     if _may_have_role_line(text):
         text = _cut(text, _BARE_ROLE)
     if _may_have_user_turn(text):
-        text = _cut(text, _USER_TURN)
+        text = _cut(_last_heading_section(text), _USER_TURN)
     return text
+
+
+# A plain-text transcript's opening: the prompt's side first ("### System:", "### Instruction:", "User:").
+_PROMPT_OPENING: Final = re.compile(
+    r"\s*(?:#{1,4}[ \t]*)?(?:system|instruction|input|user|human)[ \t]*:", re.IGNORECASE
+)
+# A prompt format's section heading alone on its line ("### Response:", "### Antwort:").
+_SECTION_HEADING: Final = re.compile(r"(?m)^#{1,4}[ \t]*[^\W\d_][^\n#:：]{0,30}[:：][ \t]*$")
+
+
+def _last_heading_section(text: str) -> str:
+    """The body of the last section heading of a plain-text transcript that opens with the prompt's side.
+
+    Alpaca-style prompt formats (Vigogne's, Alpaca's, Orca's) write each part under a heading (``### System:``,
+    ``### Instruction:``, ``### Response:``): when the text opens with the prompt's part, it is the whole
+    transcript, and the model's answer is under the last heading, in whatever language it is named.
+    """
+    if _PROMPT_OPENING.match(text) is None:
+        return text
+    headings = list(_SECTION_HEADING.finditer(text))
+    return text[headings[-1].end() :] if len(headings) > 1 else text
 
 
 def _cut(text: str, boundary: re.Pattern[str]) -> str:
