@@ -355,6 +355,15 @@ EXAMPLES: dict[str, list[tuple[str, dict[str, str]]]] = {
         ("\n".join(f"## {n.title()}\n{v}\n" for n, v in B.items()), B),
     ],
     "xml_tags": [(xml(A, "<{n}>", "</{n}>"), A)],
+    "apple_plist": [
+        (
+            '<?xml version="1.0" encoding="UTF-8"?>\n<plist version="1.0">\n<dict>\n'
+            + "".join(f"\t<key>{n}</key>\n\t<string>{v}</string>\n" for n, v in A.items())
+            + "\t<key>tokens</key>\n\t<integer>212</integer>\n</dict>\n</plist>",
+            A,
+        ),
+        ("<dict>" + "".join(f"<key>{n}</key><string>{v}</string>" for n, v in B.items()) + "</dict>", B),
+    ],
     "bracket_tags": [
         (xml(A, "[{n}]\n", "\n[/{n}]"), A),
         ("[CONTENT]\n" + xml(B, "[{n}]", "[/{n}]") + "\n[/CONTENT]", B),

@@ -27,6 +27,11 @@ RENDERINGS = {
         "<arg_key:ab12>{n}</arg_key:ab12><arg_value:ab12>{v}</arg_value:ab12>",
         "<x|arg_key>{n}</x|arg_key><x|arg_type>string</x|arg_type><x|arg_value>{v}</x|arg_value>",
     ],
+    "key_element": [
+        "<key>{n}</key>\n<string>{v}</string>",
+        "<name>{n}</name><value>{v}</value>",
+        "<ns:key>{n}</ns:key> <ns:text>{v}</ns:text>",
+    ],
     "element": ["<{n}>{v}</{n}>", '<{n} id="1">\n{v}\n</{n}>', "<ns:{n}>{v}</ns:{n}>"],
     "bracket_element": ["[{n}]{v}[/{n}]", "[{n}]\n{v}\n[/{n}]\n", "[{n}] {v}\n"],
     "field_marker": ["[[ ## {n} ## ]]\n{v}\n", "[[## {n} ##]] {v}\n"],

@@ -31,6 +31,8 @@ pytestmark = pytest.mark.crewai
 CLEAR = "\x1b[2J\x1b]0;PWNED\x07"
 PAYLOAD = f"{CLEAR} [bold]loud[/bold] \x9b31m\x7f"
 SHOWN = visible(CLEAR)  # "\x1b[2J\x1b]0;PWNED\x07" as backslash text
+#: What makes a hostile value a sentence among sentences (a short fragment is refused as a stand-in).
+TAIL = " sits in the middle of a full sentence."
 WORKFLOW = "wf\x1b[31mRED"
 #: Any control character a terminal might obey (newline and tab are text).
 RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -60,8 +62,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
         workflows.replace("support_answer:", f"{json.dumps(WORKFLOW)}:", 1), encoding="utf-8"
     )
     db = f"sqlite:///{directory}/runs.db"
-    hostile = answer(hook=f"Hook {PAYLOAD}", grip=f"Grip {PAYLOAD}", loop=f"Loop {CLEAR}?")
-    outputs = [f"HOOK: {PAYLOAD}", f"nothing {PAYLOAD}", hostile, hostile]
+    hostile = answer(hook=f"Hook {PAYLOAD}{TAIL}", grip=f"Grip {PAYLOAD}{TAIL}", loop=f"Loop {CLEAR}?")
+    outputs = [f"HOOK: {PAYLOAD}{TAIL}", f"nothing {PAYLOAD}", hostile, hostile]
     replay = directory / "replay.jsonl"
     replay.write_text("".join(json.dumps({"output": o}) + "\n" for o in outputs), encoding="utf-8")
     settings = resolve_settings(config=config, llm=f"replay:{replay}", db=db)
@@ -175,13 +177,13 @@ def test_metrics_and_tune_print_hostile_workflow_names_visibly(world: World) -> 
 def test_validate_prints_hostile_files_and_names_visibly(world: World) -> None:
     """A file whose name and answer hold escapes: text and JSON output, and the error line of a missing one."""
     path = world.directory / f"answer{CLEAR}.json"
-    path.write_text(answer(hook=f"Hook {PAYLOAD}"), encoding="utf-8")
+    path.write_text(answer(hook=f"Hook {PAYLOAD}{TAIL}"), encoding="utf-8")
     text = marsrag(world, "validate", str(path))
     assert text.returncode == 0, text.stderr
     assert_inert(text, f"answer{SHOWN}.json", f"Hook {SHOWN}")
     as_json = marsrag(world, "validate", str(path), "--format", "json")
     assert_inert(as_json)
-    assert json.loads(as_json.stdout)["loop_output"]["hook"] == f"Hook {PAYLOAD}"
+    assert json.loads(as_json.stdout)["loop_output"]["hook"] == f"Hook {PAYLOAD}{TAIL}"
     missing = marsrag(world, "validate", str(world.directory / f"gone{CLEAR}"))
     assert missing.returncode == 2 and "gone" in missing.stderr
     assert_inert(missing)
@@ -190,7 +192,7 @@ def test_validate_prints_hostile_files_and_names_visibly(world: World) -> None:
 def test_run_progress_and_output_are_inert(world: World) -> None:
     """`marsrag run` in text: the progress lines on stderr and the printed run, hostile answers included."""
     replay = world.directory / "again.jsonl"
-    hostile = answer(payoff=f"Payoff {PAYLOAD}")
+    hostile = answer(payoff=f"Payoff {PAYLOAD}{TAIL}")
     replay.write_text("".join(json.dumps({"output": hostile}) + "\n" for _ in range(3)), encoding="utf-8")
     proc = marsrag(
         world, "run", "latency", "--db", world.db, "--config", str(world.config), "--llm", f"replay:{replay}"

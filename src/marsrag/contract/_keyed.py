@@ -71,6 +71,15 @@ KEY_SYNTAXES: Final[tuple[KeySyntax, ...]] = (
         rf"<\s*{_NS}arg_value{_SFX}\s*>",
         rf"<\s*/\s*{_NS}arg_value{_SFX}\s*>",
     ),
+    # A key element naming the field, then the element holding its value: Apple's property lists
+    # ("<key>hook</key><string>...</string>"), and any markup that pairs a key element with a value element.
+    _syntax(
+        "key_element",
+        "apple_plist",
+        rf"<\s*{_NS}(?:key|name){_SFX}\s*>\s*{_NAME}\s*<\s*/\s*{_NS}(?:key|name){_SFX}\s*>\s*"
+        rf"<\s*{_NS}(?!/)[A-Za-z][\w.-]{{0,30}}{_SFX}\s*>",
+        rf"<\s*/\s*{_NS}[A-Za-z][\w.-]{{0,30}}{_SFX}\s*>",
+    ),
     _syntax(
         "element",
         "xml_tags, dspy_xml, minimax_m3",

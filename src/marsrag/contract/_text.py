@@ -19,6 +19,7 @@ The work goes cheapest first:
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Mapping
 from typing import Any, Final
@@ -391,6 +392,10 @@ def _other_forms(region: str, mode: Mode, found: _Candidates, layer: int, sectio
             _add_value(value, offset, mode, found, layer, cut=False)
     if not found.valid and layer < _MAX_LAYERS and may_be_html(region):
         found.add(from_text(html_to_markdown(region), mode, found.cut, layer + 1), region.index("<"))
+    if not found.valid and layer < _MAX_LAYERS and "&lt;" in region:
+        # Markup escaped as entities inside other markup (an Atom or RSS entry's HTML content, an XML string):
+        # read once more with the entities decoded.
+        found.add(from_text(html.unescape(region), mode, found.cut, layer + 1), region.index("&lt;"))
 
 
 def _json_document(text: str) -> bool:

@@ -446,6 +446,13 @@ FORMATS: Final[tuple[Format, ...]] = (
         "<hook>...</hook>",
     ),
     Format(
+        "apple_plist",
+        "Apple property lists (plutil -convert xml1, NSDictionary writeToFile), key/value element pairs",
+        "apple: PropertyList-1.0.dtd (dict: alternating key and value elements)",
+        "keyed",
+        "<dict><key>hook</key><string>...</string>...</dict>",
+    ),
+    Format(
         "bracket_tags",
         "MetaGPT ActionNode, square-bracket section markers",
         "metagpt: metagpt/actions/action_node.py ([CONTENT]...[/CONTENT])",
