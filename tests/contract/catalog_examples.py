@@ -373,4 +373,25 @@ EXAMPLES: dict[str, list[tuple[str, dict[str, str]]]] = {
     "table": [("| Section | Content |\n|---|---|\n" + "\n".join(f"| {n.title()} | {v} |" for n, v in B.items()), B)],
     "printed": [(f"LoopOutput({kwargs(A, quote=chr(39))})", A)],
     "html": [("".join(f"<h2>{n.title()}</h2><p>{v}</p>" for n, v in A.items()), A)],
+    "php_print_r": [("Array\n(\n" + "".join(f"    [{n}] => {v}\n" for n, v in A.items()) + ")\n", A)],
+    "php_var_dump": [
+        ("array(5) {\n" + "".join(f'  ["{n}"]=>\n  string({len(v)}) "{v}"\n' for n, v in B.items()) + "}", B)
+    ],
+    "perl_dumper": [("$VAR1 = {\n" + ",\n".join(f"  '{n}' => '{v}'" for n, v in A.items()) + "\n};", A)],
+    "r_list": [("\n\n".join(f'${n}\n[1] "{v}"' for n, v in A.items()) + "\n", A)],
+    "edn": [("{" + "\n ".join(f':{n} "{v}"' for n, v in B.items()) + "}", B)],
+    "erlang_map": [("#{" + ",\n  ".join(f'<<"{n}">> => <<"{v}">>' for n, v in A.items()) + "}", A)],
+    "redis_reply": [("\n".join(f'{2 * i + 1}) "{n}"\n{2 * i + 2}) "{v}"' for i, (n, v) in enumerate(B.items())), B)],
+    "to_string": [
+        ("LoopOutput(" + ", ".join(f"{n}={v}" for n, v in A.items()) + ")", A),
+        ("LoopOutput[" + ", ".join(f"{n}={v}" for n, v in B.items()) + "]", B),
+    ],
+    "latex_items": [
+        (
+            "\\begin{description}\n"
+            + "\n".join(f"  \\item[{n.title()}] {v}" for n, v in A.items())
+            + "\n\\end{description}",
+            A,
+        )
+    ],
 }

@@ -388,7 +388,7 @@ def _line_start(text: str, offset: int) -> int:
     return text.rfind("\n", 0, offset) + 1
 
 
-def _comment_blocks(text: str) -> list[tuple[int, int]]:
+def comment_blocks(text: str) -> list[tuple[int, int]]:
     """The spans of comment blocks: runs of lines starting with ``//``, reStructuredText's explicit markup, and
     runs of lines starting with ``#`` that hold a line that is only ``#``.
 
@@ -410,10 +410,10 @@ def _comment_blocks(text: str) -> list[tuple[int, int]]:
 def _own_labels(text: str, labels: list[_Label]) -> tuple[list[_Label], int | None]:
     """The labels of the text's own answer, and where the text that is not its own starts after them (or None).
 
-    Not its own: a comment block (:func:`_comment_blocks`), and, when some labels are outside quotes, quoted text
+    Not its own: a comment block (:func:`comment_blocks`), and, when some labels are outside quotes, quoted text
     (``> `` lines: an email's quoted history, someone else's words). An answer that is all quoted is still read.
     """
-    comments = _comment_blocks(text)
+    comments = comment_blocks(text)
     quoted = [text[_line_start(text, start) : start + 1].lstrip()[:1] == ">" for start, _, _ in labels]
     drop_quoted = any(quoted) and not all(quoted)
     if not comments and not drop_quoted:

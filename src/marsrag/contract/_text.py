@@ -30,6 +30,7 @@ from marsrag.contract._config_files import config_values, may_be_config
 from marsrag.contract._escapes import unescape_layer
 from marsrag.contract._expressions import code_issues, code_values
 from marsrag.contract._html import html_to_markdown, may_be_html
+from marsrag.contract._inferred import Inferred, only_marks, read_inferred
 from marsrag.contract._json_cut import cut_field, scan_end, unfinished_field
 from marsrag.contract._json_forms import (
     Decoded,
@@ -340,6 +341,7 @@ def _collect(region: str, mode: Mode, found: _Candidates, layer: int) -> None:
                 # All five fields keyed by explicit markup, and none as a JSON key: that is how this text is
                 # written, and a repair of it as JSON, or a looser reading of it, can only do worse (it would keep
                 # the markup in the values, and take a key's markup for the content of a value left empty).
+                _inferred_keys(region, mode, found)  # unless the same keys read tighter by their own shape
                 return
     if "{" in region or "[" in region or '"' in region:
         for segment in segments(region):
@@ -360,6 +362,7 @@ def _collect(region: str, mode: Mode, found: _Candidates, layer: int) -> None:
         conflicts = [issue for issue in sections.conflicts if issue.field != last]
         found.add(with_issues(result, conflicts), sections.start)
     _other_forms(region, mode, found, layer, sections.start if sections is not None else 0)
+    _inferred_keys(region, mode, found)
 
 
 def _other_forms(region: str, mode: Mode, found: _Candidates, layer: int, sections_start: int) -> None:
@@ -396,6 +399,44 @@ def _other_forms(region: str, mode: Mode, found: _Candidates, layer: int, sectio
         # Markup escaped as entities inside other markup (an Atom or RSS entry's HTML content, an XML string):
         # read once more with the entities decoded.
         found.add(from_text(html.unescape(region), mode, found.cut, layer + 1), region.index("&lt;"))
+
+
+def _inferred_keys(region: str, mode: Mode, found: _Candidates) -> None:
+    """The last resort: the fields keyed by a shape the text itself gives its keys. When another reading found the
+    fields, this one still replaces it if it is the same answer read tighter (the other kept a key's marks, or the
+    next key, in its values)."""
+    inferred = read_inferred(region)
+    if inferred is None:
+        return
+    last = next(reversed(inferred.values)) if found.cut else None
+    result = from_mapping(inferred.values, mode, (), truncated=last, from_text=True)
+    best = found.best
+    if best is None or not best.loop_output or not any(best.loop_output.values()):
+        # Only where nothing else read a field: a refusal another reading gave has its reason (a second answer, a
+        # quote, a cut), which a shape of keys cannot see.
+        found.add(result, inferred.start)
+    elif _tighter(inferred, best.loop_output):
+        found.best = result
+
+
+def _tighter(inferred: Inferred, other: Mapping[str, Any]) -> bool:
+    """Whether the values read by shape are ``other``'s, some of them without what surrounds them there: marks
+    (``=> ``, ``\\item``, a closing ``)``) or the next key of the shape with its value."""
+
+    def around(mine: str, theirs: str) -> bool:
+        extra = theirs.replace(mine, "\n", 1)
+        return only_marks(extra) or inferred.keys.search(extra) is not None
+
+    # The field keyed with the structure's opener, if the other reading did not find it at all, is no disagreement
+    # (the opener hid its key from that reading).
+    pairs = [
+        (" ".join(inferred.values[name].split()), str(other[name] or ""))
+        for name in FIELDS
+        if other[name] or name != inferred.opened
+    ]
+    return all(mine in " ".join(theirs.split()) and around(mine, theirs) for mine, theirs in pairs) and (
+        len(pairs) < len(FIELDS) or any(mine != " ".join(theirs.split()) for mine, theirs in pairs)
+    )
 
 
 def _json_document(text: str) -> bool:

@@ -47,9 +47,22 @@ SOURCES: Final[tuple[str, ...]] = (
 #:   ``<arg_key>hook</arg_key><arg_value>``, ``<hook>``, ``[[ ## hook ## ]]``, ``hook:<escape>``...), its value the
 #:   text the key introduces, markup removed;
 #: - ``labels``: labelled sections (``HOOK: ...``, ``## Hook``), the contract template's own form;
-#: - ``yaml``, ``table``, ``printed`` (a model's repr), ``html``: the other readings of plain answers.
-Reading = Literal["json", "python_call", "keyed", "labels", "yaml", "table", "printed", "html"]
-READINGS: Final[tuple[Reading, ...]] = ("json", "python_call", "keyed", "labels", "yaml", "table", "printed", "html")
+#: - ``yaml``, ``table``, ``printed`` (a model's repr), ``html``: the other readings of plain answers;
+#: - ``shape``: the last resort, keys in the shape the text itself gives the five field names (the marks before and
+#:   after each, the separator that follows: ``[hook] => ...``, ``$hook``, ``:hook "..."``), each value a string
+#:   literal or one line (:mod:`marsrag.contract._inferred`).
+Reading = Literal["json", "python_call", "keyed", "labels", "yaml", "table", "printed", "html", "shape"]
+READINGS: Final[tuple[Reading, ...]] = (
+    "json",
+    "python_call",
+    "keyed",
+    "labels",
+    "yaml",
+    "table",
+    "printed",
+    "html",
+    "shape",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -463,6 +476,36 @@ FORMATS: Final[tuple[Format, ...]] = (
     Format("table", "Markdown tables", "GitHub-flavoured Markdown", "table", "| Section | Content |"),
     Format("printed", "a printed pydantic model or dataclass", "Python repr", "printed", "LoopOutput(hook='...', ...)"),
     Format("html", "HTML answers", "HTML 5", "html", "<h2>Hook</h2><p>...</p>"),
+    # -- values printed by a language's own dump of a mapping: keys in the shape the printer gives them ------------
+    Format("php_print_r", "PHP print_r", "php.net: function.print-r", "shape", "Array\n(\n    [hook] => ...\n)"),
+    Format(
+        "php_var_dump",
+        "PHP var_dump",
+        "php.net: function.var-dump",
+        "shape",
+        'array(5) {\n  ["hook"]=>\n  string(61) "..."\n}',
+    ),  # fmt: skip
+    Format("perl_dumper", "Perl Data::Dumper", "perldoc: Data::Dumper", "shape", "$VAR1 = {\n  'hook' => '...',\n};"),
+    Format("r_list", "R's print of a named list", "R: print.default (list components)", "shape", '$hook\n[1] "..."'),
+    Format("edn", "Clojure EDN maps", "edn-format.org", "shape", '{:hook "..." :grip "..."}'),
+    Format(
+        "erlang_map", "Erlang and Elixir ~p maps", "erlang.org: io format ~p", "shape", '#{<<"hook">> => <<"...">>}'
+    ),
+    Format(
+        "redis_reply",
+        "redis-cli replies (HGETALL, XRANGE)",
+        "redis.io: RESP, redis-cli",
+        "shape",
+        '1) "hook"\n2) "..."',
+    ),
+    Format(
+        "to_string",
+        "Kotlin data classes, Java records, C# records (toString)",
+        "kotlinlang.org: data classes; JLS 8.10.3",
+        "shape",
+        "LoopOutput(hook=..., grip=...)",
+    ),  # fmt: skip
+    Format("latex_items", "LaTeX description lists", "LaTeX: description environment", "shape", "\\item[Hook] ..."),
 )
 
 
