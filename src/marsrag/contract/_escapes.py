@@ -53,3 +53,32 @@ def unescape_layer(text: str) -> str:
         # "\ud83d\ude00" decodes to two surrogates: join each pair into its character, replace lone ones.
         result = result.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     return result
+
+
+# A string literal's escapes in any language's notation: code points as Perl (``\\x{2014}``), Ruby and Rust
+# (``\\u{2014}``), JSON and Python (``\\u2014``), C (``\\x41``) and Haskell (``\\8212``, and ``\\&``, which is
+# nothing) write them, and a backslash before any other character, which stands for that character.
+_LITERAL_ESCAPE: Final = re.compile(
+    r"\\(?:x\{(?P<perl>[0-9a-fA-F]{1,6})\}|u\{(?P<brace>[0-9a-fA-F]{1,6})\}|u(?P<u4>[0-9a-fA-F]{4})"
+    r"|x(?P<x2>[0-9a-fA-F]{2})|(?P<decimal>[1-9][0-9]{1,6})|(?P<char>.))",
+    re.DOTALL,
+)
+_LITERAL_SIMPLE: Final = {"n": "\n", "t": "\t", "r": "", "&": "", "0": ""}
+#: Escapes Python's literals do not define: a literal holding one was written in another language.
+FOREIGN_ESCAPE: Final = re.compile(r"\\(?:[89&]|[xu]\{)")
+
+
+def unescape_literal(body: str) -> str:
+    """A string literal's body (its quotes removed) with its escapes decoded, whatever language wrote it."""
+
+    def decoded(match: re.Match[str]) -> str:
+        digits = match["perl"] or match["brace"] or match["u4"] or match["x2"]
+        if digits is not None:
+            code = int(digits, 16)
+        elif match["decimal"]:
+            code = int(match["decimal"])
+        else:
+            return _LITERAL_SIMPLE.get(match["char"], match["char"])
+        return chr(code) if code < 0x110000 and not 0xD800 <= code < 0xE000 else match[0]
+
+    return _LITERAL_ESCAPE.sub(decoded, body)

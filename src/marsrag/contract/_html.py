@@ -22,6 +22,12 @@ _TAG: Final = re.compile(
     re.IGNORECASE,
 )
 _BLANK_LINES: Final = re.compile(r"\n[ \t]*(?:\n[ \t]*)+")
+# An element marked as a placeholder (Confluence's <ac:placeholder>, a template's): its text stands in for content.
+_PLACEHOLDER_ELEMENT: Final = re.compile(
+    r"<(?P<tag>(?:[\w.-]+:)?[\w.-]*placeholder)\b[^<>]*>.*?</(?P=tag)\s*>", re.IGNORECASE | re.DOTALL
+)
+# A namespaced element's tags (Confluence's <ac:structured-macro>, <ri:page>): a platform's markup, not text.
+_NAMESPACED_TAG: Final = re.compile(r"</?[A-Za-z][\w.-]*:[A-Za-z][\w.-]*(?:\s[^<>]*)?/?>")
 
 
 def may_be_html(text: str) -> bool:
@@ -48,5 +54,9 @@ def html_to_markdown(text: str) -> str:
             return "\n"
         return ""
 
+    if "placeholder" in text.lower():
+        text = _PLACEHOLDER_ELEMENT.sub("", text)  # a placeholder's text is a stand-in, no content
+    if ":" in text:
+        text = _NAMESPACED_TAG.sub("", text)
     converted = html.unescape(_TAG.sub(markdown, text))
     return _BLANK_LINES.sub("\n\n", converted).strip()

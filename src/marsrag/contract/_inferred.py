@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Final, NamedTuple
 from urllib.parse import unquote_plus
 
+from marsrag.contract._escapes import unescape_literal
 from marsrag.contract._sections import comment_blocks
 from marsrag.contract.fields import FIELDS
 
@@ -37,12 +38,6 @@ _JUNK_MAX: Final = 16
 _QUOTES: Final = {'"': '"', "'": "'", "“": "”", "«": "»"}
 _LITERAL_START: Final = re.compile(rf"^(?:[^\s\"'“«]{{1,{_JUNK_MAX}}}[ \t]*)?(?P<quote>[\"'“«])")
 _TRAILING_JUNK: Final = re.compile(rf"[^\w\"'”»]{{0,{_JUNK_MAX}}}$")
-_ESCAPE: Final = re.compile(
-    r"\\(?:x\{(?P<perl>[0-9a-fA-F]{1,6})\}|u\{(?P<brace>[0-9a-fA-F]{1,6})\}|u(?P<u4>[0-9a-fA-F]{4})"
-    r"|x(?P<x2>[0-9a-fA-F]{2})|(?P<decimal>[1-9][0-9]{1,6})|(?P<char>.))",
-    re.DOTALL,
-)
-_SIMPLE_ESCAPES: Final = {"n": "\n", "t": "\t", "r": "", "&": "", "0": ""}
 _EDGE_TAGS: Final = re.compile(r"(?:\s*</?[A-Za-z][^<>\n]{0,80}>|\s*<[A-Za-z][\w:.-]{0,40})+\s*$")
 _COMMAND: Final = re.compile(r"\\[A-Za-z]+(?:\{[^{}\n]*\})*|<[^<>\n]*>")
 _LETTER: Final = re.compile(r"[^\W\d_]")
@@ -254,7 +249,7 @@ def _literals(value: str) -> str | None:
         close = _closing_quote(value, position + 1, _QUOTES[quote])
         if close is None:
             return None
-        pieces.append(_unescape(value[position + 1 : close]))
+        pieces.append(unescape_literal(value[position + 1 : close]))
         rest = re.compile(r"[^\w\"'“«]*").match(value, close + 1)
         assert rest is not None
         if rest.end() == len(value):
@@ -277,23 +272,6 @@ def _closing_quote(value: str, start: int, quote: str) -> int | None:
             return index
         index += 1
     return None
-
-
-def _unescape(text: str) -> str:
-    """A literal's escapes decoded: ``\\n``, ``\\"``, and code points as Perl (``\\x{2014}``), Ruby and Rust
-    (``\\u{2014}``), JSON (``\\u2014``), C (``\\x41``) and Haskell (``\\8212``, ``\\&``) write them."""
-
-    def decoded(match: re.Match[str]) -> str:
-        digits = next((group for group in match.groups()[:4] if group), None)
-        if digits is not None:
-            code = int(digits, 16)
-        elif match["decimal"]:
-            code = int(match["decimal"])
-        else:
-            return _SIMPLE_ESCAPES.get(match["char"], match["char"])
-        return chr(code) if code < 0x110000 and not 0xD800 <= code < 0xE000 else match[0]
-
-    return _ESCAPE.sub(decoded, text)
 
 
 def _without_closing_lines(value: str) -> str:

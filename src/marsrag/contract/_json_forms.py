@@ -63,7 +63,10 @@ _MIN_CHUNKS: Final = 2
 _MAX_STREAM_DEPTH: Final = 8
 _MAX_STREAM_PATHS: Final = 4
 # A string worth reading as labelled text: a field name used as a label (a colon, a heading line) or a tag.
-_LABEL_HINT: Final = re.compile(r"(?:hook|grip|payoff|reinforce|loop)\W{0,4}[:：\n]|<(?:hook|grip|loop)>", re.I)
+# A label, a tag, or a field name an element closes (a heading's "<h2>Hook</h2>", a bold "<b>Hook</b>").
+_LABEL_HINT: Final = re.compile(
+    r"(?:hook|grip|payoff|reinforce|loop)(?:\W{0,4}[:：\n]|\s*</\w)|<(?:hook|grip|loop)>", re.I
+)
 
 
 class Unfinished(str):

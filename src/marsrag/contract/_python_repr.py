@@ -13,6 +13,7 @@ import ast
 import re
 from typing import Final, NamedTuple
 
+from marsrag.contract._escapes import FOREIGN_ESCAPE, unescape_literal
 from marsrag.contract._expressions import code_values
 from marsrag.contract._json_forms import field_key
 
@@ -41,10 +42,15 @@ def read_printed(text: str) -> Printed | None:
     values: dict[str, str] = {}
     end = first.start()
     for match in _PAIR.finditer(text, first.start()):
-        try:
-            value = ast.literal_eval(match["literal"])
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            continue
+        literal = match["literal"]
+        if FOREIGN_ESCAPE.search(literal):
+            # Escapes Python has not (Haskell's "\\8217", Perl's "\\x{2014}"): the literal is another language's.
+            value: object = unescape_literal(literal[literal.index(literal[-1]) + 1 : -1])
+        else:
+            try:
+                value = ast.literal_eval(literal)
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                continue
         name = field_key(match["key"])
         if name is not None and isinstance(value, str):
             values.setdefault(name, value)

@@ -337,8 +337,33 @@ def find_sections(text: str) -> Sections | None:
         else:
             other = _other_label(text, labels[-1][0], _one_line_each(text, labels))
             end = block_end(text, labels[0][0], labels[-1][0], body_start, other, limit)
+            end = _before_sign_off(text, body_start, end)
         found.append((name, _tidy(text[body_start:end].strip())))
     return Sections(*_pick(found), labels[0][0], _second_answer(found))
+
+
+_PARAGRAPH_BREAK: Final = re.compile(r"\n[ \t]*\n")
+_SENTENCE_ENDS: Final = ".!?…。！？"
+_SIGN_OFF_LINES: Final = 2
+_SIGN_OFF_WORDS: Final = 5
+
+
+def _before_sign_off(text: str, start: int, end: int) -> int:
+    """Where the last section ends when its last paragraph is a letter's sign-off (``Viele Grüße`` and a name,
+    ``Best,``): at most two short lines that end no sentence, after a paragraph that does."""
+    body = text[start:end].rstrip()
+    breaks = list(_PARAGRAPH_BREAK.finditer(body))
+    if not breaks:
+        return end
+    lines = body[breaks[-1].end() :].strip().split("\n")
+    before = body[: breaks[-1].start()].rstrip().rstrip("\"'»”’)*_")
+    if (
+        len(lines) > _SIGN_OFF_LINES
+        or any(len(line.split()) > _SIGN_OFF_WORDS or line.rstrip()[-1:] in _SENTENCE_ENDS for line in lines)
+        or before[-1:] not in _SENTENCE_ENDS
+    ):
+        return end
+    return start + breaks[-1].start()
 
 
 def _after_a_header(text: str, labels: list[_Label]) -> _Label | None:

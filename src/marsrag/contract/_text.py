@@ -55,6 +55,7 @@ from marsrag.contract._reasoning import may_have_reasoning, strip_reasoning
 from marsrag.contract._runaway import ends_in_loop
 from marsrag.contract._sections import find_sections
 from marsrag.contract._tables import may_have_table, table_sections
+from marsrag.contract._terminal import may_be_terminal, screen_text
 from marsrag.contract._tokens import (
     has_special_token,
     may_have_tokens,
@@ -63,6 +64,7 @@ from marsrag.contract._tokens import (
     strip_trailing_tokens,
 )
 from marsrag.contract._transcribed import may_be_transcribed, transcribed_text
+from marsrag.contract._transport import may_be_transport, transport_decoded
 from marsrag.contract._turns import awaits_completion, end_of_turn, may_end_early, strip_role_prefix
 from marsrag.contract._verdict import from_keys, from_mapping, from_model, has_truncated, input_failure, with_issues
 from marsrag.contract._yaml_answers import load, yaml_document
@@ -71,6 +73,7 @@ from marsrag.contract.model import LoopOutput
 from marsrag.contract.result import Mode, ValidationResult
 from marsrag.contract.rules import MAX_INPUT_CHARS, fold
 from marsrag.contract.template import FIELDS
+from marsrag.contract.truncation import stopped_early
 
 _NON_SPACE: Final = re.compile(r"\S")
 _QUOTED_KEYS: Final = tuple(f'"{name}"' for name in FIELDS)
@@ -198,6 +201,10 @@ def from_text(text: str, mode: Mode, cut: bool, layer: int = 0) -> ValidationRes
         return input_failure(mode, "too_long", f"the output has more than {MAX_INPUT_CHARS:,} characters")
     if text[:1] == "\ufeff":
         text = text[1:]
+    if may_be_terminal(text):
+        text = screen_text(text)  # a console capture: its colours and overwritten lines are not the answer's
+    if may_be_transport(text):
+        text = transport_decoded(text) or text  # a wire or mailbox capture: its transfer encoding undone
     tried: str | None = None
     if text[:1] == "{":
         # Clean JSON, or clean JSON with the usual leak: a special token glued to its end.
@@ -598,6 +605,9 @@ def _add_value(
     ``end`` is where the value's document ends when it was decoded exactly (its span is then covered);
     ``unfinished``: the document was cut while open, so a string answer's last field is not trusted.
     """
+    if isinstance(value, dict) and stopped_early(value):
+        # The envelope says the answer stopped before it ended (a token limit, a filter, a refusal).
+        cut, unfinished = True, True
     for answer in answers(value):
         if isinstance(answer, Mapping):
             last = truncated

@@ -152,8 +152,37 @@ def end_of_turn(text: str) -> str:
     if _may_have_role_line(text):
         text = _cut(text, _BARE_ROLE)
     if _may_have_user_turn(text):
-        text = _cut(_last_heading_section(text), _USER_TURN)
+        text = _cut(_last_heading_section(_answering_heading_section(text)), _USER_TURN)
     return text
+
+
+# A role's heading alone on its line, as plain transcripts print them ("System message:", "User:", "Response:",
+# "**Assistant:**", "### Model:").
+_ROLE_HEADING: Final = re.compile(
+    r"(?im)^[ \t]*(?:#{1,4}[ \t]*)?(?:\*\*)?(?P<role>system|user|human|developer|instruction|input|assistant|model|"
+    r"response|bot|ai)(?:[ \t]+(?:message|prompt|turn))?(?:\*\*)?[ \t]*[:：](?:\*\*)?[ \t]*$"
+)
+_PROMPT_HEADINGS: Final = frozenset({"system", "user", "human", "developer", "instruction", "input"})
+
+
+def _answering_heading_section(text: str) -> str:
+    """The model's last turn of a plain transcript printed with role headings; ``text`` itself when it is none.
+
+    A framework's printout of a call (DSPy's ``inspect_history``, a playground's export) heads each message with its
+    role alone on a line (``System message:``, ``User message:``, ``Response:``). When the first heading is the
+    prompt's side, what the model wrote is under the last heading of its side, up to the next heading.
+    """
+    headings = list(_ROLE_HEADING.finditer(text))
+    if len(headings) < 2 or headings[0]["role"].casefold() not in _PROMPT_HEADINGS:
+        return text
+    if text[: headings[0].start()].strip().count("\n") > 0:
+        return text  # more than a stamp before the first heading: an answer that goes on into a transcript
+    answering = [index for index, match in enumerate(headings) if match["role"].casefold() not in _PROMPT_HEADINGS]
+    if not answering:
+        return text
+    last = answering[-1]
+    end = headings[last + 1].start() if last + 1 < len(headings) else len(text)
+    return text[headings[last].end() : end]
 
 
 # A plain-text transcript's opening: the prompt's side first ("### System:", "### Instruction:", "User:").

@@ -1,0 +1,40 @@
+"""Text as a terminal shows it: what a captured console writes that a screen never shows.
+
+A model's answer captured from a terminal (a recorded session, a CLI's coloured log, a framework's
+``inspect_history`` printout, a CI log) carries the terminal's control sequences: ANSI colours and cursor moves
+(ECMA-48 CSI ``ESC [ ... m``), window titles (OSC ``ESC ] ... BEL``), and carriage returns by which a spinner or a
+progress bar overwrites its line. A reader sees the screen: the sequences are removed and, on a line rewritten
+after a carriage return, only its last writing is kept.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+# ECMA-48: CSI (parameters, intermediates, a final byte), OSC (to BEL or ST), and the two-byte escapes.
+_SEQUENCE: Final = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+# A carriage return that ends no line (CRLF does): the cursor back to the line's start.
+_OVERWRITE: Final = re.compile(r"\r(?!\n)")
+
+
+def may_be_terminal(text: str) -> bool:
+    """A cheap test: False means nothing here is a terminal's control sequence."""
+    return "\x1b" in text
+
+
+def screen_text(text: str) -> str:
+    """``text`` as the terminal shows it: control sequences removed, each overwritten line at its last writing.
+
+    Only a text with control sequences is a terminal's capture: elsewhere a lone carriage return is a line end (old
+    Mac files) or noise, never an overwrite.
+    """
+    text = _SEQUENCE.sub("", text)
+    if _OVERWRITE.search(text) is None:
+        return text
+    lines = text.split("\n")
+    for index, line in enumerate(lines):
+        if "\r" in line.rstrip("\r"):
+            writings = [part for part in line.rstrip("\r").split("\r") if part.strip()]
+            lines[index] = writings[-1] if writings else ""
+    return "\n".join(lines)

@@ -1,0 +1,178 @@
+"""Answers inside captures: a terminal's control sequences, a wire's or a mailbox's transfer encoding, a
+transcript printed with role headings, an envelope that says its answer stopped early, a letter's sign-off, a
+platform's placeholder and namespaced markup, and string literals of other languages. Each is read as its reader
+sees it, and none makes an answer valid that is not."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from marsrag.contract import validate_output
+from marsrag.contract._terminal import screen_text
+from marsrag.contract._transport import transport_decoded
+from marsrag.contract.truncation import stopped_early
+from tests.contract.samples import CONTENT, labelled
+
+BOLD = "\n\n".join(f"**{name.title()}:** {value}" for name, value in CONTENT.items())
+
+
+def reads(raw: str, expected: dict[str, str] | None = None) -> None:
+    result = validate_output(raw)
+    assert result.status == "valid", (raw[:400], result.errors)
+    assert dict(result.loop_output) == (expected or CONTENT)
+
+
+# -- a terminal's capture --------------------------------------------------------------------------------------
+
+
+@given(st.lists(st.sampled_from(["\x1b[1m", "\x1b[32m", "\x1b[0m", "\x1b[2K", "\x1b]0;title\x07", "\x1b[?25l"])))
+def test_control_sequences_anywhere_are_not_the_answer(sequences: list[str]) -> None:
+    """ANSI colours, erasures, window titles and cursor modes, between and inside the labels."""
+    pieces = BOLD.split(" ")
+    raw = "".join(
+        piece + " " + (sequences[index % len(sequences)] if sequences else "") for index, piece in enumerate(pieces)
+    ).strip()
+    reads(raw)
+
+
+def test_a_spinner_overwritten_by_the_answer_is_the_last_writing_of_its_line() -> None:
+    raw = "\x1b[?25l⠋ thinking\r⠙ thinking\r\x1b[2K" + BOLD.replace("\n\n", "\n\n", 1) + "\x1b[?25h"
+    assert screen_text("a\rb\x1b[31mc\x1b[0m\nd") == "bc\nd"
+    reads(raw)
+
+
+def test_a_carriage_return_without_a_terminal_overwrites_nothing() -> None:
+    """Outside a terminal's capture a lone carriage return is a line end (old Mac files), never an overwrite."""
+    reads(labelled("{T}: {v}").replace("\n", "\r"))
+
+
+# -- a wire's and a mailbox's transfer encodings ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [7, 64, 1000])
+def test_a_chunked_http_body_is_joined_by_its_chunk_sizes(size: int) -> None:
+    """Chunks cut the answer's words anywhere (and a UTF-8 character's bytes): their sizes say where."""
+    body = json.dumps({"answer": {**CONTENT, "hook": "Über " + CONTENT["hook"]}}, ensure_ascii=False).encode()
+    chunks = [body[index : index + size] for index in range(0, len(body), size)]
+    raw = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        + b"".join(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n" for chunk in chunks)
+        + b"0\r\n\r\n"
+    )
+    reads(
+        raw.decode("utf-8", errors="surrogateescape").encode("utf-8", "surrogateescape").decode("utf-8"),
+        {**CONTENT, "hook": "Über " + CONTENT["hook"]},
+    )
+
+
+def test_a_chunked_body_whose_sizes_do_not_add_up_is_left_as_it_was() -> None:
+    raw = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nnot a chunk\r\n"
+    assert transport_decoded(raw) is None
+
+
+def test_a_quoted_printable_email_part_is_read_decoded() -> None:
+    """Soft line breaks and =XX escapes (RFC 2045), in a multipart message whose HTML part says the same."""
+    import quopri
+
+    text = labelled("{T}: {v}", content={**CONTENT, "grip": "Die Größe " + CONTENT["grip"]})
+    encoded = quopri.encodestring(text.encode("utf-8")).decode("ascii")
+    raw = (
+        "From: bot@example.com\nTo: ops@example.com\nSubject: answer\nMIME-Version: 1.0\n"
+        'Content-Type: multipart/alternative; boundary="b1"\n\n--b1\n'
+        "Content-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: quoted-printable\n\n"
+        f"{encoded}\n--b1\nContent-Type: text/html; charset=utf-8\nContent-Transfer-Encoding: quoted-printable\n\n"
+        "<p>same</p>\n--b1--\n"
+    )
+    assert "=\n" in encoded or "=C3" in encoded  # the encoding is really there
+    reads(raw, {**CONTENT, "grip": "Die Größe " + CONTENT["grip"]})
+
+
+# -- a transcript printed with role headings --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("prompt", "answer"), [("System message:", "Response:"), ("User:", "Assistant:")])
+def test_the_answer_is_under_the_last_answering_heading(prompt: str, answer: str) -> None:
+    """The prompt's side shows the format with every field; the response skips the loop: it is partial."""
+    template = "\n\n".join(f"[[ ## {name} ## ]]\n{{{name}}}" for name in CONTENT)
+    skipped = "\n\n".join(f"[[ ## {name} ## ]]\n{value}" for name, value in CONTENT.items() if name != "loop")
+    instruction = "then `[[ ## loop ## ]]`, then done."
+    raw = f"[2025-01-01T00:00:00]\n\n{prompt}\n\n{template}\n\n{instruction}\n\n{answer}\n\n{skipped}"
+    result = validate_output(raw)
+    assert result.status != "valid" and {issue.field for issue in result.errors} == {"loop"}, result.errors
+    reads(raw + "\n\n[[ ## loop ## ]]\n" + CONTENT["loop"])
+
+
+# -- an envelope that says the answer stopped early -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "reason"),
+    [
+        ("stop_reason", "refusal"),
+        ("finish_reason", "content_filter"),
+        ("finishReason", "MAX_TOKENS"),
+        ("stopReason", "max_tokens"),
+        ("done_reason", "length"),
+    ],
+)
+def test_an_envelope_stopped_early_never_holds_a_valid_answer(key: str, reason: str) -> None:
+    """The text reads complete (every field a sentence), but the provider says it stopped before it ended."""
+    envelope = {"content": [{"type": "text", "text": BOLD}], key: reason}
+    assert stopped_early(envelope)
+    result = validate_output(json.dumps(envelope))
+    assert result.status != "valid" and any(issue.code == "truncated" for issue in result.errors), result.errors
+    reads(json.dumps({**envelope, key: "end_turn" if key == "stop_reason" else "stop"}))
+
+
+def test_an_early_stop_beside_a_normal_one_says_nothing_of_the_answer() -> None:
+    """Several choices, one cut and one complete: the envelope does not say which answer stopped."""
+    assert not stopped_early({"choices": [{"finish_reason": "length"}, {"finish_reason": "stop"}]})
+    assert stopped_early({"status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}})
+
+
+# -- a letter's sign-off ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sign_off", ["Viele Grüße\nIhr IT-Assistent", "Best,\nOps Bot", "Cordialement"])
+def test_a_sign_off_after_the_last_section_is_no_part_of_it(sign_off: str) -> None:
+    reads(labelled("{T}: {v}") + "\n\n" + sign_off)
+
+
+@pytest.mark.parametrize("last", ["Or both.", "Or we could restart both of them together"])
+def test_a_last_paragraph_that_is_a_sentence_stays_in_the_last_section(last: str) -> None:
+    """A sentence's end, or more words than a sign-off has: the section's own paragraph."""
+    raw = labelled("{T}: {v}") + "\n\n" + last
+    assert validate_output(raw).loop_output["loop"].endswith(last)
+
+
+# -- markup a platform writes ---------------------------------------------------------------------------------
+
+
+def test_a_placeholder_element_is_a_stand_in_and_namespaced_markup_is_no_text() -> None:
+    """Confluence's storage format: <ac:placeholder> holds a template's hint, <ac:structured-macro> wraps text."""
+    page = "".join(
+        f'<h2>{name.title()}</h2><ac:structured-macro ac:name="info"><ac:rich-text-body><p>{value}</p>'
+        "</ac:rich-text-body></ac:structured-macro>"
+        for name, value in CONTENT.items()
+    )
+    reads(json.dumps({"body": {"storage": {"value": page, "representation": "storage"}}}))
+    hinted = page.replace(CONTENT["reinforce"], "<ac:placeholder>Add the evidence here: graphs, logs.</ac:placeholder>")
+    assert validate_output(hinted).status != "valid"
+
+
+# -- string literals of other languages ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("escaped", "text"),
+    [("team\\8217s \\8212 60\\8211\\&80", "team’s — 60–80"), ("a \\x{2014} b", "a — b"), ("a \\u{2014} b", "a — b")],
+)
+def test_escapes_python_has_not_are_read_in_their_own_language(escaped: str, text: str) -> None:
+    """GHCi's Show writes decimal escapes and \\&, Perl \\x{...}, Ruby and Rust \\u{...}."""
+    hook = f"The {escaped} numbers are late today."
+    fields = ", ".join(f'{name} = "{hook if name == "hook" else value}"' for name, value in CONTENT.items())
+    reads(f"Right (Answer {{{fields}}})", {**CONTENT, "hook": f"The {text} numbers are late today."})
