@@ -176,3 +176,20 @@ def test_escapes_python_has_not_are_read_in_their_own_language(escaped: str, tex
     hook = f"The {escaped} numbers are late today."
     fields = ", ".join(f'{name} = "{hook if name == "hook" else value}"' for name, value in CONTENT.items())
     reads(f"Right (Answer {{{fields}}})", {**CONTENT, "hook": f"The {text} numbers are late today."})
+
+
+# -- a reply below a quoted answer --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("form", ["markdown", "html"])
+def test_an_answer_only_in_the_quote_a_reply_answers_is_no_answer(form: str) -> None:
+    """A chat reply or an email quoting the bot's older answer above the writer's own words: the quote is the
+    message replied to (Matrix's reply fallback, in its body and in its HTML), not an answer of this message."""
+    reply = "That was last week's incident; tonight it is another cluster, can you look again?"
+    if form == "markdown":
+        raw = "\n".join("> " + line for line in labelled("{l}: {v}").split("\n")) + "\n\n" + reply
+    else:
+        raw = "<mx-reply><blockquote>" + labelled("{l}: {v}", sep="<br>") + "</blockquote></mx-reply>" + reply
+    result = validate_output(raw)
+    assert result.status != "valid", result.loop_output
+    assert validate_output(raw.replace(reply, "")).status == "valid"  # the quote alone is the answer given

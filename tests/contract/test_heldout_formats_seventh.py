@@ -12,10 +12,11 @@ names where each format was taken from.
 
 Measured on first contact, on the reader of a6ab415: 23 of 50 read right, 7 falsely valid. Keys in the shape the
 text gives them (:mod:`marsrag.contract._inferred`) bring it to 27 of 50 with 6 falsely valid; a terminal's control
-sequences and a wire's or a mailbox's transfer encoding undone, a transcript's last answering heading, an
-envelope's early stop reason (a refusal, a filter, a token limit), a letter's sign-off, a platform's placeholder
-elements and namespaced markup, string literals of other languages, and a field name closing an element as a hint
-to 34 of 50 with none falsely valid. The ones left are named below with their cause. The false-valid set may only shrink and the read-right count may only grow.
+sequences and a wire's or a mailbox's transfer encoding undone, a transcript's last answering heading, an envelope's
+early stop reason (a refusal, a filter, a token limit), a letter's sign-off, a platform's placeholder elements and
+namespaced markup, string literals of other languages, and a field name closing an element as a hint to 34 of 50
+with none falsely valid. The ones left are named below with their cause. The false-valid set may only shrink and the
+read-right count may only grow.
 
 What counts as read right and as falsely valid: :mod:`tests.contract.heldout`.
 """

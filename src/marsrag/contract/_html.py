@@ -22,6 +22,14 @@ _TAG: Final = re.compile(
     re.IGNORECASE,
 )
 _BLANK_LINES: Final = re.compile(r"\n[ \t]*(?:\n[ \t]*)+")
+_BLOCKQUOTE: Final = re.compile(r"<blockquote\b[^<>]*>(?P<inner>.*?)</blockquote\s*>", re.IGNORECASE | re.DOTALL)
+
+
+def _quoted(match: re.Match[str]) -> str:
+    inner = html_to_markdown(match["inner"])
+    return "\n\n" + "\n".join("> " + line for line in inner.split("\n")) + "\n\n"
+
+
 # An element marked as a placeholder (Confluence's <ac:placeholder>, a template's): its text stands in for content.
 _PLACEHOLDER_ELEMENT: Final = re.compile(
     r"<(?P<tag>(?:[\w.-]+:)?[\w.-]*placeholder)\b[^<>]*>.*?</(?P=tag)\s*>", re.IGNORECASE | re.DOTALL
@@ -54,6 +62,9 @@ def html_to_markdown(text: str) -> str:
             return "\n"
         return ""
 
+    if "<blockquote" in text.lower():
+        # A quotation is someone else's words: written as Markdown quotes it, its lines start with "> ".
+        text = _BLOCKQUOTE.sub(_quoted, text)
     if "placeholder" in text.lower():
         text = _PLACEHOLDER_ELEMENT.sub("", text)  # a placeholder's text is a stand-in, no content
     if ":" in text:

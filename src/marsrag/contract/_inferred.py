@@ -88,6 +88,8 @@ def read_inferred(text: str) -> Inferred | None:
             at_line_start = all(o.line_start for o in chosen[1:])
             if {o.name for o in chosen} != set(FIELDS) or not _marks_a_key(prefix, *shape, at_line_start):
                 continue
+            if prefix.startswith(">"):
+                continue  # quoted lines are someone else's message: the label readers decide when they count
             found = _read(text, chosen, prefix, *shape)
             if found is not None:
                 return found

@@ -440,6 +440,8 @@ def _own_labels(text: str, labels: list[_Label]) -> tuple[list[_Label], int | No
     """
     comments = comment_blocks(text)
     quoted = [text[_line_start(text, start) : start + 1].lstrip()[:1] == ">" for start, _, _ in labels]
+    if quoted and all(quoted) and _replied_below(text, labels[-1][1]):
+        return [], None  # a reply below the quote: the quoted answer is the message replied to, not this one's
     drop_quoted = any(quoted) and not all(quoted)
     if not comments and not drop_quoted:
         return labels, None
@@ -460,6 +462,22 @@ def _own_labels(text: str, labels: list[_Label]) -> tuple[list[_Label], int | No
     after = [start for start in dropped if start > kept[-1][1]]
     after += [start for start, _ in comments if start > kept[-1][1]]
     return kept, min(after, default=None)
+
+
+_REPLY_MIN_WORDS: Final = 3
+
+
+def _replied_below(text: str, position: int) -> bool:
+    """Whether the quote around ``position`` is followed, after a blank line, by unquoted words of someone's own
+    (a chat reply's or an email's answer below the quoted message)."""
+    rest = text[position:]
+    end = re.search(r"\n[ \t]*\n(?=[ \t]*[^>\s])", rest)
+    if end is None or any(
+        line.strip() and not line.lstrip().startswith(">") for line in rest[: end.start()].split("\n")[1:]
+    ):
+        return False
+    below = rest[end.end() :].split("\n\n", 1)[0]
+    return len(below.split()) >= _REPLY_MIN_WORDS
 
 
 def _one_line_each(text: str, labels: list[_Label]) -> bool:

@@ -358,7 +358,7 @@ def _collect(region: str, mode: Mode, found: _Candidates, layer: int) -> None:
         if found.exact and not _names_a_field(_uncovered(region, found.exact)):
             # The text is JSON, read exactly: its strings were read through its structure, which says which one is
             # the answer (a reasoning block's labels are not); a label reader would take them all alike.
-            _other_forms(region, mode, found, layer, 0)
+            _other_forms(region, mode, found, layer, 0, structured=True)
             return
     sections = find_sections(region)
     if sections is not None:
@@ -372,7 +372,9 @@ def _collect(region: str, mode: Mode, found: _Candidates, layer: int) -> None:
     _inferred_keys(region, mode, found)
 
 
-def _other_forms(region: str, mode: Mode, found: _Candidates, layer: int, sections_start: int) -> None:
+def _other_forms(
+    region: str, mode: Mode, found: _Candidates, layer: int, sections_start: int, *, structured: bool = False
+) -> None:
     """Add the readings of forms beside JSON and labels: YAML, tables, printed models, HTML."""
     if ":" in region:
         document = yaml_document(region)
@@ -400,6 +402,8 @@ def _other_forms(region: str, mode: Mode, found: _Candidates, layer: int, sectio
         # Objects printed by Python (``AIMessage(content='...')``): their keyword arguments are walked as JSON is.
         for offset, value in printed_values(region):
             _add_value(value, offset, mode, found, layer, cut=False)
+    if structured:
+        return  # a JSON document read exactly: its strings were each read as text, never its markup across them
     if not found.valid and layer < _MAX_LAYERS and may_be_html(region):
         found.add(from_text(html_to_markdown(region), mode, found.cut, layer + 1), region.index("<"))
     if not found.valid and layer < _MAX_LAYERS and "&lt;" in region:
