@@ -369,7 +369,10 @@ def _collect(region: str, mode: Mode, found: _Candidates, layer: int) -> None:
         conflicts = [issue for issue in sections.conflicts if issue.field != last]
         found.add(with_issues(result, conflicts), sections.start)
     _other_forms(region, mode, found, layer, sections.start if sections is not None else 0)
-    _inferred_keys(region, mode, found)
+    best = found.best
+    if not found.valid or (best is not None and any("\n" in str(value) for value in best.loop_output.values())):
+        # Nothing valid read, or a value over several lines, where a key the contract does not know may hide.
+        _inferred_keys(region, mode, found)
 
 
 def _other_forms(
