@@ -132,7 +132,9 @@ def test_runs_list_and_show_print_hostile_text_visibly(world: World) -> None:
         shown,
         visible(WORKFLOW),
         f"Reason {SHOWN}",
-        f"HOOK       {SHOWN} [bold]loud",
+        # The failed answer's hook as read: the reader reads raw text as a terminal shows it (its ESC sequences
+        # removed), and what is left prints visibly (C1 controls as \x9b).
+        "HOOK       [bold]loud[/bold] \\x9b31m\\x7f",
         f"Grip {SHOWN} [bold]loud[/bold] \\x9b31m\\x7f",
     )
 
