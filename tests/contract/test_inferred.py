@@ -133,3 +133,10 @@ def test_escapes_in_literals_are_decoded_in_every_notation() -> None:
         result = validate_output(raw)
         assert result.status == "valid", (raw, result.errors)
         assert result.loop_output["hook"] == 'A \u2014 "b" c d e.' and result.loop_output["loop"] == loop
+
+
+def test_a_text_naming_the_fields_hundreds_of_times_is_not_read_by_shape() -> None:
+    """No record is keyed once per field there, and the reader's work stays bounded on such input."""
+    record = "\n".join(f"    [{name}] => {value}" for name, value in CONTENT.items())
+    assert read_inferred(record) is not None
+    assert read_inferred("\n".join([record] * 30)) is None

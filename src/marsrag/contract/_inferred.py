@@ -33,6 +33,7 @@ _AFTER: Final = re.compile(
 # Marks that end a sentence or a list item, not a key: a shape made only of these marks nothing.
 _PROSE_MARKS: Final = frozenset(",.;!?)")
 _MARKER_MAX: Final = 6
+_MAX_OCCURRENCES: Final = 120
 _NAME_MAX: Final = 40
 _JUNK_MAX: Final = 16
 _QUOTES: Final = {'"': '"', "'": "'", "“": "”", "«": "»"}
@@ -74,10 +75,17 @@ class Inferred(NamedTuple):
 
 def read_inferred(text: str) -> Inferred | None:
     """The five fields keyed in ``text`` by one shape of key, or None when no shape keys all five."""
+    matches: list[re.Match[str]] = []
+    for match in _FIELD_WORD.finditer(text):
+        matches.append(match)
+        if len(matches) > _MAX_OCCURRENCES:
+            return None  # the field names hundreds of times: no record keyed once each (and a bound on the work)
+    if len({match[0].lower() for match in matches}) < len(FIELDS):
+        return None
     comments = comment_blocks(text)
     occurrences = [
         _occurrence(text, match)
-        for match in _FIELD_WORD.finditer(text)
+        for match in matches
         if not any(start <= match.start() < end for start, end in comments)  # a comment is no part of an answer
     ]
     if len({occurrence.name for occurrence in occurrences}) < len(FIELDS):

@@ -348,7 +348,8 @@ def _collect(region: str, mode: Mode, found: _Candidates, layer: int) -> None:
                 # All five fields keyed by explicit markup, and none as a JSON key: that is how this text is
                 # written, and a repair of it as JSON, or a looser reading of it, can only do worse (it would keep
                 # the markup in the values, and take a key's markup for the content of a value left empty).
-                _inferred_keys(region, mode, found)  # unless the same keys read tighter by their own shape
+                if any(_marked_edge(value) for value in keyed.values.values()):
+                    _inferred_keys(region, mode, found)  # unless the same keys read tighter by their own shape
                 return
     if "{" in region or "[" in region or '"' in region:
         for segment in segments(region):
@@ -431,6 +432,12 @@ def _inferred_keys(region: str, mode: Mode, found: _Candidates) -> None:
         found.add(result, inferred.start)
     elif _tighter(inferred, best.loop_output):
         found.best = result
+
+
+def _marked_edge(value: str) -> bool:
+    """Whether a value read by keyed markup may hold a key's marks: a separator first, or a line of markup after."""
+    stripped = value.strip()
+    return bool(stripped) and (not (stripped[0].isalnum() or stripped[0] in "\"'“«(¿¡*_") or "\n" in stripped)
 
 
 def _tighter(inferred: Inferred, other: Mapping[str, Any]) -> bool:
