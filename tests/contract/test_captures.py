@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from marsrag.contract import validate_output
+from marsrag.contract._framed import framed_text
 from marsrag.contract._terminal import screen_text
 from marsrag.contract._transport import transport_decoded
 from marsrag.contract.truncation import stopped_early
@@ -48,6 +49,56 @@ def test_a_spinner_overwritten_by_the_answer_is_the_last_writing_of_its_line() -
 def test_a_carriage_return_without_a_terminal_overwrites_nothing() -> None:
     """Outside a terminal's capture a lone carriage return is a line end (old Mac files), never an overwrite."""
     reads(labelled("{T}: {v}").replace("\n", "\r"))
+
+
+# -- a stream's frames and a text's tokens ------------------------------------------------------------------------
+
+
+def _pieces(text: str, sizes: list[int]) -> list[str]:
+    """``text`` cut anywhere, in pieces of the given sizes (cycled)."""
+    pieces, index = [], 0
+    while index < len(text):
+        size = sizes[len(pieces) % len(sizes)]
+        pieces.append(text[index : index + size])
+        index += size
+    return pieces
+
+
+@given(st.lists(st.integers(1, 9), min_size=1, max_size=5), st.sampled_from(["0:", "data: ", "text:"]))
+def test_a_line_framed_stream_is_the_text_its_text_frames_spell(sizes: list[int], frame: str) -> None:
+    """Text frames cut the answer anywhere, between frames of metadata of other types (the AI SDK's data stream)."""
+    frames = [f"{frame}{json.dumps(piece)}" for piece in _pieces(BOLD, sizes)]
+    raw = "\n".join(['f:{"messageId":"msg-1"}', *frames, 'e:{"finishReason":"stop"}', 'd:{"usage":{"total":9}}'])
+    reads(raw)
+
+
+def test_keys_each_given_once_are_no_stream() -> None:
+    """YAML's quoted values, or a record's keys, are one frame of each type: a document, not a stream."""
+    yaml_text = "\n".join(f"{name}: {json.dumps(value)}" for name, value in CONTENT.items())
+    assert framed_text(yaml_text) is None
+    reads(yaml_text)
+    assert framed_text('0:"a"\nsome prose between\nmore prose\n0:"b"\n0:"c"') is None  # mostly not frames
+
+
+@pytest.mark.parametrize("sizes", [[1, 3, 2], [4, 7, 5, 2]])
+def test_a_text_given_as_its_tokens_is_read_joined(sizes: list[int]) -> None:
+    """An API's output as an array of tokens (Replicate's ``output``), the label cut like the words."""
+    reads(json.dumps({"id": "p1", "status": "succeeded", "output": _pieces(BOLD, sizes)}))
+
+
+def test_a_list_of_texts_is_never_joined_into_one_answer() -> None:
+    """Longer strings are texts of their own (a notebook cell's source lines): five lines each holding a field are
+    not read as one answer, nor are two answers' texts."""
+    lines = [f"# {name}: {value}" for name, value in CONTENT.items()]
+    assert validate_output(json.dumps({"source": [*lines, "answer = call()"]})).status != "valid"
+
+
+def test_labels_with_a_gloss_are_read_inside_an_envelope() -> None:
+    """A heading's gloss in parentheses ("### Hook (de spanning)") inside a JSON string, in any language."""
+    glossed = "\n\n".join(
+        f"### {name.title()} (the {index}th part)\n{value}" for index, (name, value) in enumerate(CONTENT.items())
+    )
+    reads(json.dumps({"result": {"response": glossed, "usage": {"total_tokens": 9}}, "success": True}))
 
 
 # -- a wire's and a mailbox's transfer encodings ----------------------------------------------------------------

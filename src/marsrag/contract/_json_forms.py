@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final, NamedTuple
 
+from marsrag.contract._label_names import LABEL_HINT
 from marsrag.contract._reasoning import REASONING_NAMES
 from marsrag.contract.issues import ContractIssue
 from marsrag.contract.rules import MAX_REPAIR_CHARS
@@ -62,11 +63,8 @@ _MAX_DECODED: Final = 2048
 _MIN_CHUNKS: Final = 2
 _MAX_STREAM_DEPTH: Final = 8
 _MAX_STREAM_PATHS: Final = 4
-# A string worth reading as labelled text: a field name used as a label (a colon, a heading line) or a tag.
-# A label, a tag, or a field name an element closes (a heading's "<h2>Hook</h2>", a bold "<b>Hook</b>").
-_LABEL_HINT: Final = re.compile(
-    r"(?:hook|grip|payoff|reinforce|loop)(?:\W{0,4}[:：\n]|\s*</\w)|<(?:hook|grip|loop)>", re.I
-)
+# A list of strings whose pieces average at most this many characters is a text's tokens, not its lines.
+_MAX_TOKEN_CHARS: Final = 12
 
 
 class Unfinished(str):
@@ -141,8 +139,9 @@ def answers(value: Any) -> Iterator[Mapping[str, Any] | str]:
     (``{"output": {...}}``), a one-element list, the one item of a longer list that holds an answer (a
     response's thinking block beside its text block), a JSON-encoded string, and the values of an object without
     contract keys (a tool call's ``arguments`` or ``parameters`` beside its ``name``, a chat message's
-    ``content`` beside its ``role``). It never splits a list or a bare string into fields: an array of
-    strings has no keys, so it is no answer; nor does it choose among several items that each hold one. Depth
+    ``content`` beside its ``role``), and a text given as its tokens (read joined). It never splits a list or a bare
+    string into fields: an array of texts has no keys, so it is no answer; nor does it choose among several items
+    that each hold one. Depth
     and the number of values visited are bounded (YAML aliases can make a small document a huge tree).
     """
     return _walk(value, 0, [_MAX_VISITS])
@@ -167,9 +166,15 @@ def _walk(value: Any, depth: int, budget: list[int]) -> Iterator[Mapping[str, An
             if pairs is not None:
                 yield pairs
                 return
+            if _are_tokens(value):
+                # A model's output as its tokens (Replicate's ``output``): pieces of one text, read joined.
+                joined = "".join(value)
+                if joined.lstrip()[:1] in ("{", "[") or LABEL_HINT.search(joined):
+                    yield joined
+                return
             for joined in streamed_texts(value):
                 # Pieces of one text (a stream's chunks, a response's parts): read joined, as text one layer down.
-                if joined.lstrip()[:1] in ("{", "[") or _LABEL_HINT.search(joined):
+                if joined.lstrip()[:1] in ("{", "[") or LABEL_HINT.search(joined):
                     yield joined
             if len(value) <= _MAX_BLOCKS:
                 # Blocks of several kinds (a thinking block and a text block, the user's message and the
@@ -186,7 +191,7 @@ def _walk(value: Any, depth: int, budget: list[int]) -> Iterator[Mapping[str, An
             if parsed is not None:
                 yield from _walk(parsed, depth + 1, budget)
                 return
-        if _LABEL_HINT.search(text):
+        if LABEL_HINT.search(text):
             yield text
 
 
@@ -435,6 +440,12 @@ def streamed_texts(chunks: list[Any]) -> list[str]:
         if len(set(values)) > 1 and len(texts) < _MAX_STREAM_PATHS:
             texts.append(_joined_pieces(values))
     return texts
+
+
+def _are_tokens(values: list[Any]) -> bool:
+    """Whether a list is a text's tokens: strings only, short on average (pieces cut anywhere). A list of longer
+    strings is a list of texts (a notebook cell's source lines, a list of answers), each read on its own."""
+    return all(isinstance(value, str) for value in values) and sum(map(len, values)) <= _MAX_TOKEN_CHARS * len(values)
 
 
 def _joined_pieces(values: list[str]) -> str:

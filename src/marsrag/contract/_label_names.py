@@ -8,8 +8,10 @@ are prose.
 
 from __future__ import annotations
 
+import re
 from typing import Final
 
+from marsrag.contract._trie import trie_pattern
 from marsrag.contract.fields import FIELDS
 
 #: Translated labels (casefolded) and the field each names: Spanish, Portuguese, French, Italian, German,
@@ -28,6 +30,16 @@ TRANSLATED: Final[dict[str, str]] = {
 
 #: Every label name (casefolded) and the field it names.
 LABEL_FIELDS: Final[dict[str, str]] = {**{name: name for name in FIELDS}, **TRANSLATED}
+
+
+#: A text worth reading as labelled text (a string inside a JSON document): a label name used as a label (with a
+#: gloss in parentheses or not, then a colon or a line end), a field name an element closes (a heading's
+#: ``<h2>Hook</h2>``), or a field's tag. A hint, not a reading: the label grammar (:mod:`._sections`) decides.
+LABEL_HINT: Final = re.compile(
+    rf"(?:{trie_pattern(LABEL_FIELDS)})(?:[ \t]*\([^()\n]{{1,40}}\))?(?:\W{{0,4}}[:：\n]|\s*</\w)"
+    r"|<(?:hook|grip|payoff|reinforce|loop)>",
+    re.IGNORECASE,
+)
 
 
 def capitalized_names() -> list[str]:

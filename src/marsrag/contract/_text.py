@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from marsrag.contract._config_files import config_values, may_be_config
 from marsrag.contract._escapes import unescape_layer
 from marsrag.contract._expressions import code_issues, code_values
+from marsrag.contract._framed import framed_text, may_be_framed
 from marsrag.contract._html import html_to_markdown, may_be_html
 from marsrag.contract._inferred import Inferred, only_marks, read_inferred
 from marsrag.contract._json_cut import cut_field, scan_end, unfinished_field
@@ -205,6 +206,8 @@ def from_text(text: str, mode: Mode, cut: bool, layer: int = 0) -> ValidationRes
         text = screen_text(text)  # a console capture: its colours and overwritten lines are not the answer's
     if may_be_transport(text):
         text = transport_decoded(text) or text  # a wire or mailbox capture: its transfer encoding undone
+    if may_be_framed(text):
+        text = framed_text(text) or text  # a line-framed stream: the text its text frames spell
     tried: str | None = None
     if text[:1] == "{":
         # Clean JSON, or clean JSON with the usual leak: a special token glued to its end.
