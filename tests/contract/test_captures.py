@@ -244,3 +244,90 @@ def test_an_answer_only_in_the_quote_a_reply_answers_is_no_answer(form: str) -> 
     result = validate_output(raw)
     assert result.status != "valid", result.loop_output
     assert validate_output(raw.replace(reply, "")).status == "valid"  # the quote alone is the answer given
+
+
+# -- forms met first in the eighth corpus -----------------------------------------------------------------------
+
+
+def test_a_document_commented_out_is_no_answer() -> None:
+    """A commented-out object (``# {`` ... ``# }``) in code is an example, not an answer; uncommented it is one."""
+    body = json.dumps(CONTENT, indent=2).split("\n")
+    code = "answer = json.loads(resp.content)\nanswer['hook']"
+    assert validate_output("\n".join(f"# {line}" for line in body) + "\n" + code).status != "valid"
+    reads("\n".join(body) + "\n")
+
+
+def test_a_text_given_as_its_lines_is_read_joined() -> None:
+    """nbformat's multiline strings: a list of lines, each ending in its line break."""
+    lines = [line + "\n" for line in json.dumps(CONTENT, indent=2).split("\n")]
+    lines[-1] = lines[-1].rstrip("\n")
+    reads(json.dumps({"outputs": [{"name": "stdout", "output_type": "stream", "text": lines}]}))
+
+
+def test_messages_of_one_reply_are_paragraphs() -> None:
+    """A bot's reply as one message per field (each a whole sentence), decorated labels and all."""
+    messages = [{"recipient_id": "u1", "text": "Here is the analysis you asked for:"}]
+    messages += [{"recipient_id": "u1", "text": f"🔹 {name.title()}: {value}"} for name, value in CONTENT.items()]
+    reads(json.dumps(messages, ensure_ascii=False))
+
+
+def test_a_gloss_in_full_width_parentheses_is_no_content() -> None:
+    raw = "\n".join(f"{name.title()}（第{index}部分）：{value}" for index, (name, value) in enumerate(CONTENT.items()))
+    reads(raw)
+
+
+@pytest.mark.parametrize(
+    ("escaped", "text"),
+    [(r"\xe2\x80\x94", "—"), (r"\226\128\148", "—"), (r"\xe9", "é"), (r"\u00e9", "é"), (r"\x41", "A")],
+)
+def test_escaped_bytes_are_read_as_their_encoding(escaped: str, text: str) -> None:
+    """A printer that escapes bytes (redis-cli, OCaml, C) writes UTF-8's bytes one by one: they are one character."""
+    hook = CONTENT["hook"].replace(" this week", f" this week {escaped}")
+    pairs = [item for name, value in {**CONTENT, "hook": hook}.items() for item in (name, value)]
+    raw = "127.0.0.1:6379> HGETALL answer\n" + "\n".join(f'{n:>2}) "{item}"' for n, item in enumerate(pairs, 1))
+    reads(raw, {**CONTENT, "hook": CONTENT["hook"].replace(" this week", f" this week {text}")})
+
+
+def test_unquoted_values_with_code_point_escapes_are_read_decoded() -> None:
+    """Java's properties escape every character past Latin-1 as ``\\uXXXX`` in values that are not quoted."""
+    hook = CONTENT["hook"].replace("five", "f\\u00FCnf")
+    raw = "#export\n" + "\n".join(f"answer.{name}={value}" for name, value in {**CONTENT, "hook": hook}.items())
+    reads(raw, {**CONTENT, "hook": CONTENT["hook"].replace("five", "fünf")})
+
+
+@pytest.mark.parametrize(
+    "after",
+    ["END RequestId: 7c1e9b24-3fa0-4d58\nREPORT RequestId: 7c1e9b24 Duration: 3841.27 ms", "section_end:1719:answer"],
+)
+def test_the_next_record_after_one_line_sections_is_not_the_last_one(after: str) -> None:
+    """Sections one line each, printed among a log's records: the record after the last one is the log's."""
+    reads("START RequestId: 7c1e9b24-3fa0-4d58\n" + labelled("{L}: {v}") + "\n" + after + "\n")
+
+
+@pytest.mark.parametrize(
+    ("opened", "closed"), [("#+begin_example", "#+end_example"), ("\\begin{verbatim}", "\\end{verbatim}")]
+)
+def test_a_named_block_around_the_labels_ends_the_last_section(opened: str, closed: str) -> None:
+    reads(f"#+RESULTS:\n{opened}\n{labelled('{L}: {v}', sep=chr(10) * 2)}\n{closed}\nMore notes after the block.")
+
+
+def test_an_html_break_ends_the_last_section() -> None:
+    reads(BOLD + "\n\n<hr/>\n\n<sup>I am a bot, and this action was performed automatically.</sup>")
+
+
+@pytest.mark.parametrize(
+    "words", [("Зацепка", "Суть", "Решение", "Подкрепление", "Следующий шаг"), ("A", "B c", "D", "E f g", "H")]
+)
+def test_labels_in_the_users_words_with_the_field_name_in_parentheses(words: tuple[str, ...]) -> None:
+    """``**Зацепка (Hook):**``: the words are the user's language, the parenthesised name is the field."""
+    raw = "\n\n".join(
+        f"**{word} ({name.title()}):** {CONTENT[name]}" for word, name in zip(words, CONTENT, strict=True)
+    )
+    reads(raw)
+    reads(raw.replace("(", "（").replace(")", "）").replace(":**", "：**"))
+
+
+def test_a_parenthesised_field_name_in_prose_is_no_label() -> None:
+    """Only at a line's start, before a separator: a sentence that names a field in parentheses is prose."""
+    prose = "We tried the retry (loop) and the cache (hook) in staging, and both failed the same way: cold starts."
+    assert validate_output(prose + "\n" + labelled("{T}: {v}").split("\n", 1)[1]).status != "valid"

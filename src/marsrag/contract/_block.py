@@ -6,13 +6,14 @@ where the block ends:
 
 - an element opened before the first label (``<result>``, ``<attempt_completion>``) closes after the last section;
 - a fence opened before the first label closes after it: Markdown's backtick and tilde fences, the colon fences
-  of Pandoc's and MyST's divs and of directives (``:::artifact{...}``), a triple-quoted block;
+  of Pandoc's and MyST's divs and of directives (``:::artifact{...}``), a triple-quoted block, a named block (Org's
+  ``#+begin_example``, LaTeX's ``\\begin{verbatim}``);
 - a bracket opened on the first label's paragraph (``Finish[``, ``const answer = {``, a dumped array's
   ``Array (``) closes at its first closer the last section did not open, and a double quote opened there
   (``finish(message="``) at the section's very end: those closers are markup;
-- a thematic break (a line of ``---``, ``***``, ``___``, or ``===``) after content separates the answer from
-  what follows, as does an email's signature delimiter (``-- `` alone on its line, RFC 3676), and so does a
-  label of another name in the answer's own label style after a blank line (``**Sources:**`` after
+- a thematic break (a line of ``---``, ``***``, ``___``, or ``===``, or an ``<hr>``) after content separates the
+  answer from what follows, as does an email's signature delimiter (``-- `` alone on its line, RFC 3676), and so
+  does a label of another name in the answer's own label style after a blank line (``**Sources:**`` after
   ``**Loop:**``);
 - a list item ends where a paragraph after a blank line starts unindented (CommonMark's rule for what belongs
   to an item).
@@ -29,7 +30,12 @@ _TAG: Final = re.compile(r"<(?P<close>/)?[ \t]*(?P<name>[A-Za-z][\w:.-]{0,40})(?
 _FENCE: Final = re.compile(r"(?m)^[ \t]{0,3}(?P<mark>`{3,}|~{3,}|:{3,}|'''|\"\"\")")
 # A thematic break: three or more of one of - * _ = alone on a line (spaces between allowed); or a signature
 # delimiter ("-- ", RFC 3676 4.3; mail clients that trim trailing space leave "--").
-_BREAK: Final = re.compile(r"(?m)^(?:[ \t]{0,3}([-*_=])(?:[ \t]*\1){2,}[ \t]*|-- ?)$")
+# HTML's break element is the same break.
+_BREAK: Final = re.compile(
+    r"(?m)^(?:[ \t]{0,3}([-*_=])(?:[ \t]*\1){2,}[ \t]*|-- ?|[ \t]*<hr\b[^<>\n]{0,80}>[ \t]*)$", re.I
+)
+# A named block's opening line: Org's "#+begin_example", LaTeX's "\begin{verbatim}".
+_NAMED_OPEN: Final = re.compile(r"(?im)^[ \t]*(?:#\+begin_|\\begin\{)(?P<name>\w+)")
 _LIST_ITEM: Final = re.compile(r"[ \t>]*(?:[-*+•]|\(?\d{1,2}[.)])[ \t]")
 # A blank line, then a line that starts a paragraph at the left margin and is no list item.
 _UNINDENTED_PARAGRAPH: Final = re.compile(r"\n[ \t]*\n(?=[^\s\-*+•\d(>|])")
@@ -62,6 +68,8 @@ def block_end(
         end = min(end, _element_end(text, before, body_start))
     if "`" in before or "~" in before or ":" in before or "'''" in before or '"""' in before:
         end = min(end, _fence_end(text, before, body_start))
+    if "#+" in before or "\\begin" in before:
+        end = min(end, _named_end(text, before, body_start))
     content = _NON_SPACE.search(text, body_start, end)
     if content is None:
         return end
@@ -112,6 +120,17 @@ def _fence_end(text: str, before: str, body_start: int) -> int:
         if match["mark"][0] == open_mark[0] and len(match["mark"]) >= len(open_mark):
             return match.start()
     return len(text)
+
+
+def _named_end(text: str, before: str, body_start: int) -> int:
+    """Where the last named block opened before the labels (``#+begin_example``, ``\\begin{verbatim}``) closes after
+    ``body_start`` (``#+end_example``, ``\\end{verbatim}``), else the text's end."""
+    opened = list(_NAMED_OPEN.finditer(before))
+    if not opened:
+        return len(text)
+    name = re.escape(opened[-1]["name"])
+    closing = re.compile(rf"(?im)^[ \t]*(?:#\+end_{name}\b|\\end\{{{name}\}})").search(text, body_start)
+    return closing.start() if closing is not None else len(text)
 
 
 def _before_closers(text: str, before: str, body_start: int, end: int) -> int:

@@ -69,16 +69,48 @@ FOREIGN_ESCAPE: Final = re.compile(r"\\(?:[89&]|[xu]\{)")
 
 
 def unescape_literal(body: str) -> str:
-    """A string literal's body (its quotes removed) with its escapes decoded, whatever language wrote it."""
+    """A string literal's body (its quotes removed) with its escapes decoded, whatever language wrote it.
 
-    def decoded(match: re.Match[str]) -> str:
-        digits = match["perl"] or match["brace"] or match["u4"] or match["x2"]
-        if digits is not None:
-            code = int(digits, 16)
-        elif match["decimal"]:
-            code = int(match["decimal"])
+    Escapes of bytes (``\\xe2\\x80\\x94`` as C, Redis and Python's bytes write them, ``\\226\\128\\148`` as OCaml does)
+    are the bytes of the string's encoding: a run of them that is UTF-8 is decoded as UTF-8, else byte by byte.
+    """
+    pieces: list[str] = []
+    run = bytearray()
+    position = 0
+    for match in _LITERAL_ESCAPE.finditer(body):
+        if match.start() != position or not _is_byte(match):
+            pieces.append(_bytes_text(run))
+            run.clear()
+        pieces.append(body[position : match.start()])
+        position = match.end()
+        if _is_byte(match):
+            run.append(int(match["x2"], 16) if match["x2"] else int(match["decimal"]))
         else:
-            return _LITERAL_SIMPLE.get(match["char"], match["char"])
-        return chr(code) if code < 0x110000 and not 0xD800 <= code < 0xE000 else match[0]
+            pieces.append(_decoded(match))
+    pieces.append(_bytes_text(run))
+    pieces.append(body[position:])
+    return "".join(pieces)
 
-    return _LITERAL_ESCAPE.sub(decoded, body)
+
+def _is_byte(match: re.Match[str]) -> bool:
+    """Whether an escape writes a byte: two hexadecimal digits, or a decimal of three digits up to 255."""
+    decimal = match["decimal"]
+    return match["x2"] is not None or (decimal is not None and len(decimal) == 3 and int(decimal) <= 0xFF)
+
+
+def _bytes_text(run: bytearray) -> str:
+    try:
+        return run.decode("utf-8")
+    except UnicodeDecodeError:
+        return run.decode("latin-1")
+
+
+def _decoded(match: re.Match[str]) -> str:
+    digits = match["perl"] or match["brace"] or match["u4"]
+    if digits is not None:
+        code = int(digits, 16)
+    elif match["decimal"]:
+        code = int(match["decimal"])
+    else:
+        return _LITERAL_SIMPLE.get(match["char"], match["char"])
+    return chr(code) if code < 0x110000 and not 0xD800 <= code < 0xE000 else match[0]

@@ -45,6 +45,7 @@ _LETTER: Final = re.compile(r"[^\W\d_]")
 _ALNUM: Final = re.compile(r"[^\W_]")
 _KEYED_VALUE: Final = re.compile(r"[^\W\d][\w.-]{0,40}[ \t]*(?:=>|:|=)[ \t]")
 _LEADING_SEPARATOR: Final = re.compile(r"^(?:=>|->|[:=|—–-])[ \t]+")
+_CODE_POINT_ESCAPE: Final = re.compile(r"\\u[0-9A-Fa-f]{4}")
 _FORM_ENCODED: Final = re.compile(r"%[0-9A-Fa-f]{2}|\w\+\w")
 
 
@@ -231,6 +232,8 @@ def _value(raw: str, last: bool, single_line: bool, quoted: bool) -> str | None:
         value = value[:-1].rstrip().rstrip(",;").rstrip()
     if _FORM_ENCODED.search(value) and not any(char.isspace() for char in value):
         value = unquote_plus(value)  # a query string's value: its spaces are "+" and its marks "%XX"
+    elif _CODE_POINT_ESCAPE.search(value):
+        value = unescape_literal(value)  # a format that escapes its values unquoted (Java's properties: "f\u00FCr")
     return value
 
 

@@ -63,6 +63,8 @@ _MAX_DECODED: Final = 2048
 _MIN_CHUNKS: Final = 2
 _MAX_STREAM_DEPTH: Final = 8
 _MAX_STREAM_PATHS: Final = 4
+# How a message ends: a sentence's end, or a colon introducing the next.
+_MESSAGE_ENDS: Final = frozenset(".!?:…。！？：")
 # A list of strings whose pieces average at most this many characters is a text's tokens, not its lines.
 _MAX_TOKEN_CHARS: Final = 12
 
@@ -166,8 +168,9 @@ def _walk(value: Any, depth: int, budget: list[int]) -> Iterator[Mapping[str, An
             if pairs is not None:
                 yield pairs
                 return
-            if _are_tokens(value):
-                # A model's output as its tokens (Replicate's ``output``): pieces of one text, read joined.
+            if _are_pieces(value):
+                # A model's output as its tokens (Replicate's ``output``), a text as its lines (a notebook's
+                # multiline strings): pieces of one text, read joined.
                 joined = "".join(value)
                 if joined.lstrip()[:1] in ("{", "[") or LABEL_HINT.search(joined):
                     yield joined
@@ -442,14 +445,23 @@ def streamed_texts(chunks: list[Any]) -> list[str]:
     return texts
 
 
-def _are_tokens(values: list[Any]) -> bool:
-    """Whether a list is a text's tokens: strings only, short on average (pieces cut anywhere). A list of longer
-    strings is a list of texts (a notebook cell's source lines, a list of answers), each read on its own."""
-    return all(isinstance(value, str) for value in values) and sum(map(len, values)) <= _MAX_TOKEN_CHARS * len(values)
+def _are_pieces(values: list[Any]) -> bool:
+    """Whether a list is one text in pieces: strings only, and either short on average (tokens, cut anywhere) or
+    lines, each but the last ending in its line break (nbformat's multiline strings). Other strings are texts of
+    their own (a list of answers, of messages), each read on its own."""
+    if not all(isinstance(value, str) for value in values):
+        return False
+    if sum(map(len, values)) <= _MAX_TOKEN_CHARS * len(values):
+        return True
+    return all(value.endswith("\n") for value in values[:-1])
 
 
 def _joined_pieces(values: list[str]) -> str:
     """Pieces joined; line records cut short by one that stopped mid-line (see :func:`streamed_texts`)."""
+    if all(value.rstrip()[-1:] in _MESSAGE_ENDS for value in values[:-1]):
+        # Every piece ends a sentence: messages of one reply (a bot's one message per paragraph), not chunks cut
+        # anywhere; each is its own paragraph.
+        return "\n\n".join(value.strip() for value in values)
     lines = sum(value.endswith("\n") for value in values)
     if 3 * lines >= 2 * len(values):
         stopped = next((index for index, value in enumerate(values[:-1]) if not value.endswith("\n")), None)

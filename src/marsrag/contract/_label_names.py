@@ -32,11 +32,14 @@ TRANSLATED: Final[dict[str, str]] = {
 LABEL_FIELDS: Final[dict[str, str]] = {**{name: name for name in FIELDS}, **TRANSLATED}
 
 
+#: A label's gloss: a short parenthetical after its name (``Hook (the tension):``, ``Hook（钩子）：``).
+GLOSS: Final = r"(?:[ \t]*+(?:\([^()\n]{1,40}\)|（[^（）\n]{1,40}）))?"
+
 #: A text worth reading as labelled text (a string inside a JSON document): a label name used as a label (with a
 #: gloss in parentheses or not, then a colon or a line end), a field name an element closes (a heading's
 #: ``<h2>Hook</h2>``), or a field's tag. A hint, not a reading: the label grammar (:mod:`._sections`) decides.
 LABEL_HINT: Final = re.compile(
-    rf"(?:{trie_pattern(LABEL_FIELDS)})(?:[ \t]*\([^()\n]{{1,40}}\))?(?:\W{{0,4}}[:：\n]|\s*</\w)"
+    rf"(?:{trie_pattern(LABEL_FIELDS)}){GLOSS}(?:\W{{0,4}}[:：\n]|\s*</\w)"
     r"|<(?:hook|grip|payoff|reinforce|loop)>",
     re.IGNORECASE,
 )

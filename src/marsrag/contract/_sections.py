@@ -14,7 +14,7 @@ import re
 from typing import Final, NamedTuple
 
 from marsrag.contract._block import block_end
-from marsrag.contract._label_names import LABEL_FIELDS, capitalized_names
+from marsrag.contract._label_names import GLOSS, LABEL_FIELDS, capitalized_names
 from marsrag.contract._trie import trie_pattern
 from marsrag.contract.issues import ContractIssue, second_answer_issue
 from marsrag.contract.rules import text_problem
@@ -26,20 +26,33 @@ _SYMBOLS: Final = "\u2190-\u21ff\u2500-\u27bf\u2b00-\u2bff\U0001f000-\U0001faff\
 _NAMES: Final = trie_pattern(LABEL_FIELDS)
 _CAPITALIZED_NAMES: Final = trie_pattern(capitalized_names())
 
-# A label at a line start: a run of decoration (indentation, block quote, heading hashes, a bullet, bold or
-# italic markers, a number such as "1." or "(1)"), the name, an optional short parenthetical, then a run of
-# closing markers and separators. The leading newline lets the regex engine jump from line to line with a
-# literal search instead of trying every character; possessive runs keep failures cheap.
-_LINE_LABEL: Final = re.compile(
-    rf"\n(?P<prefix>[ \t>#*+•_()\d.\x00-\x08\x0b\x0c\x0e-\x1f\ufeff\ufffd{_SYMBOLS}-]*+:?)"
-    rf"(?P<name>{_NAMES})(?![\w-])"
-    r"(?:[ \t]*+\([^()\n]{1,40}\))?"
-    r"(?P<suffix>[ \t*_:：—–-]*+)"
-    # Org-mode headline tags (":drill:", ":ops:urgent:") end a headline: they are no content.
-    r"(?P<tags>(?<=[ \t]:)[\w@#%]++:(?:[\w@#%]++:)*+[ \t]*+(?=\n|\Z))?"
-    r"(?P<eol>(?=\n|\Z))?",
-    re.IGNORECASE,
-)
+
+def _line_label(glossed: bool) -> re.Pattern[str]:
+    """The pattern of a label at a line start: a run of decoration (indentation, block quote, heading hashes, a
+    bullet, bold or italic markers, a number such as "1." or "(1)"), the name, an optional short parenthetical, then
+    a run of closing markers and separators. When ``glossed``, the label's words are the user's language and the
+    field's name follows them in parentheses (``**Зацепка (Hook):**``).
+
+    The leading newline lets the regex engine jump from line to line with a literal search instead of trying every
+    character; possessive runs keep failures cheap.
+    """
+    translated = r"(?P<glossed>[^\s()（）:：*_#][^()（）:：*_\n]{0,30}?[ \t]*[(（])" if glossed else ""
+    after_name = r"[)）]" if glossed else GLOSS
+    return re.compile(
+        rf"\n(?P<prefix>[ \t>#*+•_()\d.\x00-\x08\x0b\x0c\x0e-\x1f\ufeff\ufffd{_SYMBOLS}-]*+:?)"
+        rf"{translated}(?P<name>{_NAMES})(?![\w-]){after_name}"
+        r"(?P<suffix>[ \t*_:：—–-]*+)"
+        # Org-mode headline tags (":drill:", ":ops:urgent:") end a headline: they are no content.
+        r"(?P<tags>(?<=[ \t]:)[\w@#%]++:(?:[\w@#%]++:)*+[ \t]*+(?=\n|\Z))?"
+        r"(?P<eol>(?=\n|\Z))?",
+        re.IGNORECASE,
+    )
+
+
+_LINE_LABEL: Final = _line_label(glossed=False)
+# Tried only when the plain form misses a field and a field's name stands in parentheses.
+_GLOSSED_LINE_LABEL: Final = _line_label(glossed=True)
+_NAME_IN_PARENTHESES: Final = re.compile(rf"[(（](?:{_NAMES})[)）]", re.IGNORECASE)
 
 # Labels inside a paragraph: only after sentence punctuation (or a header's colon or arrow, "Final output: HOOK: ...",
 # "[content] => Hook: ..."; CJK
@@ -92,12 +105,18 @@ _STAMP: Final = re.compile(r"[ \t]*[\[(]?\d[\d/.:,\-T Z+]{3,40}[\])]?[ \t]*")
 _PROMPT: Final = re.compile(r"[ \t]*(?P<prompt>[^\n]{0,40}?(?:>|\$|\]:))[ \t]")
 _DIGITS: Final = re.compile(r"(?:\\d)+|\d+")
 # Line-comment blocks: a "#" alone on its line, and runs of lines that start with "#".
-_BARE_HASH: Final = re.compile(r"(?m)^[ \t]*#[ \t]*$")
+# A "#" alone, or before brackets only (a commented-out object's "# {" and "# }").
+_BARE_HASH: Final = re.compile(r"(?m)^[ \t]*#[ \t]*[{}\[\](),]*[ \t]*$")
 _HASH_RUN: Final = re.compile(r"(?m)^[ \t]*#.*(?:\n[ \t]*#.*)*")
 _SLASH_RUN: Final = re.compile(r"(?m)^[ \t]*//.*(?:\n[ \t]*//.*)*")
 _EXPLICIT_MARKUP: Final = re.compile(r"(?m)^\.\. .*(?:\n[ \t]+\S.*)*")
 _BLANK_RUNS: Final = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
 _TRAILING_SPACE: Final = re.compile(r"[ \t]+\n")
+_NON_SPACE: Final = re.compile(r"\S")
+# A word of prose: letters only, between spaces (or a line's ends and its punctuation); a line of prose has three.
+_PROSE_WORD: Final = re.compile(r"(?:^|(?<=\s))[(\"'“«¿¡]?[^\W\d_]+[.,;:!?)\"'”»]*(?=\s|$)")
+_PROSE_WORDS: Final = 3
+_CONTINUES: Final = re.compile(r"[ \t]|`{3}|~{3}|(?:[-*+•]|\d{1,2}[.)])[ \t]")
 
 
 # Plain names with a dash are labels when at least this many fields are written so.
@@ -108,11 +127,21 @@ _Label = tuple[int, int, str]
 
 
 def _line_labels(text: str) -> list[_Label]:
-    """Labels at line starts, in order. This is the hot path of labelled answers: one regex pass, no calls."""
+    """Labels at line starts, in order: the plain form, else the glossed form when it finds more fields."""
+    labels = _labels_of(_LINE_LABEL, text)
+    if len({label[2] for label in labels}) < len(FIELDS) and _NAME_IN_PARENTHESES.search(text):
+        glossed = _labels_of(_GLOSSED_LINE_LABEL, text)
+        if len({label[2] for label in glossed}) > len({label[2] for label in labels}):
+            return glossed
+    return labels
+
+
+def _labels_of(pattern: re.Pattern[str], text: str) -> list[_Label]:
+    """Labels at line starts by ``pattern``. This is the hot path of labelled answers: one regex pass, no calls."""
     labels: list[_Label] = []
     dashed: list[_Label] = []
     # Offsets are into "\n" + text, so a match starting at m.start() has its line at m.start() in text.
-    for match in _LINE_LABEL.finditer("\n" + text):
+    for match in pattern.finditer("\n" + text):
         prefix, name, suffix, eol = match.group("prefix", "name", "suffix", "eol")
         if match.start("tags") >= 0 and prefix.lstrip(" \t")[:1] != "*":
             # Tags follow only an Org headline ("** Hook   :drill:"); elsewhere "Hook: Fix:" is a label and content.
@@ -335,8 +364,11 @@ def find_sections(text: str) -> Sections | None:
         if index < last:
             end = labels[index + 1][0]
         else:
-            other = _other_label(text, labels[-1][0], _one_line_each(text, labels))
+            one_line_each = _one_line_each(text, labels)
+            other = _other_label(text, labels[-1][0], one_line_each)
             end = block_end(text, labels[0][0], labels[-1][0], body_start, other, limit)
+            if one_line_each:
+                end = min(end, _record_end(text, body_start))
             end = _before_sign_off(text, body_start, end)
         found.append((name, _tidy(text[body_start:end].strip())))
     return Sections(*_pick(found), labels[0][0], _second_answer(found))
@@ -415,12 +447,13 @@ def _line_start(text: str, offset: int) -> int:
 
 def comment_blocks(text: str) -> list[tuple[int, int]]:
     """The spans of comment blocks: runs of lines starting with ``//``, reStructuredText's explicit markup, and
-    runs of lines starting with ``#`` that hold a line that is only ``#``.
+    runs of lines starting with ``#`` that hold a line that is only ``#`` (or ``#`` and brackets).
 
     ``//`` starts a comment in C's family, JavaScript, Go, Rust and AsciiDoc, and nothing in Markdown; ``.. ``
     starts reStructuredText's explicit markup (a comment, a directive such as ``.. note::``), with its indented
     lines. A ``#`` alone on its line is how a comment block (a shell script's, a configuration file's, git's commit
-    template) leaves a blank line; as Markdown it would be an empty heading, which no one writes. Every tool that
+    template) leaves a blank line, and ``# {`` how one comments out an object; as Markdown either would be a heading
+    without words, which no one writes. Every tool that
     reads such a file drops its comments, so labels in them are not the answer, and the answer's last section ends
     where one starts.
     """
@@ -486,6 +519,27 @@ def _one_line_each(text: str, labels: list[_Label]) -> bool:
         text.count("\n", body_start, following[0]) == 1 and text[following[0] - 1] == "\n"
         for (_, body_start, _), following in zip(labels, labels[1:], strict=False)
     )
+
+
+def _record_end(text: str, body_start: int) -> int:
+    """Where the last section ends in an answer of one line per section: at the first line after its own, before a
+    blank line, that is no prose (a log's next record, ``END RequestId: 7c1e...``, a section marker): the text the
+    answer was printed in, not the answer. Prose lines (a wrapped sentence, the question's options) stay, as do a
+    paragraph after a blank line and lines the section's own markup continues it with (a fence, an indented line, a
+    list item)."""
+    content = _NON_SPACE.search(text, body_start)
+    if content is None:
+        return len(text)
+    end = text.find("\n", content.start())
+    while end >= 0:
+        following = text.find("\n", end + 1)
+        line = text[end + 1 : following if following >= 0 else len(text)]
+        if not line.strip() or _CONTINUES.match(line):
+            return len(text)  # a paragraph, a fence, an indented or listed line: the section's own structure
+        if len(_PROSE_WORD.findall(line)) < _PROSE_WORDS:
+            return end
+        end = following
+    return len(text)
 
 
 def _other_label(text: str, start: int, one_line_each: bool = False) -> re.Pattern[str] | None:

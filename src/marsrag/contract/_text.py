@@ -26,6 +26,7 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
+from marsrag.contract._aliases import aliased, may_have_aliases
 from marsrag.contract._config_files import config_values, may_be_config
 from marsrag.contract._escapes import unescape_layer
 from marsrag.contract._expressions import code_issues, code_values
@@ -54,7 +55,7 @@ from marsrag.contract._keyed import may_have_keys, read_keyed
 from marsrag.contract._python_repr import printed_values, read_printed
 from marsrag.contract._reasoning import may_have_reasoning, strip_reasoning
 from marsrag.contract._runaway import ends_in_loop
-from marsrag.contract._sections import find_sections
+from marsrag.contract._sections import comment_blocks, find_sections
 from marsrag.contract._tables import may_have_table, table_sections
 from marsrag.contract._terminal import may_be_terminal, screen_text
 from marsrag.contract._tokens import (
@@ -77,6 +78,7 @@ from marsrag.contract.template import FIELDS
 from marsrag.contract.truncation import stopped_early
 
 _NON_SPACE: Final = re.compile(r"\S")
+_NOT_LINE_BREAK: Final = re.compile(r"[^\n]")
 _QUOTED_KEYS: Final = tuple(f'"{name}"' for name in FIELDS)
 _FINAL_ANSWER_MARKERS: Final = ("Final Answer:", "final answer:", "FINAL ANSWER:", "Final answer:")
 _REPAIRED: Final = ContractIssue(None, "repaired_json", "the JSON was malformed and was repaired")
@@ -208,6 +210,8 @@ def from_text(text: str, mode: Mode, cut: bool, layer: int = 0) -> ValidationRes
         text = transport_decoded(text) or text  # a wire or mailbox capture: its transfer encoding undone
     if may_be_framed(text):
         text = framed_text(text) or text  # a line-framed stream: the text its text frames spell
+    if may_have_aliases(text):
+        text = aliased(text) or text  # the five keys written in the user's script, by their sound
     tried: str | None = None
     if text[:1] == "{":
         # Clean JSON, or clean JSON with the usual leak: a special token glued to its end.
@@ -355,7 +359,7 @@ def _collect(region: str, mode: Mode, found: _Candidates, layer: int) -> None:
                     _inferred_keys(region, mode, found)  # unless the same keys read tighter by their own shape
                 return
     if "{" in region or "[" in region or '"' in region:
-        for segment in segments(region):
+        for segment in segments(_without_comments(region)):
             _json_candidates(segment.text, segment.start, mode, found, layer)
         if found.valid and not _names_a_field(_uncovered(region, found.covered)):
             return  # a label can only be outside the JSON documents, and none is
@@ -481,6 +485,21 @@ def _uncovered(region: str, covered: list[tuple[int, int]]) -> str:
         pos = max(pos, end)
     pieces.append(region[pos:])
     return " ".join(pieces)
+
+
+def _without_comments(region: str) -> str:
+    """The region with its comment blocks (:func:`comment_blocks`) blanked, offsets kept: a document commented out
+    is no answer."""
+    blocks = comment_blocks(region)
+    if not blocks:
+        return region
+    pieces: list[str] = []
+    position = 0
+    for start, end in blocks:
+        if start >= position:
+            pieces += [region[position:start], _NOT_LINE_BREAK.sub(" ", region[start:end])]
+            position = end
+    return "".join(pieces) + region[position:]
 
 
 def _json_candidates(text: str, base: int, mode: Mode, found: _Candidates, layer: int) -> None:
