@@ -18,6 +18,8 @@ import re
 from functools import lru_cache
 from typing import Final
 
+from anyascii import anyascii
+
 from marsrag.contract.fields import FIELDS
 
 # A word in a script other than Latin (its letters and combining marks: not ASCII nor Latin-1/Extended, nor the
@@ -77,8 +79,6 @@ def aliased(text: str) -> str | None:
 @lru_cache(maxsize=1024)
 def _field_of(word: str) -> str | None:
     """The one field whose name the word sounds like, or None."""
-    from anyascii import anyascii  # only a text keyed in another script pays for its tables
-
     skeleton = _skeleton(anyascii(word))
     if not skeleton:
         return None
