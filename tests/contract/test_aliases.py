@@ -65,8 +65,8 @@ def test_four_keys_or_two_words_for_one_field_are_not_rewritten() -> None:
 @given(st.lists(st.text(st.characters(whitelist_categories=("Lo", "Ll")), min_size=1, max_size=6), max_size=8))
 def test_words_in_other_scripts_never_make_an_invalid_answer_valid(words: list[str]) -> None:
     """Four fields labelled by their names, and any other words keyed beside them: the fifth is still missing, or
-    read as content only when a word sounds like it and no other word competes."""
+    read from the lines keyed by those words (when one sounds like it and no other word competes)."""
     raw = "\n".join(f"- {name.title()}: {CONTENT[name]}" for name in FIELDS[:4])
     raw += "".join(f"\n- {word}: some words here." for word in words)
     result = validate_output(raw)
-    assert result.status != "valid" or result.loop_output["loop"] == "some words here."
+    assert result.status != "valid" or str(result.loop_output["loop"]).startswith("some words here.")
