@@ -26,8 +26,11 @@ def may_be_framed(text: str) -> bool:
     frame)."""
     if ':"' not in text and ': "' not in text:
         return False
-    head = text.lstrip().split("\n", 2)
-    return any(_FRAME.match(line) is not None for line in head[:2])
+    first = len(text) - len(text.lstrip()) if text[:1].isspace() else 0
+    if _FRAME.match(text, first) is not None:
+        return True
+    second = text.find("\n", first)
+    return second >= 0 and _FRAME.match(text, second + 1) is not None
 
 
 def framed_text(text: str) -> str | None:

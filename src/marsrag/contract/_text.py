@@ -208,10 +208,6 @@ def from_text(text: str, mode: Mode, cut: bool, layer: int = 0) -> ValidationRes
         text = screen_text(text)  # a console capture: its colours and overwritten lines are not the answer's
     if may_be_transport(text):
         text = transport_decoded(text) or text  # a wire or mailbox capture: its transfer encoding undone
-    if may_be_framed(text):
-        text = framed_text(text) or text  # a line-framed stream: the text its text frames spell
-    if may_have_aliases(text):
-        text = aliased(text) or text  # the five keys written in the user's script, by their sound
     tried: str | None = None
     if text[:1] == "{":
         # Clean JSON, or clean JSON with the usual leak: a special token glued to its end.
@@ -221,6 +217,10 @@ def from_text(text: str, mode: Mode, cut: bool, layer: int = 0) -> ValidationRes
             if clean is not None:
                 return clean
             tried = candidate
+    if may_be_framed(text):
+        text = framed_text(text) or text  # a line-framed stream: the text its text frames spell
+    if may_have_aliases(text):
+        text = aliased(text) or text  # the five keys written in the user's script, by their sound
     if may_end_early(text):
         # What the model wrote after its turn ended is no answer, and no later candidate either.
         text = end_of_turn(text)
