@@ -331,3 +331,28 @@ def test_a_parenthesised_field_name_in_prose_is_no_label() -> None:
     """Only at a line's start, before a separator: a sentence that names a field in parentheses is prose."""
     prose = "We tried the retry (loop) and the cache (hook) in staging, and both failed the same way: cold starts."
     assert validate_output(prose + "\n" + labelled("{T}: {v}").split("\n", 1)[1]).status != "valid"
+
+
+def test_an_answer_given_again_with_citation_tags_is_the_same_answer() -> None:
+    """Command R's grounded generation writes the answer, then the same answer with ``<co: n>`` spans after a header:
+    one answer, read without the tags; other words in the second copy are a second answer."""
+    cited = labelled("{T}: {v}").replace("cold caches", "<co: 0>cold caches</co: 0>")
+    raw = "Answer: " + labelled("{T}: {v}") + "\nGrounded answer: " + cited
+    reads(raw)
+    other = cited.replace("pre-warm from the latest snapshot", "restart everything")
+    result = validate_output("Answer: " + labelled("{T}: {v}") + "\nGrounded answer: " + other)
+    assert result.status != "valid" and {issue.code for issue in result.errors} == {"duplicate_section"}
+
+
+@pytest.mark.parametrize("token", ["<NL>", "<0x0A>"])
+def test_tokens_that_stand_for_a_line_break_are_line_breaks(token: str) -> None:
+    """rinna's ``<NL>`` (a catalogued template's line-break token) and SentencePiece's byte fallback ``<0x0A>``."""
+    reads(labelled("{T}: {v}", sep=token) + "</s>")
+
+
+def test_byte_fallback_tokens_spell_utf8() -> None:
+    hook = CONTENT["hook"].replace(" this week", " this week <0xE2><0x80><0x94> again")
+    reads(
+        labelled("{T}: {v}", content={**CONTENT, "hook": hook}),
+        {**CONTENT, "hook": hook.replace("<0xE2><0x80><0x94>", "—")},
+    )

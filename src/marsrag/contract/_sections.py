@@ -113,6 +113,7 @@ _EXPLICIT_MARKUP: Final = re.compile(r"(?m)^\.\. .*(?:\n[ \t]+\S.*)*")
 _BLANK_RUNS: Final = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
 _TRAILING_SPACE: Final = re.compile(r"[ \t]+\n")
 _NON_SPACE: Final = re.compile(r"\S")
+_INLINE_TAG: Final = re.compile(r"</?[A-Za-z][\w:.-]{0,40}(?:\s[^<>\n]{0,80})?>")
 # A word of prose: letters only, between spaces (or a line's ends and its punctuation); a line of prose has three.
 _PROSE_WORD: Final = re.compile(r"(?:^|(?<=\s))[(\"'“«¿¡]?[^\W\d_]+[.,;:!?)\"'”»]*(?=\s|$)")
 _PROSE_WORDS: Final = 3
@@ -246,13 +247,22 @@ def _pick(found: list[tuple[str, str]]) -> tuple[dict[str, str], list[ContractIs
         if name in seen:
             if name not in {note.field for note in notes}:
                 notes.append(ContractIssue(name, "duplicate_section", f"{name} appears more than once"))
-            kept = body if _usable(body) or not _usable(sections[name]) else sections[name]
+            earlier = sections[name]
+            kept = body if _usable(body) or not _usable(earlier) else earlier
+            if _comparable(body) == _comparable(earlier):
+                kept = min(body, earlier, key=len)  # the same words, one copy marked up (citation tags): the plain one
             del sections[name]
             sections[name] = kept
         else:
             seen.add(name)
             sections[name] = body
     return sections, notes
+
+
+def _comparable(body: str) -> str:
+    """A body's words, white space collapsed and inline markup removed: two copies of one answer, one with citation
+    tags (``<co: 0>...</co: 0>``), are the same answer."""
+    return " ".join(_INLINE_TAG.sub("", body).split())
 
 
 def _second_answer(found: list[tuple[str, str]]) -> tuple[ContractIssue, ...]:
@@ -277,7 +287,7 @@ def _second_answer(found: list[tuple[str, str]]) -> tuple[ContractIssue, ...]:
     differing = {
         name
         for name, body in later
-        if _usable(body) and _usable(first[name]) and " ".join(body.split()) != " ".join(first[name].split())
+        if _usable(body) and _usable(first[name]) and _comparable(body) != _comparable(first[name])
     }
     return tuple(second_answer_issue(name) for name in FIELDS if name in differing)
 
@@ -362,7 +372,7 @@ def find_sections(text: str) -> Sections | None:
     last = len(labels) - 1
     for index, (_, body_start, name) in enumerate(labels):
         if index < last:
-            end = labels[index + 1][0]
+            end = _before_header(text, body_start, labels[index + 1][0])
         else:
             one_line_each = _one_line_each(text, labels)
             other = _other_label(text, labels[-1][0], one_line_each)
@@ -378,6 +388,22 @@ _PARAGRAPH_BREAK: Final = re.compile(r"\n[ \t]*\n")
 _SENTENCE_ENDS: Final = ".!?…。！？"
 _SIGN_OFF_LINES: Final = 2
 _SIGN_OFF_WORDS: Final = 5
+
+
+def _before_header(text: str, body_start: int, next_label: int) -> int:
+    """Where a section ends before the next label: at the label, or, when the label is inline after a short header
+    on its line (``Grounded answer: Hook: ...``), at that line's start: the header introduces what follows."""
+    line = _line_start(text, next_label)
+    if line <= body_start:
+        return next_label
+    header = text[line:next_label].strip()
+    if header[-1:] in (":", "：") and len(header) <= _HEADER_MAX and len(header.split()) <= _HEADER_WORDS:
+        return line
+    return next_label
+
+
+_HEADER_MAX: Final = 40
+_HEADER_WORDS: Final = 4
 
 
 def _before_sign_off(text: str, start: int, end: int) -> int:

@@ -59,7 +59,9 @@ from marsrag.contract._sections import comment_blocks, find_sections
 from marsrag.contract._tables import may_have_table, table_sections
 from marsrag.contract._terminal import may_be_terminal, screen_text
 from marsrag.contract._tokens import (
+    character_tokens,
     has_special_token,
+    may_have_character_tokens,
     may_have_tokens,
     strip_special_tokens,
     strip_token_fragment,
@@ -208,6 +210,8 @@ def from_text(text: str, mode: Mode, cut: bool, layer: int = 0) -> ValidationRes
         text = screen_text(text)  # a console capture: its colours and overwritten lines are not the answer's
     if may_be_transport(text):
         text = transport_decoded(text) or text  # a wire or mailbox capture: its transfer encoding undone
+    if may_have_character_tokens(text):
+        text = character_tokens(text)  # tokens decoded one by one: a line break's, a byte's
     tried: str | None = None
     if text[:1] == "{":
         # Clean JSON, or clean JSON with the usual leak: a special token glued to its end.

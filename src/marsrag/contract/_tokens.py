@@ -74,6 +74,35 @@ def _literal_ends() -> dict[str, tuple[str, ...]]:
     return {char: tuple(token for token in literal if token[-1] == char) for char in {token[-1] for token in literal}}
 
 
+# SentencePiece's byte fallback: a byte the vocabulary has no piece for, decoded token by token (``<0x0A>``).
+_BYTE_TOKENS: Final = re.compile(r"(?:<0x[0-9A-Fa-f]{2}>)+")
+
+
+@cache
+def _line_break_tokens() -> tuple[str, ...]:
+    return tuple(sorted({token for template in CHAT_TEMPLATES for token in template.line_breaks}))
+
+
+def may_have_character_tokens(text: str) -> bool:
+    """A cheap test: False means no token here stands for a character."""
+    return "<0x" in text or any(token in text for token in _line_break_tokens())
+
+
+def character_tokens(text: str) -> str:
+    """``text`` with the tokens that stand for characters written as those characters: a template's line-break token
+    (rinna's ``<NL>``), and runs of byte-fallback tokens (``<0xE2><0x80><0x94>``) as the UTF-8 they spell."""
+    for token in _line_break_tokens():
+        text = text.replace(token, "\n")
+    if "<0x" not in text:
+        return text
+
+    def decoded(match: re.Match[str]) -> str:
+        data = bytes(int(piece[3:5], 16) for piece in match.group().split(">")[:-1])
+        return data.decode("utf-8", errors="replace")
+
+    return _BYTE_TOKENS.sub(decoded, text)
+
+
 def may_have_tokens(text: str) -> bool:
     """A cheap test: False means the text holds no special token (every catalogued one holds one of these)."""
     return "<" in text or "[" in text or "]" in text

@@ -523,6 +523,8 @@ class ChatTemplate:
     #: Tokens a whole sequence opens with (``<|begin_of_text|>``): removed wherever they are, but ending nothing,
     #: since a log or an echo shows them where the prompt began, before the answer, not as a turn the model wrote.
     prefixes: tuple[str, ...] = ()
+    #: Tokens this template's vocabulary writes a line break with (rinna's ``<NL>``): a line break wherever they are.
+    line_breaks: tuple[str, ...] = ()
 
 
 #: The chat templates whose special tokens a server may leave in the text.
@@ -665,6 +667,12 @@ CHAT_TEMPLATES: Final[tuple[ChatTemplate, ...]] = (
     ),  # fmt: skip
     ChatTemplate("Yuan 2", "LLaMA-Factory yuan", ends=("<eod>", "<sep>")),
     ChatTemplate(
+        "rinna japanese-gpt-neox instruction-sft",
+        "rinna/japanese-gpt-neox-3.6b-instruction-sft model card: ユーザー:/システム: turns joined by <NL>",
+        ends=("</s>",),
+        line_breaks=("<NL>",),
+    ),  # fmt: skip
+    ChatTemplate(
         "YaYi",
         "LLaMA-Factory yayi: <|Human|>:/<|YaYi|>: turns, stop word <|End|>",
         ends=("<|End|>",),
@@ -711,13 +719,13 @@ def render_markdown() -> str:
         "removed wherever it is glued, whatever its shape. The rows cover the turn tokens of every template",
         "LLaMA-Factory registers.",
         "",
-        "| Families | Source | Ends the turn | Starts a turn | Opens a sequence (removed, ends nothing) |",
-        "|---|---|---|---|---|",
+        "| Families | Source | Ends the turn | Starts a turn | Opens a sequence (removed, ends nothing) | Line break |",
+        "|---|---|---|---|---|---|",
     ]
     for template in CHAT_TEMPLATES:
         tokens_cells = [
             " ".join(f"`{token}`" for token in tokens) or "-"
-            for tokens in (template.ends, template.starts, template.prefixes)
+            for tokens in (template.ends, template.starts, template.prefixes, template.line_breaks)
         ]
         lines.append(
             "| " + " | ".join(_cell(cell) for cell in (template.families, template.source, *tokens_cells)) + " |"
