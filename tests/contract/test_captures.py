@@ -356,3 +356,28 @@ def test_byte_fallback_tokens_spell_utf8() -> None:
         labelled("{T}: {v}", content={**CONTENT, "hook": hook}),
         {**CONTENT, "hook": hook.replace("<0xE2><0x80><0x94>", "—")},
     )
+
+
+def test_a_cards_text_blocks_are_paragraphs() -> None:
+    """An Adaptive Card's body: a title, then a label block and a value block per field."""
+    blocks = [{"type": "TextBlock", "text": "Cache review", "weight": "Bolder"}]
+    for name, value in CONTENT.items():
+        blocks += [
+            {"type": "TextBlock", "text": name.title(), "weight": "Bolder"},
+            {"type": "TextBlock", "text": value},
+        ]
+    reads(json.dumps({"type": "AdaptiveCard", "body": blocks}))
+
+
+def test_a_streams_chunks_are_never_paragraphs() -> None:
+    """Chunks cut inside sentences meet inside words: joined as they are, never with breaks between them."""
+    chunks = [{"delta": {"content": piece}} for piece in _pieces(BOLD, [5, 11, 3])]
+    reads(json.dumps(chunks))
+
+
+def test_a_chat_platforms_links_entities_and_shortcodes_read_as_shown() -> None:
+    """Slack's mrkdwn: ``<url|label>`` shows its label, ``&amp;`` an ampersand, ``:arrow_right:`` an emoji."""
+    reinforce = CONTENT["reinforce"].replace("in staging", "in <https://grafana.example/d/42|staging> &amp; prod")
+    raw = labelled("*{T}*\n{v}", sep="\n\n", content={**CONTENT, "reinforce": reinforce})
+    raw = raw.replace("*Loop*", ":arrow_right: *Loop*")
+    reads(raw, {**CONTENT, "reinforce": CONTENT["reinforce"].replace("in staging", "in staging & prod")})

@@ -20,8 +20,9 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final, NamedTuple
 
-from marsrag.contract._label_names import LABEL_HINT
+from marsrag.contract._label_names import GLOSS, LABEL_FIELDS, LABEL_HINT
 from marsrag.contract._reasoning import REASONING_NAMES
+from marsrag.contract._trie import trie_pattern
 from marsrag.contract.issues import ContractIssue
 from marsrag.contract.rules import MAX_REPAIR_CHARS
 from marsrag.contract.template import FIELDS
@@ -63,6 +64,11 @@ _MAX_DECODED: Final = 2048
 _MIN_CHUNKS: Final = 2
 _MAX_STREAM_DEPTH: Final = 8
 _MAX_STREAM_PATHS: Final = 4
+# A piece that is a label alone (a card's "Hook" text block), and one that starts with a label ("*Hook*\n...").
+_LABEL_ALONE: Final = re.compile(rf"[\W_]{{0,6}}(?:{trie_pattern(LABEL_FIELDS)}){GLOSS}[\W_]{{0,6}}", re.IGNORECASE)
+_LABEL_FIRST: Final = re.compile(
+    rf"[\W_]{{0,6}}(?:{trie_pattern(LABEL_FIELDS)}){GLOSS}[ \t*_]{{0,3}}(?:[:：\n]|$)", re.IGNORECASE
+)
 # How a message ends: a sentence's end, or a colon introducing the next.
 _MESSAGE_ENDS: Final = frozenset(".!?:…。！？：")
 # A list of strings whose pieces average at most this many characters is a text's tokens, not its lines.
@@ -456,11 +462,19 @@ def _are_pieces(values: list[Any]) -> bool:
     return all(value.endswith("\n") for value in values[:-1])
 
 
+def _block_boundary(piece: str, after: str) -> bool:
+    """Whether two pieces of a list meet where blocks do: the first ends a sentence (or a colon), or is a label
+    alone, or the next starts with a label. A stream's chunks are cut anywhere, mostly inside sentences."""
+    if piece.rstrip()[-1:] in _MESSAGE_ENDS:
+        return True
+    return _LABEL_ALONE.fullmatch(piece.strip()) is not None or _LABEL_FIRST.match(after.strip()) is not None
+
+
 def _joined_pieces(values: list[str]) -> str:
     """Pieces joined; line records cut short by one that stopped mid-line (see :func:`streamed_texts`)."""
-    if all(value.rstrip()[-1:] in _MESSAGE_ENDS for value in values[:-1]):
-        # Every piece ends a sentence: messages of one reply (a bot's one message per paragraph), not chunks cut
-        # anywhere; each is its own paragraph.
+    if all(_block_boundary(value, after) for value, after in zip(values, values[1:], strict=False)):
+        # Every piece ends where a block ends: messages of one reply (a bot's one message per paragraph), a card's
+        # text blocks, not chunks cut anywhere; each is its own paragraph.
         return "\n\n".join(value.strip() for value in values)
     lines = sum(value.endswith("\n") for value in values)
     if 3 * lines >= 2 * len(values):

@@ -10,6 +10,7 @@ and XML-style ``<hook>...</hook>`` tags win over both. A section's body runs to 
 
 from __future__ import annotations
 
+import html
 import re
 from typing import Final, NamedTuple
 
@@ -27,6 +28,11 @@ _NAMES: Final = trie_pattern(LABEL_FIELDS)
 _CAPITALIZED_NAMES: Final = trie_pattern(capitalized_names())
 
 
+# An emoji shortcode (":arrow_right:") is a symbol too: Slack, GitHub and Discord write them so. Not a field name in
+# colons: that is reStructuredText's field list (":hook: ...").
+_SHORTCODE: Final = rf":(?!(?:{_NAMES}):)[a-z0-9_+-]{{1,40}}:"
+
+
 def _line_label(glossed: bool) -> re.Pattern[str]:
     """The pattern of a label at a line start: a run of decoration (indentation, block quote, heading hashes, a
     bullet, bold or italic markers, a number such as "1." or "(1)"), the name, an optional short parenthetical, then
@@ -39,7 +45,7 @@ def _line_label(glossed: bool) -> re.Pattern[str]:
     translated = r"(?P<glossed>[^\s()（）:：*_#][^()（）:：*_\n]{0,30}?[ \t]*[(（])" if glossed else ""
     after_name = r"[)）]" if glossed else GLOSS
     return re.compile(
-        rf"\n(?P<prefix>[ \t>#*+•_()\d.\x00-\x08\x0b\x0c\x0e-\x1f\ufeff\ufffd{_SYMBOLS}-]*+:?)"
+        rf"\n(?P<prefix>(?:[ \t>#*+•_()\d.\x00-\x08\x0b\x0c\x0e-\x1f\ufeff\ufffd{_SYMBOLS}-]|{_SHORTCODE})*+:?)"
         rf"{translated}(?P<name>{_NAMES})(?![\w-]){after_name}"
         r"(?P<suffix>[ \t*_:：—–-]*+)"
         # Org-mode headline tags (":drill:", ":ops:urgent:") end a headline: they are no content.
@@ -113,6 +119,8 @@ _EXPLICIT_MARKUP: Final = re.compile(r"(?m)^\.\. .*(?:\n[ \t]+\S.*)*")
 _BLANK_RUNS: Final = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
 _TRAILING_SPACE: Final = re.compile(r"[ \t]+\n")
 _NON_SPACE: Final = re.compile(r"\S")
+_ENTITY: Final = re.compile(r"&(?:[A-Za-z]{2,8}|#\d{1,7}|#[xX][0-9A-Fa-f]{1,6});")
+_LABELLED_LINK: Final = re.compile(r"<(?:https?|mailto|ftp):[^\s<>|]{1,2000}\|([^<>\n|]{1,200})>")
 _INLINE_TAG: Final = re.compile(r"</?[A-Za-z][\w:.-]{0,40}(?:\s[^<>\n]{0,80})?>")
 # A word of prose: letters only, between spaces (or a line's ends and its punctuation); a line of prose has three.
 _PROSE_WORD: Final = re.compile(r"(?:^|(?<=\s))[(\"'“«¿¡]?[^\W\d_]+[.,;:!?)\"'”»]*(?=\s|$)")
@@ -221,6 +229,12 @@ def _tidy(body: str) -> str:
         # visible ("in\-flight", "\(set in March\)"); inside a code span they are literal, so a body with one
         # keeps them.
         body = _MARKDOWN_ESCAPE.sub(r"\1", body)
+    if "&" in body and _ENTITY.search(body) is not None:
+        # A character reference a platform escaped (Slack's "&amp;"): a Markdown or HTML reader shows the character.
+        body = html.unescape(body)
+    if "|" in body and "<" in body:
+        # A chat platform's link (Slack's and Mattermost's "<https://...|cohort chart>"): the reader sees its label.
+        body = _LABELLED_LINK.sub(r"\1", body)
     if body[-2:] == "/>":
         # An empty element after the text (SSML's <break time="500ms"/>, an <br/>) is markup, not content.
         body = _EMPTY_ELEMENTS.sub("", body)
