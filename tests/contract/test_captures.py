@@ -381,3 +381,30 @@ def test_a_chat_platforms_links_entities_and_shortcodes_read_as_shown() -> None:
     raw = labelled("*{T}*\n{v}", sep="\n\n", content={**CONTENT, "reinforce": reinforce})
     raw = raw.replace("*Loop*", ":arrow_right: *Loop*")
     reads(raw, {**CONTENT, "reinforce": CONTENT["reinforce"].replace("in staging", "in staging & prod")})
+
+
+@pytest.mark.parametrize("form", ["【{T}】\n{v}\n", "「{T}」{v}", "{c}、{T}｜{v}", "［{T}］：{v}"])
+def test_cjk_brackets_numerals_and_bars_decorate_labels(form: str) -> None:
+    """CJK headings: lenticular and corner brackets, a numeral and an enumeration comma, a full-width bar."""
+    numerals = "一二三四五"
+    raw = "\n".join(
+        form.format(T=name.title(), v=value, c=numerals[index]) for index, (name, value) in enumerate(CONTENT.items())
+    )
+    reads(raw)
+
+
+def test_a_character_data_section_is_its_text() -> None:
+    """A WeChat reply's XML: the answer inside ``<![CDATA[...]]>`` of its Content element."""
+    raw = (
+        f"<xml>\n  <MsgType><![CDATA[text]]></MsgType>\n  <Content><![CDATA[{labelled('{T}: {v}')}]]></Content>\n</xml>"
+    )
+    reads(raw)
+
+
+def test_a_line_counting_a_replys_parts_is_no_content() -> None:
+    """A reply split in two messages, each counting its part ("(2/2)"): the counter is the platform's."""
+    messages = [
+        {"type": "text", "text": "Findings (1/2)\n\n" + labelled("{T}:\n{v}", sep="\n\n").split("\n\nReinforce")[0]},
+        {"type": "text", "text": "(2/2)\n\nReinforce" + labelled("{T}:\n{v}", sep="\n\n").split("\n\nReinforce")[1]},
+    ]
+    reads(json.dumps({"replyToken": "r1", "messages": messages}))

@@ -28,6 +28,9 @@ _NAMES: Final = trie_pattern(LABEL_FIELDS)
 _CAPITALIZED_NAMES: Final = trie_pattern(capitalized_names())
 
 
+# A label's decoration: indentation, a block quote, heading hashes, a bullet, emphasis, a number, control characters,
+# symbols and emoji; CJK headings' brackets (【Hook】, 「Hook」) and numerals with an enumeration comma (一、).
+_DECORATION: Final = rf" \t>#*+•_()\d.【「『〔［一二三四五六七八九十、\x00-\x08\x0b\x0c\x0e-\x1f\ufeff\ufffd{_SYMBOLS}-"
 # An emoji shortcode (":arrow_right:") is a symbol too: Slack, GitHub and Discord write them so. Not a field name in
 # colons: that is reStructuredText's field list (":hook: ...").
 _SHORTCODE: Final = rf":(?!(?:{_NAMES}):)[a-z0-9_+-]{{1,40}}:"
@@ -45,9 +48,9 @@ def _line_label(glossed: bool) -> re.Pattern[str]:
     translated = r"(?P<glossed>[^\s()（）:：*_#][^()（）:：*_\n]{0,30}?[ \t]*[(（])" if glossed else ""
     after_name = r"[)）]" if glossed else GLOSS
     return re.compile(
-        rf"\n(?P<prefix>(?:[ \t>#*+•_()\d.\x00-\x08\x0b\x0c\x0e-\x1f\ufeff\ufffd{_SYMBOLS}-]|{_SHORTCODE})*+:?)"
+        rf"\n(?P<prefix>(?:[{_DECORATION}]|{_SHORTCODE})*+:?)"
         rf"{translated}(?P<name>{_NAMES})(?![\w-]){after_name}"
-        r"(?P<suffix>[ \t*_:：—–-]*+)"
+        r"(?P<suffix>[ \t*_:：—–】」』〕］｜-]*+)"
         # Org-mode headline tags (":drill:", ":ops:urgent:") end a headline: they are no content.
         r"(?P<tags>(?<=[ \t]:)[\w@#%]++:(?:[\w@#%]++:)*+[ \t]*+(?=\n|\Z))?"
         r"(?P<eol>(?=\n|\Z))?",
@@ -119,6 +122,7 @@ _EXPLICIT_MARKUP: Final = re.compile(r"(?m)^\.\. .*(?:\n[ \t]+\S.*)*")
 _BLANK_RUNS: Final = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
 _TRAILING_SPACE: Final = re.compile(r"[ \t]+\n")
 _NON_SPACE: Final = re.compile(r"\S")
+_PART_COUNTER: Final = re.compile(r"(?m)^[ \t]*[(（\[]?\d{1,2}[ \t]*/[ \t]*\d{1,2}[)）\]]?[ \t]*(?:\n|\Z)")
 _ENTITY: Final = re.compile(r"&(?:[A-Za-z]{2,8}|#\d{1,7}|#[xX][0-9A-Fa-f]{1,6});")
 _LABELLED_LINK: Final = re.compile(r"<(?:https?|mailto|ftp):[^\s<>|]{1,2000}\|([^<>\n|]{1,200})>")
 _INLINE_TAG: Final = re.compile(r"</?[A-Za-z][\w:.-]{0,40}(?:\s[^<>\n]{0,80})?>")
@@ -232,6 +236,9 @@ def _tidy(body: str) -> str:
     if "&" in body and _ENTITY.search(body) is not None:
         # A character reference a platform escaped (Slack's "&amp;"): a Markdown or HTML reader shows the character.
         body = html.unescape(body)
+    if "/" in body and "\n" in body:
+        # A line that only counts the message's parts ("(2/2)", a reply split in two): the platform's, not content.
+        body = _PART_COUNTER.sub("", body).strip()
     if "|" in body and "<" in body:
         # A chat platform's link (Slack's and Mattermost's "<https://...|cohort chart>"): the reader sees its label.
         body = _LABELLED_LINK.sub(r"\1", body)

@@ -80,6 +80,7 @@ from marsrag.contract.template import FIELDS
 from marsrag.contract.truncation import stopped_early
 
 _NON_SPACE: Final = re.compile(r"\S")
+_CDATA: Final = re.compile(r"<!\[CDATA\[(?P<inner>.*?)\]\]>", re.DOTALL)
 _NOT_LINE_BREAK: Final = re.compile(r"[^\n]")
 _QUOTED_KEYS: Final = tuple(f'"{name}"' for name in FIELDS)
 _FINAL_ANSWER_MARKERS: Final = ("Final Answer:", "final answer:", "FINAL ANSWER:", "Final answer:")
@@ -210,6 +211,9 @@ def from_text(text: str, mode: Mode, cut: bool, layer: int = 0) -> ValidationRes
         text = screen_text(text)  # a console capture: its colours and overwritten lines are not the answer's
     if may_be_transport(text):
         text = transport_decoded(text) or text  # a wire or mailbox capture: its transfer encoding undone
+    if "<![CDATA[" in text:
+        # An XML character data section is its text, on lines of its own (a WeChat reply's <Content>).
+        text = _CDATA.sub(lambda match: "\n" + match["inner"] + "\n", text)
     if may_have_character_tokens(text):
         text = character_tokens(text)  # tokens decoded one by one: a line break's, a byte's
     tried: str | None = None
