@@ -6,6 +6,7 @@ sees it, and none makes an answer valid that is not."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -408,3 +409,29 @@ def test_a_line_counting_a_replys_parts_is_no_content() -> None:
         {"type": "text", "text": "(2/2)\n\nReinforce" + labelled("{T}:\n{v}", sep="\n\n").split("\n\nReinforce")[1]},
     ]
     reads(json.dumps({"replyToken": "r1", "messages": messages}))
+
+
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        lambda text: {"S": text},
+        lambda text: {"stringValue": text},
+        lambda text: {"sensitive": False, "type": "string", "value": text},
+    ],
+)
+def test_a_typed_value_is_the_text_it_wraps(wrap: Any) -> None:
+    """DynamoDB's, Firestore's and Terraform's typed values around each field, read from text."""
+    reads(json.dumps({"Item": {name: wrap(value) for name, value in CONTENT.items()}}))
+
+
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        lambda text: {"type": "string", "description": text},
+        lambda text: {"S": text, "note": "Another text of several words."},
+        lambda text: {"value": text, "sources": [1, 2]},
+    ],
+)
+def test_a_described_property_or_a_value_among_others_is_no_text(wrap: Any) -> None:
+    """A schema's property describes a field; a value beside another text, or beside other data, is data."""
+    assert validate_output(json.dumps({name: wrap(value) for name, value in CONTENT.items()})).status != "valid"

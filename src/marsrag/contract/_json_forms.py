@@ -69,6 +69,9 @@ _LABEL_ALONE: Final = re.compile(rf"[\W_]{{0,6}}(?:{trie_pattern(LABEL_FIELDS)})
 _LABEL_FIRST: Final = re.compile(
     rf"[\W_]{{0,6}}(?:{trie_pattern(LABEL_FIELDS)}){GLOSS}[ \t*_]{{0,3}}(?:[:：\n]|$)", re.IGNORECASE
 )
+# JSON Schema's annotation keywords (draft 2020-12, Meta-Data vocabulary) and OpenAPI's "example": a property holding
+# them describes a field, it gives no value.
+_SCHEMA_ANNOTATIONS: Final = frozenset({"title", "description", "default", "examples", "example", "$comment"})
 # How a message ends: a sentence's end, or a colon introducing the next.
 _MESSAGE_ENDS: Final = frozenset(".!?:…。！？：")
 # A list of strings whose pieces average at most this many characters is a text's tokens, not its lines.
@@ -251,6 +254,18 @@ def _named_values(items: list[Any]) -> dict[str, Any] | None:
             return None
         found[name] = text
     return found
+
+
+def typed_value(value: dict[Any, Any]) -> Any:
+    """The text a typed value wraps (DynamoDB's ``{"S": "..."}``, Firestore's ``{"stringValue": "..."}``, Terraform's
+    ``{"type": "string", "value": "...", "sensitive": false}``): its one string of words, beside type names and
+    flags; else the value as it is (a field holding other data, or two texts, is no text, nor is a schema's property
+    described by JSON Schema's annotation keywords)."""
+    if not _SCHEMA_ANNOTATIONS.isdisjoint(value):
+        return value  # a schema's property: its description says what the field should hold, it holds nothing
+    texts = [item for item in value.values() if isinstance(item, str) and len(item.split()) > 1]
+    others = [item for item in value.values() if isinstance(item, dict | list)]
+    return texts[0] if len(texts) == 1 and not others else value
 
 
 def unwrap(value: Any) -> Mapping[str, Any] | None:

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
-from marsrag.contract._json_forms import Conflict, normalize_keys
+from marsrag.contract._json_forms import Conflict, normalize_keys, typed_value
 from marsrag.contract._keyed import strip_markup_runs
 from marsrag.contract._tokens import may_have_tokens, strip_special_tokens
 from marsrag.contract.issues import ContractIssue, second_answer_issue
@@ -65,6 +65,8 @@ def from_mapping(
             loop_output[name] = None
             errors.append(second_answer_issue(name))
             continue
+        if from_text and isinstance(value, dict):
+            value = typed_value(value)
         if not isinstance(value, str):
             loop_output[name] = None
             kind = "null" if value is None else f"a {type(value).__name__}"
