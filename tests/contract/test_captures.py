@@ -435,3 +435,34 @@ def test_a_typed_value_is_the_text_it_wraps(wrap: Any) -> None:
 def test_a_described_property_or_a_value_among_others_is_no_text(wrap: Any) -> None:
     """A schema's property describes a field; a value beside another text, or beside other data, is data."""
     assert validate_output(json.dumps({name: wrap(value) for name, value in CONTENT.items()})).status != "valid"
+
+
+def _adf(paragraphs: list[list[dict[str, Any]]]) -> dict[str, Any]:
+    return {"type": "doc", "version": 1, "content": [{"type": "paragraph", "content": p} for p in paragraphs]}
+
+
+def test_a_rich_text_documents_nodes_are_read_as_their_text() -> None:
+    """Jira's ADF (and ProseMirror's, Slate's, Notion's shapes): marked text nodes inline, paragraphs as blocks."""
+    paragraphs = [[{"type": "text", "text": "Summary for the on-call:", "marks": [{"type": "em"}]}]]
+    for name, value in CONTENT.items():
+        first, rest = value.split(" ", 1)
+        paragraphs.append(
+            [
+                {"type": "text", "text": f"{name.title()}:", "marks": [{"type": "strong"}]},
+                {"type": "text", "text": f" {first} "},
+                {"type": "text", "text": rest, "marks": [{"type": "code"}]},
+            ]
+        )
+    reads(json.dumps({"id": "1", "body": _adf(paragraphs)}))
+
+
+def test_a_node_shown_as_no_text_keeps_the_document_from_being_read() -> None:
+    """A link card in a field (``please follow them: <card>``): what the field says is not in its text."""
+    paragraphs = [[{"type": "text", "text": f"{n.title()}: {v}"}] for n, v in CONTENT.items()]
+    paragraphs[2] = [
+        {"type": "text", "text": "Payoff: the steps are in the runbook linked here, please follow them: "},
+        {"type": "inlineCard", "attrs": {"url": "https://wiki.example/runbook"}},
+    ]
+    assert validate_output(json.dumps({"body": _adf(paragraphs)})).status != "valid"
+    paragraphs[2] = [{"type": "text", "text": f"Payoff: {CONTENT['payoff']}"}, {"type": "hardBreak"}]
+    reads(json.dumps({"body": _adf(paragraphs)}))

@@ -184,6 +184,13 @@ def _walk(value: Any, depth: int, budget: list[int]) -> Iterator[Mapping[str, An
                 if joined.lstrip()[:1] in ("{", "[") or LABEL_HINT.search(joined):
                     yield joined
                 return
+            tree = tree_text(value)
+            if tree is not None:
+                # A rich-text document's nodes (Jira's ADF, ProseMirror, Slate, Portable Text, Notion's blocks):
+                # the text its leaves spell, inline pieces joined as they are, blocks as paragraphs.
+                if LABEL_HINT.search(tree):
+                    yield tree
+                return
             for joined in streamed_texts(value):
                 # Pieces of one text (a stream's chunks, a response's parts): read joined, as text one layer down.
                 if joined.lstrip()[:1] in ("{", "[") or LABEL_HINT.search(joined):
@@ -428,6 +435,66 @@ def joined_lines(text: str, found: list[Decoded]) -> Decoded | None:
                 return None
             joined[name] = value
     return Decoded(run[0].start, run[-1].end, joined)
+
+
+# Stands for a node whose content is no text (never in a text: a private-use character).
+_HIDDEN: Final = "\U000f0000"
+
+
+def tree_text(nodes: list[Any]) -> str | None:
+    """The text of a list of rich-text nodes, or None when the list is no such tree.
+
+    A node is a text leaf (its ``text`` a string, or Notion's ``{"text": {"content": ...}}``) or a container (a list
+    of nodes under some key: ``content``, ``children``, ``rich_text``). A tree has a container with two children at
+    least (a stream's chunks each hold one choice). Siblings join as a list's pieces do (:func:`_joined_pieces`).
+    A leaf that is only its type is a break; one with attributes and no text (a link card, a mention) shows what
+    the text does not hold, so a tree with one reads as no text ("").
+    """
+    if not all(isinstance(node, dict) for node in nodes):
+        return None
+    budget = [_MAX_VISITS]
+    texts = [_node_text(node, 0, budget) for node in nodes]
+    if budget[0] < 0 or not any(_branches(node, 0) for node in nodes):
+        return None
+    if _HIDDEN in "".join(texts):
+        return ""  # a node shown as something else than text (a link card, a mention): the text is not all there
+    return _joined_pieces([text for text in texts if text])
+
+
+def _children(node: dict[Any, Any]) -> list[Any] | None:
+    """A node's child nodes: its one list of objects that hold text."""
+    for value in node.values():
+        if isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
+            if any(_leaf_text(item) is not None or _children(item) for item in value):
+                return value
+    return None
+
+
+def _leaf_text(node: dict[Any, Any]) -> str | None:
+    text = node.get("text")
+    if isinstance(text, dict):
+        text = text.get("content")
+    return text if isinstance(text, str) else None
+
+
+def _node_text(node: dict[Any, Any], depth: int, budget: list[int]) -> str:
+    budget[0] -= 1
+    if depth > _MAX_UNWRAP_DEPTH or budget[0] < 0:
+        return ""
+    children = _children(node)
+    if children is None:
+        text = _leaf_text(node)
+        if text is None:
+            # A node without text: a line break or a rule when it is only its type, else content shown otherwise.
+            return "\n" if set(node) <= {"type", "_type"} else _HIDDEN
+        return text
+    return _joined_pieces([text for text in (_node_text(child, depth + 1, budget) for child in children) if text])
+
+
+def _branches(node: dict[Any, Any], depth: int) -> bool:
+    """Whether a node, or one below it, has two children or more."""
+    children = _children(node) if depth <= _MAX_UNWRAP_DEPTH else None
+    return children is not None and (len(children) > 1 or any(_branches(child, depth + 1) for child in children))
 
 
 def streamed_texts(chunks: list[Any]) -> list[str]:

@@ -16,6 +16,7 @@ from typing import Final
 _SEQUENCE: Final = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 # A carriage return that ends no line (CRLF does): the cursor back to the line's start.
 _OVERWRITE: Final = re.compile(r"\r(?!\n)")
+_VISIBLE: Final = re.compile(r"[^\s\x00-\x1f\x7f-\x9f]")
 
 
 def may_be_terminal(text: str) -> bool:
@@ -35,6 +36,7 @@ def screen_text(text: str) -> str:
     lines = text.split("\n")
     for index, line in enumerate(lines):
         if "\r" in line.rstrip("\r"):
-            writings = [part for part in line.rstrip("\r").split("\r") if part.strip()]
+            # A writing shows on the screen only with a visible character (a lone control character shows nothing).
+            writings = [part for part in line.rstrip("\r").split("\r") if _VISIBLE.search(part)]
             lines[index] = writings[-1] if writings else ""
     return "\n".join(lines)

@@ -208,6 +208,8 @@ def from_text(text: str, mode: Mode, cut: bool, layer: int = 0) -> ValidationRes
     if text[:1] == "\ufeff":
         text = text[1:]
     if may_be_terminal(text):
+        if may_end_early(text):
+            text = end_of_turn(text)  # what follows the turn's end overwrites nothing of the answer on a screen
         text = screen_text(text)  # a console capture: its colours and overwritten lines are not the answer's
     if may_be_transport(text):
         text = transport_decoded(text) or text  # a wire or mailbox capture: its transfer encoding undone
