@@ -38,6 +38,18 @@ _F_STRING: Final = re.compile(r"(?:[rR]?[fF]|[fF][rR])[\"']")
 # Python "#").
 # A line comment closing an unquoted value ("loop": next_step // from the runbook): not part of the code.
 _LINE_COMMENT: Final = re.compile(r"[ \t]+(?://|#[ \t]).*")
+# A member whose value is one string literal, alone on its line (``hook: "..."``, ``grip = '...';``).
+_LITERAL_MEMBER: Final = re.compile(
+    r"""[ \t]*[\w"'.-]{1,40}[ \t]*[:=][ \t]*(?:"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')[ \t]*[,;]?[ \t]*"""
+)
+# A literal combined with code after a key (``loop: 'Next step: %s' % next``, ``"Hi " + name``,
+# ``"{}".format(x)``): its text is only known when the code runs.
+_COMBINED_LITERAL: Final = re.compile(
+    r"""(?P<quote>["']?)[ \t]*(?P<sep>:|=(?!=))[ \t]*(?P<value>(?:"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')"""
+    r"""[ \t]*(?:%|\+|\.\.|\|\||\.(?=[A-Za-z_]))[ \t]*[A-Za-z_(][^\n]{0,120})"""
+)
+_PROSE_WORD: Final = re.compile(r"(?:^|(?<=\s))[^\W\d_]{2,}[.,;:!?]?(?=\s|$)")
+_PROSE_WORDS: Final = 3
 _COMMENT_AFTER: Final = re.compile(r"[ \t]*[,;]?(?:\s*(?:#|//)[^\n]*)*")
 # Line comments ("// What is at stake") between a member and the key after it, with the line breaks before them.
 _COMMENT_LINES: Final = re.compile(r"(?:\n[ \t]*//[^\n]*)+(?=\s*$)")
@@ -55,8 +67,12 @@ def code_values(text: str) -> dict[str, str]:
             after = _AFTER_KEY.match(text, index + len(name))
             if after is not None and _is_key(text, index, after) and name not in found:
                 value = _balanced(_LINE_COMMENT.sub("", after["value"]).strip().rstrip(";").rstrip())
-                if is_code(value):
+                if is_code(value) or (_among_literals(text, index) and _not_prose(value)):
                     found[name] = value
+            elif name not in found:
+                combined = _COMBINED_LITERAL.match(text, index + len(name))
+                if combined is not None and _is_key(text, index, combined):
+                    found[name] = combined["value"].rstrip().rstrip(",;").rstrip()
             index = lowered.find(name, index + len(name))
     return found
 
@@ -75,8 +91,27 @@ def _is_key(text: str, index: int, after: re.Match[str]) -> bool:
         lead = _COMMENT_LINES.sub("", text[max(0, index - 400) : index])
     lead = lead.rstrip(" \t\n")
     # key: value inside braces, after the opening brace or the previous member (a comma, or TypeScript's
-    # semicolon), line comments between them skipped
-    return lead[-1:] in ("{", ",") or (lead[-1:] == ";" and "{" in text[max(0, index - 400) : index])
+    # semicolon), line comments between them skipped; or on the line after a member whose value is a literal
+    # (CUE, HCL and Nix structs separate members by line breaks)
+    return (
+        lead[-1:] in ("{", ",")
+        or (lead[-1:] == ";" and "{" in text[max(0, index - 400) : index])
+        or _among_literals(text, index)
+    )
+
+
+def _among_literals(text: str, index: int) -> bool:
+    """Whether the key at ``index`` starts a line right after a member written ``key: "a literal"``."""
+    line = text.rfind("\n", 0, index)
+    if line < 0 or text[line + 1 : index].strip():
+        return False
+    previous = text.rfind("\n", 0, line) + 1
+    return _LITERAL_MEMBER.fullmatch(text, previous, line) is not None
+
+
+def _not_prose(value: str) -> bool:
+    """Whether an unquoted value has fewer than three words of prose (``string & !=""``, a type, an expression)."""
+    return len(_PROSE_WORD.findall(value)) < _PROSE_WORDS
 
 
 def is_code(value: str) -> bool:
@@ -131,4 +166,9 @@ def _same(value: str, source: str) -> bool:
         return False
     # Or it kept more than the code: the rest of an f-string the value pattern stopped in (at a "}" or ","), or
     # a line comment written after the code ("loop: next_step, # ask the lead"), which is no content either.
-    return _F_STRING.match(source) is not None or _COMMENT_AFTER.fullmatch(value, len(source)) is not None
+    # Or a reading by labels ran past the code's line into the lines after it (a struct's closing brace).
+    return (
+        _F_STRING.match(source) is not None
+        or _COMMENT_AFTER.fullmatch(value, len(source)) is not None
+        or value[len(source) : len(source) + 1] == "\n"
+    )

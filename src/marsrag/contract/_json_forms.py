@@ -54,7 +54,15 @@ _MAX_VISITS: Final = 512
 # The prompt's side of a request or a trace: messages in these roles, and keys with these words as a segment.
 _PROMPT_ROLES: Final = frozenset({"user", "system", "developer", "human", "tool"})
 _PROMPT_SEGMENTS: Final = frozenset({"prompt", "prompts", "system", "instruction", "instructions"})
-_SEGMENT: Final = re.compile(r"[a-z]+")
+# The reference side of an evaluation record: the answer its author expected, not one a model gave (DeepEval's
+# expected_output, Ragas' reference and ground_truth, OpenAI evals' ideal, promptfoo's expected, datasets' golden).
+_REFERENCE_SEGMENTS: Final = frozenset({"expected", "reference", "references", "ideal", "golden", "truth"})
+_SIDE_SEGMENTS: Final = _PROMPT_SEGMENTS | _REFERENCE_SEGMENTS
+# A key's words: camelCase and snake_case alike ("expectedOutput", "system_prompt").
+_SEGMENT: Final = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+# The keys that say who wrote a message (OpenAI's role, AutoGen's source, a chat export's author or sender, a
+# transcript's type).
+_AUTHOR_KEYS: Final = frozenset({"role", "source", "sender", "author", "from", "speaker", "type"})
 # Decoding is tried at most this many times where it fails (each failure may scan far); a value decoded consumes its
 # text, so many of those cost one pass in all (a stream of chunks is hundreds of small objects).
 _MAX_DECODE_STARTS: Final = 32
@@ -222,13 +230,18 @@ def _names_reasoning(name: object) -> bool:
 def _is_prompt_side(key: object) -> bool:
     """Whether a key holds the prompt, not the answer (OpenTelemetry's ``gen_ai.prompt.0.content``, a request's
     ``system`` or ``instructions``): its examples and formats are what the model was shown."""
-    return isinstance(key, str) and not _PROMPT_SEGMENTS.isdisjoint(_SEGMENT.findall(key.casefold()))
+    if not isinstance(key, str):
+        return False
+    return not _SIDE_SEGMENTS.isdisjoint(segment.casefold() for segment in _SEGMENT.findall(key))
 
 
 def _is_prompt_message(block: dict[Any, Any]) -> bool:
     """Whether an object is a message of the prompt's side: the user's, the system's, a tool's."""
-    role = block.get("role")
-    return isinstance(role, str) and role.casefold() in _PROMPT_ROLES
+    return any(
+        isinstance(author, str) and author.casefold() in _PROMPT_ROLES
+        for key, author in block.items()
+        if isinstance(key, str) and key.casefold() in _AUTHOR_KEYS
+    )
 
 
 def _is_reasoning_block(block: dict[Any, Any]) -> bool:

@@ -26,6 +26,10 @@ _OPEN_PAIR: Final = re.compile(r"\b(?P<key>hook|grip|payoff|reinforce|loop)[ \t]
 _HINT: Final = re.compile(r"\b(?:hook|grip|payoff|reinforce|loop)[ \t]*=[ \t]*[rRuU]?['\"]", re.IGNORECASE)
 
 
+# What a printer writes after a string it cut at its limit.
+_ELISIONS: Final = ("...", "…")
+
+
 class Printed(NamedTuple):
     """The pairs read, where the first starts, and the field whose literal was left open (None when none was)."""
 
@@ -40,6 +44,7 @@ def read_printed(text: str) -> Printed | None:
     if first is None:
         return None
     values: dict[str, str] = {}
+    truncated: str | None = None
     end = first.start()
     for match in _PAIR.finditer(text, first.start()):
         literal = match["literal"]
@@ -54,11 +59,12 @@ def read_printed(text: str) -> Printed | None:
         name = field_key(match["key"])
         if name is not None and isinstance(value, str):
             values.setdefault(name, value)
+            if truncated is None and text.startswith(_ELISIONS, match.end()):
+                truncated = name  # a debugger's print limit cut the string ("...rele"...): gdb, lldb, reprlib
         end = match.end()
     # Code in a field's place (loop=next_q) is read as written, so the field is judged as code, not as missing.
     for name, code in code_values(text[first.start() :]).items():
         values.setdefault(name, code)
-    truncated = None
     tail = _OPEN_PAIR.search(text, end)
     if tail is not None and (name := field_key(tail["key"])) is not None and name not in values:
         values[name], truncated = tail["rest"].rstrip(")"), name
@@ -75,15 +81,15 @@ class _NotAValue(Exception):
     """An expression that is no printed value (an operation, a comprehension, a lambda)."""
 
 
-def printed_values(text: str) -> list[tuple[int, object]]:
-    """The values of the paragraphs of ``text`` that are printed Python values, each with its offset.
+def printed_values(text: str) -> list[tuple[int, int, object]]:
+    """The values of the paragraphs of ``text`` that are printed Python values, each with its span.
 
     A printed value is a literal (``{'hook': '...'}``, with Python's quotes, escapes and implicit string
     concatenation) whose objects may be printed as calls: ``AIMessage(content='...', id='run-1')`` is read as the
     mapping of its keyword arguments, ``Some(Stop)`` as its one argument. A name in a value's place (``None``,
     ``True`` aside) stays a name, which is no string, so it is never read as content.
     """
-    found: list[tuple[int, object]] = []
+    found: list[tuple[int, int, object]] = []
     for paragraph in _PARAGRAPH.finditer(text):
         body = paragraph.group().rstrip()
         if len(body) > _MAX_PRINTED_CHARS or body[-1:] not in ")}]":
@@ -93,7 +99,7 @@ def printed_values(text: str) -> list[tuple[int, object]]:
         for start in (0, opener.start() + 1) if opener is not None else (0,):
             value = _parsed(body[start:])
             if value is not _NOTHING:
-                found.append((paragraph.start() + start, value))
+                found.append((paragraph.start() + start, paragraph.start() + len(body), value))
                 break
     return found
 

@@ -15,6 +15,7 @@ import re
 from typing import Final, NamedTuple
 
 from marsrag.contract._block import block_end
+from marsrag.contract._escapes import unescape_literal
 from marsrag.contract._label_names import GLOSS, LABEL_FIELDS, capitalized_names
 from marsrag.contract._trie import trie_pattern
 from marsrag.contract.issues import ContractIssue, second_answer_issue
@@ -129,6 +130,7 @@ _INLINE_TAG: Final = re.compile(r"</?[A-Za-z][\w:.-]{0,40}(?:\s[^<>\n]{0,80})?>"
 # A word of prose: letters only, between spaces (or a line's ends and its punctuation); a line of prose has three.
 _PROSE_WORD: Final = re.compile(r"(?:^|(?<=\s))[(\"'“«¿¡]?[^\W\d_]+[.,;:!?)\"'”»]*(?=\s|$)")
 _PROSE_WORDS: Final = 3
+_BRACKETED_LINE: Final = re.compile(r"[ \t]*\[[^\[\]\n]*\][ \t]*")
 _CONTINUES: Final = re.compile(r"[ \t]|`{3}|~{3}|(?:[-*+•]|\d{1,2}[.)])[ \t]")
 
 
@@ -214,6 +216,8 @@ def _clean(body: str) -> str:
             body = "".join(_STRING_LITERAL.findall(body)).strip()
         elif quoted is not None and _one_string(quoted["inner"], quoted["quote"]):
             body = quoted["inner"].strip()
+            if quoted["quote"] == '"' and "\\" in body:
+                body = unescape_literal(body).strip()  # a string literal's escapes ("\n", "\u00e9") are its text
     return body
 
 
@@ -583,8 +587,8 @@ def _record_end(text: str, body_start: int) -> int:
         line = text[end + 1 : following if following >= 0 else len(text)]
         if not line.strip() or _CONTINUES.match(line):
             return len(text)  # a paragraph, a fence, an indented or listed line: the section's own structure
-        if len(_PROSE_WORD.findall(line)) < _PROSE_WORDS:
-            return end
+        if len(_PROSE_WORD.findall(line)) < _PROSE_WORDS or _BRACKETED_LINE.fullmatch(line):
+            return end  # no prose, or a line all in brackets (a console's "[Prompt tokens: 418, ...]")
         end = following
     return len(text)
 

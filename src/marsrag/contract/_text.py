@@ -421,8 +421,10 @@ def _other_forms(
             _add_value(value, sections_start, mode, found, layer, cut=False)
     if not found.valid and layer < _MAX_LAYERS and ("(" in region or "'" in region):
         # Objects printed by Python (``AIMessage(content='...')``): their keyword arguments are walked as JSON is.
-        for offset, value in printed_values(region):
-            _add_value(value, offset, mode, found, layer, cut=False)
+        for start, end, value in printed_values(region):
+            _add_value(value, start, mode, found, layer, cut=False)
+            # Read through its structure, like a JSON document read exactly: its strings' escapes were read there.
+            found.exact.append((start, end))
     if structured:
         return  # a JSON document read exactly: its strings were each read as text, never its markup across them
     if not found.valid and layer < _MAX_LAYERS and may_be_html(region):
@@ -549,8 +551,10 @@ def _streamed(decoded: list[Decoded], base: int, mode: Mode, found: _Candidates,
     together, and a reading that finds only some fields (messages of a chat log joined, the answer glued to the
     question before it) is a candidate beside theirs.
     """
+    # A chunk that says the response stopped early (a final event's status, a finish reason) cuts the whole text.
+    cut = found.cut or any(isinstance(item.value, dict) and stopped_early(item.value) for item in decoded)
     for streamed in streamed_texts([item.value for item in decoded]):
-        result = from_text(streamed, mode, found.cut or isinstance(streamed, Unfinished), layer + 1)
+        result = from_text(streamed, mode, cut or isinstance(streamed, Unfinished), layer + 1)
         if result.status != "failed":
             found.add(result, base + decoded[0].start, base + decoded[-1].end)
             if result.ok or has_truncated(result):

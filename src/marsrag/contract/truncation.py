@@ -43,7 +43,8 @@ _WALK_NODES: Final = 400
 
 def stopped_early(envelope: Any) -> bool:
     """Whether a decoded envelope says its answer stopped before it ended (a cut finish or stop reason, and no
-    normal one beside it); an OpenAI Responses object with ``status: incomplete`` says so too."""
+    normal one beside it); an OpenAI Responses object (or a Realtime response) with ``status: incomplete`` says so
+    too."""
     early, normal = False, False
     stack: list[tuple[Any, int]] = [(envelope, 0)]
     nodes = 0
@@ -51,7 +52,7 @@ def stopped_early(envelope: Any) -> bool:
         value, depth = stack.pop()
         nodes += 1
         if isinstance(value, dict):
-            if value.get("status") == "incomplete" and "incomplete_details" in value:
+            if value.get("status") == "incomplete" and ("incomplete_details" in value or "status_details" in value):
                 early = True
             for key, item in value.items():
                 name = key.casefold().replace("_", "").replace("-", "") if isinstance(key, str) else ""
