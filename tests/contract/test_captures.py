@@ -466,3 +466,104 @@ def test_a_node_shown_as_no_text_keeps_the_document_from_being_read() -> None:
     assert validate_output(json.dumps({"body": _adf(paragraphs)})).status != "valid"
     paragraphs[2] = [{"type": "text", "text": f"Payoff: {CONTENT['payoff']}"}, {"type": "hardBreak"}]
     reads(json.dumps({"body": _adf(paragraphs)}))
+
+
+# -- forms met first in the ninth corpus ------------------------------------------------------------------------
+
+
+def test_a_message_by_the_prompts_side_is_never_the_answer_whatever_names_its_author() -> None:
+    """AutoGen's ``source='user'``, a transcript's ``"type": "user"``: the fields in the user's message are a draft
+    to review, not the model's answer."""
+    task = "Please polish this draft:\n" + labelled("{T}: {v}")
+    messages = f"TextMessage(source='user', content={task!r}), TextMessage(source='critic', content='APPROVE')"
+    printed = f"TaskResult(messages=[{messages}])"
+    assert validate_output(printed).status != "valid"
+    lines = [{"type": "user", "message": {"content": task}}, {"type": "assistant", "message": {"content": "Done."}}]
+    assert validate_output("\n".join(json.dumps(line) for line in lines)).status != "valid"
+
+
+@pytest.mark.parametrize("key", ["expectedOutput", "expected_output", "ground_truth", "reference", "ideal"])
+def test_an_evaluation_records_reference_answer_is_never_the_answer(key: str) -> None:
+    record = {
+        "input": "Why is the cache cold?",
+        "actualOutput": "I'm sorry, I can't help with that.",
+        key: labelled("{T}: {v}"),
+    }
+    assert validate_output(json.dumps({"testCases": [record]})).status != "valid"
+
+
+@pytest.mark.parametrize(
+    "loop",
+    ["'Next step: %s' % next", '"Next step: " + next_action', '"{}".format(step)', 'string & !=""', "#Question"],
+)
+def test_code_in_a_fields_place_among_literal_members_is_no_content(loop: str) -> None:
+    """A literal combined with code (Jsonnet's ``%``, ``+``, a method), or an unquoted value among members written
+    ``key: "..."`` on their own lines (CUE, HCL): its text is only known when the code runs."""
+    members = [f"  {name}: {json.dumps(value)}" for name, value in CONTENT.items() if name != "loop"]
+    raw = "answer: {\n" + "\n".join(members) + f"\n  loop: {loop}\n}}\n"
+    result = validate_output(raw)
+    assert result.status != "valid" and "loop" in {issue.field for issue in result.errors}, result.loop_output
+
+
+def test_a_string_a_printer_cut_at_its_limit_is_truncated() -> None:
+    """gdb prints a string past ``print elements`` as its first characters and ``...``."""
+    members = [f"  {name} = {json.dumps(value)}," for name, value in CONTENT.items()]
+    members[2] = f"  payoff = {json.dumps(CONTENT['payoff'][:40])}...,"
+    result = validate_output("$1 = {\n" + "\n".join(members) + "\n}")
+    assert result.status != "valid" and [issue.code for issue in result.errors] == ["truncated"]
+
+
+def test_a_stream_whose_final_event_is_incomplete_was_cut() -> None:
+    """The Realtime API's response.done with ``status: incomplete``: the text stopped at the token limit."""
+    events = [{"type": "response.text.delta", "delta": piece} for piece in _pieces(BOLD, [9, 4])]
+    done = {
+        "type": "response.done",
+        "response": {"status": "incomplete", "status_details": {"reason": "max_output_tokens"}},
+    }
+    result = validate_output("\n".join(json.dumps(event) for event in [*events, done]))
+    assert result.status != "valid"
+
+
+def test_a_quoted_bodys_escapes_are_its_text() -> None:
+    """A body written as one double-quoted literal (a Debug print's ``hook: "..."``): ``\\n`` is a line break."""
+    reinforce = CONTENT["reinforce"].replace(" in staging", "\\nin staging")
+    raw = "\n".join(
+        f"{n}: {json.dumps(v) if n != 'reinforce' else chr(34) + reinforce + chr(34)}," for n, v in CONTENT.items()
+    )
+    result = validate_output(raw)
+    assert result.ok and " ".join(str(result.loop_output["reinforce"]).split()) == CONTENT["reinforce"]
+
+
+def test_a_bracketed_console_line_after_one_line_sections_is_not_the_last_one() -> None:
+    reads(labelled("{T}: {v}") + "\n[Prompt tokens: 418, Completion tokens: 236]\n")
+
+
+def test_a_member_after_indented_one_line_sections_is_not_the_last_one() -> None:
+    """A Debug print's struct: the members are indented alike, so the member after the loop is a member."""
+    members = "\n".join(f"        {name}: {json.dumps(value)}," for name, value in CONTENT.items())
+    reads(f'Ok(\n    LoopOutput {{\n{members}\n        contract_version: "1.0.0",\n    }},\n)')
+
+
+@pytest.mark.parametrize("vertical", ["┃", "│", "║"])
+def test_a_terminal_uis_panel_frames_are_no_text(vertical: str) -> None:
+    """Rich's panels (CrewAI's, Agno's consoles): each line between two verticals, borders with a title."""
+    width = 60
+    lines = ["┏━ Response (5.8s) " + "━" * (width - 18) + "┓", f"{vertical}{' ' * width}{vertical}"]
+    for name, value in CONTENT.items():
+        words, line = value.split(), f"{name.title()}:"
+        for word in words:
+            if len(line) + len(word) + 1 > width - 2:
+                lines.append(f"{vertical} {line.ljust(width - 2)} {vertical}")
+                line = ""
+            line = f"{line} {word}".strip()
+        lines += [f"{vertical} {line.ljust(width - 2)} {vertical}", f"{vertical}{' ' * width}{vertical}"]
+    lines.append("┗" + "━" * width + "┛")
+    result = validate_output("\n".join(lines))
+    assert result.ok and {name: " ".join(str(value).split()) for name, value in result.loop_output.items()} == CONTENT
+
+
+def test_a_note_set_in_emphasis_after_the_last_section_is_no_part_of_it() -> None:
+    reads(BOLD + "\n\n_The figures are estimates based on the data you shared._")
+    loop = "*Should we pre-warm the nodes right now?*\n\n*Or should we wait for the traffic dip tonight?*"
+    result = validate_output(labelled("{T}: {v}", content={**CONTENT, "loop": loop}))
+    assert result.ok and str(result.loop_output["loop"]).endswith("tonight?*")  # the section is emphasized itself

@@ -404,7 +404,7 @@ def find_sections(text: str) -> Sections | None:
             end = block_end(text, labels[0][0], labels[-1][0], body_start, other, limit)
             if one_line_each:
                 end = min(end, _record_end(text, body_start))
-            end = _before_sign_off(text, body_start, end)
+            end = _before_note(text, body_start, _before_sign_off(text, body_start, end))
         found.append((name, _tidy(text[body_start:end].strip())))
     return Sections(*_pick(found), labels[0][0], _second_answer(found))
 
@@ -429,6 +429,24 @@ def _before_header(text: str, body_start: int, next_label: int) -> int:
 
 _HEADER_MAX: Final = 40
 _HEADER_WORDS: Final = 4
+
+
+def _before_note(text: str, start: int, end: int) -> int:
+    """Where the last section ends when its last paragraph is a note set in emphasis (``_The figures are
+    estimates._``) and the section's own text is not: the answer's footnote, not the section's."""
+    body = text[start:end].rstrip()
+    breaks = list(_PARAGRAPH_BREAK.finditer(body))
+    if not breaks:
+        return end
+    last = body[breaks[-1].end() :].strip()
+    own = body[: breaks[-1].start()].rstrip()
+    # (The section's own text ending in the same mark is emphasized itself: its label may have taken the opener.)
+    if _EMPHASIZED_PARAGRAPH.fullmatch(last) and own[-1:] != last[-1:]:
+        return start + breaks[-1].start()
+    return end
+
+
+_EMPHASIZED_PARAGRAPH: Final = re.compile(r"(?P<mark>[_*])(?![_*\s])[^\n]*[^_*\s](?P=mark)", re.DOTALL)
 
 
 def _before_sign_off(text: str, start: int, end: int) -> int:
@@ -581,12 +599,15 @@ def _record_end(text: str, body_start: int) -> int:
     content = _NON_SPACE.search(text, body_start)
     if content is None:
         return len(text)
+    line_start = _line_start(text, body_start)
+    indent = len(text[line_start:body_start]) - len(text[line_start:body_start].lstrip(" \t"))
     end = text.find("\n", content.start())
     while end >= 0:
         following = text.find("\n", end + 1)
         line = text[end + 1 : following if following >= 0 else len(text)]
-        if not line.strip() or _CONTINUES.match(line):
-            return len(text)  # a paragraph, a fence, an indented or listed line: the section's own structure
+        if not line.strip() or _CONTINUES.match(line, indent):
+            # A paragraph, a fence, a line indented past the label's or a list item: the section's own structure.
+            return len(text)
         if len(_PROSE_WORD.findall(line)) < _PROSE_WORDS or _BRACKETED_LINE.fullmatch(line):
             return end  # no prose, or a line all in brackets (a console's "[Prompt tokens: 418, ...]")
         end = following

@@ -5,6 +5,10 @@ A model's answer captured from a terminal (a recorded session, a CLI's coloured 
 (ECMA-48 CSI ``ESC [ ... m``), window titles (OSC ``ESC ] ... BEL``), and carriage returns by which a spinner or a
 progress bar overwrites its line. A reader sees the screen: the sequences are removed and, on a line rewritten
 after a carriage return, only its last writing is kept.
+
+A terminal UI draws boxes too (Rich's panels, as CrewAI's, Agno's and smolagents' consoles print answers): a line
+between two vertical box-drawing characters is the panel's text, and a border line (a corner, a run of horizontal
+box-drawing characters, a title) holds none.
 """
 
 from __future__ import annotations
@@ -40,3 +44,28 @@ def screen_text(text: str) -> str:
             writings = [part for part in line.rstrip("\r").split("\r") if _VISIBLE.search(part)]
             lines[index] = writings[-1] if writings else ""
     return "\n".join(lines)
+
+
+_VERTICALS: Final = "│┃║"
+_FRAMED_LINE: Final = re.compile(r"[ \t]*[│┃║] ?(?P<inner>.*?) ?[│┃║][ \t]*")
+_BORDER_LINE: Final = re.compile(r"[ \t]*[┌┏╔└┗╚├┣╠┞┟┡┢╭╰][─━═┄┅┈┉╌╍ ].*[┐┓╗┘┛╝┤┫╣┦┧┩┪╮╯][ \t]*")
+# A text is drawn in panels when at least this many of its lines are framed.
+_MIN_FRAMED_LINES: Final = 3
+
+
+def may_be_panelled(text: str) -> bool:
+    """A cheap test: False means no line here is drawn inside a box."""
+    return any(vertical in text for vertical in _VERTICALS)
+
+
+def panel_text(text: str) -> str | None:
+    """``text`` with its panels' frames removed (their borders blank lines, their framed lines' text kept), or None
+    when it has too few framed lines to be a terminal UI's panels."""
+    lines = text.split("\n")
+    framed = [_FRAMED_LINE.fullmatch(line) for line in lines]
+    if sum(match is not None for match in framed) < _MIN_FRAMED_LINES:
+        return None
+    return "\n".join(
+        match["inner"].rstrip() if match is not None else "" if _BORDER_LINE.fullmatch(line) else line
+        for line, match in zip(lines, framed, strict=True)
+    )

@@ -57,7 +57,7 @@ from marsrag.contract._reasoning import may_have_reasoning, strip_reasoning
 from marsrag.contract._runaway import ends_in_loop
 from marsrag.contract._sections import comment_blocks, find_sections
 from marsrag.contract._tables import may_have_table, table_sections
-from marsrag.contract._terminal import may_be_terminal, screen_text
+from marsrag.contract._terminal import may_be_panelled, may_be_terminal, panel_text, screen_text
 from marsrag.contract._tokens import (
     character_tokens,
     has_special_token,
@@ -211,6 +211,8 @@ def from_text(text: str, mode: Mode, cut: bool, layer: int = 0) -> ValidationRes
         if may_end_early(text):
             text = end_of_turn(text)  # what follows the turn's end overwrites nothing of the answer on a screen
         text = screen_text(text)  # a console capture: its colours and overwritten lines are not the answer's
+    if may_be_panelled(text):
+        text = panel_text(text) or text  # a terminal UI's panels: their frames are no text
     if may_be_transport(text):
         text = transport_decoded(text) or text  # a wire or mailbox capture: its transfer encoding undone
     if "<![CDATA[" in text:
