@@ -567,3 +567,20 @@ def test_a_note_set_in_emphasis_after_the_last_section_is_no_part_of_it() -> Non
     loop = "*Should we pre-warm the nodes right now?*\n\n*Or should we wait for the traffic dip tonight?*"
     result = validate_output(labelled("{T}: {v}", content={**CONTENT, "loop": loop}))
     assert result.ok and str(result.loop_output["loop"]).endswith("tonight?*")  # the section is emphasized itself
+
+
+@pytest.mark.parametrize("box", [True, False])
+def test_a_grid_tables_wrapped_cells_are_one_value(box: bool) -> None:
+    """A long cell wrapped over rows whose label cell is empty (nushell's rounded tables, grid tables): one value."""
+    bar = "│" if box else "|"
+    rows = []
+    for name, value in CONTENT.items():
+        words = value.split()
+        half = len(words) // 2
+        rows += [
+            f"{bar} {name:<9} {bar} {' '.join(words[:half])} {bar}",
+            f"{bar} {'':<9} {bar} {' '.join(words[half:])} {bar}",
+        ]
+    top, bottom = ("╭" + "─" * 11 + "┬" + "─" * 40 + "╮", "╰" + "─" * 11 + "┴" + "─" * 40 + "╯") if box else ("", "")
+    result = validate_output("\n".join([top, *rows, bottom]).strip())
+    assert result.ok and {name: " ".join(str(value).split()) for name, value in result.loop_output.items()} == CONTENT

@@ -2,7 +2,8 @@
 
 Two layouts: the labels as a column (``| **Hook** | Three regions... |``, one row per section, a header row
 such as ``| Section | Content |`` ignored), or the labels as the header row with the answer in the row below.
-A cell's ``<br>`` is a line break and ``\\|`` a literal bar.
+A cell's ``<br>`` is a line break and ``\\|`` a literal bar. A row whose label cell is empty continues the row above
+(a grid table wraps a long cell over several rows).
 """
 
 from __future__ import annotations
@@ -65,13 +66,22 @@ def _body(cells: list[str]) -> str:
 def _by_rows(rows: list[tuple[int, list[str]]]) -> tuple[int, dict[str, str]] | None:
     found: dict[str, str] = {}
     start = -1
+    current: tuple[str, int] | None = None  # the section the last labelled row started, and its label's column
     for offset, cells in rows:
         for column, cell in enumerate(cells[:_LABEL_COLUMNS]):
             name = _label(cell)
             if name is not None:
+                current = (name, column) if name not in found else None
                 found.setdefault(name, _body(cells[column + 1 :]))
                 start = offset if start < 0 else start
                 break
+        else:
+            if current is not None and len(cells) > current[1] and not any(cells[: current[1] + 1]):
+                # A row whose label cell is empty continues the row above: a grid table wraps a long cell so.
+                name, column = current
+                found[name] = f"{found[name]}\n{_body(cells[column + 1 :])}".strip()
+            else:
+                current = None
     return (start, found) if found else None
 
 

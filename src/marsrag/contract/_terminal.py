@@ -7,8 +7,8 @@ progress bar overwrites its line. A reader sees the screen: the sequences are re
 after a carriage return, only its last writing is kept.
 
 A terminal UI draws boxes too (Rich's panels, as CrewAI's, Agno's and smolagents' consoles print answers): a line
-between two vertical box-drawing characters is the panel's text, and a border line (a corner, a run of horizontal
-box-drawing characters, a title) holds none.
+between two vertical box-drawing characters is the panel's text (a table's row when verticals divide it), and a
+border line (a corner, a run of horizontal box-drawing characters, a title) holds none.
 """
 
 from __future__ import annotations
@@ -66,6 +66,13 @@ def panel_text(text: str) -> str | None:
     if sum(match is not None for match in framed) < _MIN_FRAMED_LINES:
         return None
     return "\n".join(
-        match["inner"].rstrip() if match is not None else "" if _BORDER_LINE.fullmatch(line) else line
+        _unframed(match["inner"]) if match is not None else "" if _BORDER_LINE.fullmatch(line) else line
         for line, match in zip(lines, framed, strict=True)
     )
+
+
+def _unframed(inner: str) -> str:
+    """A framed line's text: a panel's line as it is, a box-drawn table's row (inner verticals) as a Markdown row."""
+    if any(vertical in inner for vertical in _VERTICALS):
+        return "| " + re.sub(f"[{_VERTICALS}]", "|", inner.rstrip()) + " |"
+    return inner.rstrip()
