@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping
 from typing import Final
 
+from marsrag.contract._prose import is_prose
 from marsrag.contract.fields import FIELDS
 from marsrag.contract.issues import ContractIssue
 
@@ -48,8 +49,6 @@ _COMBINED_LITERAL: Final = re.compile(
     r"""(?P<quote>["']?)[ \t]*(?P<sep>:|=(?!=))[ \t]*(?P<value>(?:"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')"""
     r"""[ \t]*(?:%|\+|\.\.|\|\||\.(?=[A-Za-z_]))[ \t]*[A-Za-z_(][^\n]{0,120})"""
 )
-_PROSE_WORD: Final = re.compile(r"(?:^|(?<=\s))[^\W\d_]{2,}[.,;:!?]?(?=\s|$)")
-_PROSE_WORDS: Final = 3
 _COMMENT_AFTER: Final = re.compile(r"[ \t]*[,;]?(?:\s*(?:#|//)[^\n]*)*")
 # Line comments ("// What is at stake") between a member and the key after it, with the line breaks before them.
 _COMMENT_LINES: Final = re.compile(r"(?:\n[ \t]*//[^\n]*)+(?=\s*$)")
@@ -111,7 +110,7 @@ def _among_literals(text: str, index: int) -> bool:
 
 def _not_prose(value: str) -> bool:
     """Whether an unquoted value has fewer than three words of prose (``string & !=""``, a type, an expression)."""
-    return len(_PROSE_WORD.findall(value)) < _PROSE_WORDS
+    return not is_prose(value)
 
 
 def is_code(value: str) -> bool:

@@ -17,6 +17,7 @@ from typing import Final, NamedTuple
 from marsrag.contract._block import block_end
 from marsrag.contract._escapes import unescape_literal
 from marsrag.contract._label_names import GLOSS, LABEL_FIELDS, capitalized_names
+from marsrag.contract._prose import is_prose
 from marsrag.contract._trie import trie_pattern
 from marsrag.contract.issues import ContractIssue, second_answer_issue
 from marsrag.contract.rules import text_problem
@@ -127,9 +128,6 @@ _PART_COUNTER: Final = re.compile(r"(?m)^[ \t]*[(（\[]?\d{1,2}[ \t]*/[ \t]*\d{1
 _ENTITY: Final = re.compile(r"&(?:[A-Za-z]{2,8}|#\d{1,7}|#[xX][0-9A-Fa-f]{1,6});")
 _LABELLED_LINK: Final = re.compile(r"<(?:https?|mailto|ftp):[^\s<>|]{1,2000}\|([^<>\n|]{1,200})>")
 _INLINE_TAG: Final = re.compile(r"</?[A-Za-z][\w:.-]{0,40}(?:\s[^<>\n]{0,80})?>")
-# A word of prose: letters only, between spaces (or a line's ends and its punctuation); a line of prose has three.
-_PROSE_WORD: Final = re.compile(r"(?:^|(?<=\s))[(\"'“«¿¡]?[^\W\d_]+[.,;:!?)\"'”»]*(?=\s|$)")
-_PROSE_WORDS: Final = 3
 _BRACKETED_LINE: Final = re.compile(r"[ \t]*\[[^\[\]\n]*\][ \t]*")
 _CONTINUES: Final = re.compile(r"[ \t]|`{3}|~{3}|(?:[-*+•]|\d{1,2}[.)])[ \t]")
 
@@ -608,7 +606,7 @@ def _record_end(text: str, body_start: int) -> int:
         if not line.strip() or _CONTINUES.match(line, indent):
             # A paragraph, a fence, a line indented past the label's or a list item: the section's own structure.
             return len(text)
-        if len(_PROSE_WORD.findall(line)) < _PROSE_WORDS or _BRACKETED_LINE.fullmatch(line):
+        if not is_prose(line) or _BRACKETED_LINE.fullmatch(line):
             return end  # no prose, or a line all in brackets (a console's "[Prompt tokens: 418, ...]")
         end = following
     return len(text)
