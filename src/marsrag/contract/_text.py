@@ -2,7 +2,10 @@
 
 The work goes cheapest first:
 
-1. clean JSON is one pydantic parse (the benchmarked hot path);
+0. a capture is read as its reader sees it (:data:`_AS_SEEN`: a terminal's screen, a panel's text, a transfer
+   encoding undone, character data, tokens that stand for characters), each only when its cheap test says so;
+1. clean JSON is one pydantic parse (the benchmarked hot path); a text that is none is read for what it spells
+   (:data:`_SPELLED`: a stream's text frames, keys written in another script);
 2. what follows the model's first end-of-turn token is dropped (:mod:`._turns`), then reasoning blocks and
    leaked special tokens are removed, each only when its trigger character is present (an output that is only
    reasoning fails and says so);
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from pydantic import ValidationError
@@ -207,19 +210,7 @@ def from_text(text: str, mode: Mode, cut: bool, layer: int = 0) -> ValidationRes
         return input_failure(mode, "too_long", f"the output has more than {MAX_INPUT_CHARS:,} characters")
     if text[:1] == "\ufeff":
         text = text[1:]
-    if may_be_terminal(text):
-        if may_end_early(text):
-            text = end_of_turn(text)  # what follows the turn's end overwrites nothing of the answer on a screen
-        text = screen_text(text)  # a console capture: its colours and overwritten lines are not the answer's
-    if may_be_panelled(text):
-        text = panel_text(text) or text  # a terminal UI's panels: their frames are no text
-    if may_be_transport(text):
-        text = transport_decoded(text) or text  # a wire or mailbox capture: its transfer encoding undone
-    if "<![CDATA[" in text:
-        # An XML character data section is its text, on lines of its own (a WeChat reply's <Content>).
-        text = _CDATA.sub(lambda match: "\n" + match["inner"] + "\n", text)
-    if may_have_character_tokens(text):
-        text = character_tokens(text)  # tokens decoded one by one: a line break's, a byte's
+    text = _read_as(text, _AS_SEEN)
     tried: str | None = None
     if text[:1] == "{":
         # Clean JSON, or clean JSON with the usual leak: a special token glued to its end.
@@ -229,10 +220,7 @@ def from_text(text: str, mode: Mode, cut: bool, layer: int = 0) -> ValidationRes
             if clean is not None:
                 return clean
             tried = candidate
-    if may_be_framed(text):
-        text = framed_text(text) or text  # a line-framed stream: the text its text frames spell
-    if may_have_aliases(text):
-        text = aliased(text) or text  # the five keys written in the user's script, by their sound
+    text = _read_as(text, _SPELLED)
     if may_end_early(text):
         # What the model wrote after its turn ended is no answer, and no later candidate either.
         text = end_of_turn(text)
@@ -289,6 +277,43 @@ def from_text(text: str, mode: Mode, cut: bool, layer: int = 0) -> ValidationRes
     if result is not None:
         return result
     return input_failure(mode, "unparseable", "no JSON object or labelled sections with contract fields found")
+
+
+def _screen(text: str) -> str:
+    """A console capture as its screen shows it; what follows the turn's end overwrites nothing of the answer."""
+    return screen_text(end_of_turn(text) if may_end_early(text) else text)
+
+
+def _has_character_data(text: str) -> bool:
+    return "<![CDATA[" in text
+
+
+def _character_data(text: str) -> str:
+    """XML character data sections as their text, on lines of their own (a WeChat reply's ``<Content>``)."""
+    return _CDATA.sub(lambda match: "\n" + match["inner"] + "\n", text)
+
+
+_Reading = tuple[Callable[[str], bool], Callable[[str], str | None]]
+#: A capture as its reader sees it, in order, each a cheap test and its reading (None: the text as it was): a
+#: terminal's screen, a terminal UI's panels without their frames, a wire's or a mailbox's transfer encoding undone,
+#: XML character data, tokens that stand for characters.
+_AS_SEEN: Final[tuple[_Reading, ...]] = (
+    (may_be_terminal, _screen),
+    (may_be_panelled, panel_text),
+    (may_be_transport, transport_decoded),
+    (_has_character_data, _character_data),
+    (may_have_character_tokens, character_tokens),
+)
+#: What a text spells once it is no clean JSON: a line-framed stream's text frames joined, the five keys written in
+#: the user's script by their sound.
+_SPELLED: Final[tuple[_Reading, ...]] = ((may_be_framed, framed_text), (may_have_aliases, aliased))
+
+
+def _read_as(text: str, readings: tuple[_Reading, ...]) -> str:
+    for applies, reading in readings:
+        if applies(text):
+            text = reading(text) or text
+    return text
 
 
 def _exact(text: str, mode: Mode) -> ValidationResult | None:
