@@ -255,6 +255,30 @@ def test_the_shipped_example_stores_the_passage_the_tool_found(tmp_path: Path) -
     assert cited["6"]["source"].startswith("knowledge_base/runbooks/cache-prewarm-from-snapshot.md#")
 
 
+def test_a_tool_using_agents_answer_is_read_by_the_contract_never_asked_for_again(
+    store: RunStore, sample_project: ProjectConfig
+) -> None:
+    """After a tool step, an answer in labelled sections (not JSON) is read as written: no third call for structure.
+
+    CrewAI 1.15.4x asks a tool-using agent once more, with the response schema, when its final answer is not JSON
+    fitting it; the contract's executor leaves a contract task's answer to the reader, so the spare output stays.
+    """
+    from marsrag.runtime.runner import WorkflowRunner
+
+    knowledge = KnowledgeBase(store)
+    spare = final_answer({**CONTENT, "hook": "A second answer nobody asked for."})
+    llm = boundary_replay([tool_step(TOOL_QUERY), final_answer(CONTENT), spare])
+
+    run = WorkflowRunner(store, tool_project(sample_project, ["knowledge_base"]), llm, retriever=knowledge).run(
+        GOAL, workflow="flow"
+    )
+
+    (task,) = store.get_tasks(run.run_id)
+    assert run.status == "completed" and task.validation.status == "valid"
+    assert len(llm.calls) == 2 and llm.remaining == 1
+    assert task.loop_output.hook == CONTENT["hook"]
+
+
 def test_an_operator_repair_stores_what_the_agents_tool_found(store: RunStore, sample_project: ProjectConfig) -> None:
     """A failed task repaired by an operator: the agent searches again, and its new passage is cited and stored."""
     from marsrag.runtime.actions import repair_task

@@ -30,6 +30,7 @@ from marsrag.flows.state import LoopFlowState, StepRecord  # noqa: E402
 from marsrag.goals import check_session_id, clean_goal  # noqa: E402
 from marsrag.integrations.crewai import Agent, Crew, Process  # noqa: E402
 from marsrag.integrations.crewai_builders import BuiltCrew, CrewBuilder, build_agent, build_crew, build_task  # noqa: E402
+from marsrag.integrations.crewai_executor import use_contract_executor  # noqa: E402
 from marsrag.integrations.passages import PASSAGES  # noqa: E402
 from marsrag.llm.select import resolve_llm  # noqa: E402
 from marsrag.runtime.retrieval import NoRetriever, Retriever, run_scope  # noqa: E402
@@ -347,7 +348,7 @@ class LoopFlow(Flow[LoopFlowState]):
         if isinstance(agent, AgentConfig):
             return agent.name, lambda: build(agent)
         if isinstance(agent, Agent):
-            return str(agent.role), lambda: agent
+            return str(agent.role), lambda: use_contract_executor(agent)
         raise InputError(f"flow {self.workflow_name!r}: an agent is a name, an AgentConfig or a CrewAI Agent")
 
     # -- routing ---------------------------------------------------------------------------------------------

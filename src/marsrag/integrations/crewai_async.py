@@ -18,7 +18,6 @@ from marsrag.integrations.crewai_env import prepare_crewai_environment
 
 prepare_crewai_environment()
 
-from crewai.agents.agent_executor import AgentExecutor  # noqa: E402 - must follow the environment set-up above
 from crewai.agents.parser import AgentFinish, OutputParserError  # noqa: E402
 from crewai.utilities.agent_utils import (  # noqa: E402
     aget_llm_response,
@@ -31,13 +30,15 @@ from crewai.utilities.agent_utils import (  # noqa: E402
 from crewai_core.printer import PRINTER  # noqa: E402
 from pydantic import BaseModel  # noqa: E402
 
+from marsrag.integrations.crewai_executor import ContractAgentExecutor  # noqa: E402
 
-class AsyncAgentExecutor(AgentExecutor):
-    """CrewAI's ``AgentExecutor`` whose LLM calls are awaited (``acall``) instead of run on a thread."""
 
-    # A Flow subclass builds its definition from its own methods only: the parent's definition is kept, and
-    # its steps are bound by name, so the two coroutines below replace the parent's methods of those names.
-    _flow_definition: ClassVar[Any] = AgentExecutor.flow_definition()
+class AsyncAgentExecutor(ContractAgentExecutor):
+    """The contract's agent executor whose LLM calls are awaited (``acall``) instead of run on a thread."""
+
+    # As in the parent: the flow's definition is kept, and its steps are bound by name, so the two coroutines
+    # below replace the parent's methods of those names.
+    _flow_definition: ClassVar[Any] = ContractAgentExecutor.flow_definition()
 
     async def call_llm_and_parse(self) -> Literal["parsed", "parser_error", "context_error"]:  # type: ignore[override]
         """The text-tools LLM step, awaited: parse the answer into an action or a final answer."""

@@ -36,6 +36,7 @@ from marsrag.integrations.crewai import (
     Process,
 )
 from marsrag.integrations.crewai_async import AsyncAgentExecutor
+from marsrag.integrations.crewai_executor import ContractAgentExecutor
 from marsrag.integrations.guardrail import ContractGuardrail
 from marsrag.integrations.knowledge_tool import Searcher, knowledge_tool
 from marsrag.tasks.config import AUTO_AGENT, AgentConfig, ProjectConfig, TaskConfig, WorkflowConfig
@@ -141,6 +142,7 @@ def build_agent(
     # A failed LLM call is retried by MarsRAG's call policy (MARSRAG_LLM_RETRIES, transport errors only);
     # CrewAI's re-run of the whole task on any error would multiply it (and retry what cannot succeed).
     options.setdefault("max_retry_limit", 0)
+    options.setdefault("executor_class", ContractAgentExecutor)
     if config.tools:
         options["tools"] = build_tools(config.tools, retriever, retrieval_limit)
     return Agent(
@@ -169,6 +171,7 @@ def build_manager(llm: Any = None, config: AgentConfig | None = None) -> Any:
         llm=llm,
         allow_delegation=True,
         verbose=False,
+        executor_class=ContractAgentExecutor,
         max_retry_limit=0,  # as build_agent: MarsRAG's call policy retries, CrewAI's task re-run would multiply it
     )
 

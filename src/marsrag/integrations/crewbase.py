@@ -29,6 +29,7 @@ from marsrag.contract import Mode
 from marsrag.errors import ConfigError
 from marsrag.integrations.crewai import Crew, Process
 from marsrag.integrations.crewai_builders import BuiltCrew, BuiltTask, build_manager, build_task
+from marsrag.integrations.crewai_executor import use_contract_executor
 from marsrag.integrations.knowledge_tool import Searcher
 from marsrag.tasks.config import AUTO_AGENT, AgentConfig, ProjectConfig, TaskConfig, WorkflowConfig, WorkflowProcess
 
@@ -97,8 +98,9 @@ class BoundCrew:
         mode = chosen.effective_loop_mode
         found = self._fresh()
         original = found.crew
-        if llm is not None:
-            for agent in found.agents.values():
+        for agent in found.agents.values():
+            use_contract_executor(agent)
+            if llm is not None:
                 agent.llm = llm
         managed = chosen.process == "hierarchical"
         built: list[BuiltTask] = []
@@ -123,6 +125,7 @@ class BoundCrew:
                 manager.llm = llm
             if manager is None:
                 manager = build_manager(llm if llm is not None else manager_llm or original.manager_llm)
+            use_contract_executor(manager)
             options = {"process": Process.hierarchical, "manager_agent": manager}
         crew = Crew(
             agents=list(found.agents.values()), tasks=[item.task for item in built[start:]], verbose=False, **options
