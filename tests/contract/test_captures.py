@@ -584,3 +584,24 @@ def test_a_grid_tables_wrapped_cells_are_one_value(box: bool) -> None:
     top, bottom = ("╭" + "─" * 11 + "┬" + "─" * 40 + "╮", "╰" + "─" * 11 + "┴" + "─" * 40 + "╯") if box else ("", "")
     result = validate_output("\n".join([top, *rows, bottom]).strip())
     assert result.ok and {name: " ".join(str(value).split()) for name, value in result.loop_output.items()} == CONTENT
+
+
+@pytest.mark.parametrize("after", ["1 row in set. Elapsed: 0.004 sec.", "(1 row)", "Query OK, the row was read."])
+@pytest.mark.parametrize("separator", [":", " |"])
+def test_a_record_printed_aligned_ends_at_its_blank_line(after: str, separator: str) -> None:
+    """A database shell's vertical display pads every key to one column: a value goes on only on lines indented to
+    that column, so the shell's own line after the blank line is not the loop's second paragraph."""
+    width = max(map(len, ["ticket_id", *CONTENT])) + len(separator) + 1
+    row = {"ticket_id": "4471", **CONTENT}
+    lines = [f"{(name + separator).ljust(width)}{value}" for name, value in row.items()]
+    reads("Row 1:\n──────\n" + "\n".join(lines) + f"\n\n{after}\n\nshell :) ")
+
+
+def test_an_aligned_records_value_wrapped_to_its_column_is_one_value() -> None:
+    width = len("reinforce:  ")
+    first, rest = CONTENT["loop"].split(" ", 1)
+    lines = [f"{(name + ':').ljust(width)}{value}" for name, value in CONTENT.items() if name != "loop"]
+    result = validate_output(
+        "\n".join([*lines, f"{'loop:'.ljust(width)}{first}", " " * width + rest, "", "Elapsed: 1 sec."])
+    )
+    assert result.ok and " ".join(str(result.loop_output["loop"]).split()) == CONTENT["loop"]

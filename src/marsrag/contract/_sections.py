@@ -401,7 +401,7 @@ def find_sections(text: str) -> Sections | None:
             other = _other_label(text, labels[-1][0], one_line_each)
             end = block_end(text, labels[0][0], labels[-1][0], body_start, other, limit)
             if one_line_each:
-                end = min(end, _record_end(text, body_start))
+                end = min(end, _record_end(text, body_start, _aligned(text, labels)))
             end = _before_note(text, body_start, _before_sign_off(text, body_start, end))
         found.append((name, _tidy(text[body_start:end].strip())))
     return Sections(*_pick(found), labels[0][0], _second_answer(found))
@@ -588,21 +588,37 @@ def _one_line_each(text: str, labels: list[_Label]) -> bool:
     )
 
 
-def _record_end(text: str, body_start: int) -> int:
+def _aligned(text: str, labels: list[_Label]) -> bool:
+    """Whether the values start in one column under labels of different widths: a record printed aligned
+    (``hook:       ...`` over ``reinforce:  ...``, as a database shell's vertical or expanded display prints a row).
+    The five names differ in length, so one column for all of them is padding, never chance."""
+    return len({body_start - _line_start(text, body_start) for _, body_start, _ in labels}) == 1 and (
+        len({body_start - start for start, body_start, _ in labels}) == 1
+    )
+
+
+def _record_end(text: str, body_start: int, aligned: bool = False) -> int:
     """Where the last section ends in an answer of one line per section: at the first line after its own, before a
     blank line, that is no prose (a log's next record, ``END RequestId: 7c1e...``, a section marker): the text the
     answer was printed in, not the answer. Prose lines (a wrapped sentence, the question's options) stay, as do a
     paragraph after a blank line and lines the section's own markup continues it with (a fence, an indented line, a
-    list item)."""
+    list item). In a record printed ``aligned`` a value goes on only on lines indented to its column, and a blank
+    line ends the record (what follows is the shell's, ``1 row in set.``)."""
     content = _NON_SPACE.search(text, body_start)
     if content is None:
         return len(text)
     line_start = _line_start(text, body_start)
     indent = len(text[line_start:body_start]) - len(text[line_start:body_start].lstrip(" \t"))
+    column = body_start - line_start
     end = text.find("\n", content.start())
     while end >= 0:
         following = text.find("\n", end + 1)
         line = text[end + 1 : following if following >= 0 else len(text)]
+        if aligned:
+            if not line.strip() or len(line) - len(line.lstrip(" \t")) < column:
+                return end
+            end = following
+            continue
         if not line.strip() or _CONTINUES.match(line, indent):
             # A paragraph, a fence, a line indented past the label's or a list item: the section's own structure.
             return len(text)
