@@ -45,7 +45,9 @@ def test_a_closing_tag_of_an_element_opened_inside_the_answer_stays() -> None:
 
 def test_an_element_closed_before_the_labels_bounds_nothing() -> None:
     """A closed element before the labels (a summary) leaves the last section to run on."""
-    raw = "<summary>Cold caches.</summary>\n" + labelled("{L}: {v}") + "\n\nOr both, one node each."
+    grip = CONTENT["grip"] + "\n\nThe same held in all three regions."
+    raw = "<summary>Cold caches.</summary>\n" + labelled("{L}: {v}", content={**CONTENT, "grip": grip})
+    raw += "\n\nOr both, one node each."
     result = validate_output(raw)
     assert result.ok and result.loop_output["loop"].endswith("Or both, one node each."), result.loop_output
 
@@ -72,8 +74,11 @@ def test_a_label_alone_on_its_item_line_keeps_the_paragraph_that_follows() -> No
 
 
 def test_plain_labels_keep_every_paragraph_of_the_last_section() -> None:
-    """Without a list, nothing marks where the last section ends: its paragraphs are its own."""
-    result = validate_output(labelled("{L}: {v}") + "\n\nOr from a replayed sample of yesterday's peak.")
+    """Without a list, where sections run to several paragraphs, nothing marks where the last one ends: its
+    paragraphs are its own."""
+    grip = CONTENT["grip"] + "\n\nThe same held in all three regions."
+    raw = labelled("{L}: {v}", content={**CONTENT, "grip": grip}) + "\n\nOr from a replayed sample of yesterday's peak."
+    result = validate_output(raw)
     assert result.ok and result.loop_output["loop"].endswith("yesterday's peak.")
 
 
@@ -392,3 +397,30 @@ def test_an_empty_element_after_a_sections_text_is_markup() -> None:
     body = "\n".join(f'    {line}<break time="500ms"/>' for line in labelled("{T}: {v}").split("\n"))
     reads('<speak version="1.0" xml:lang="en-US">\n' + body + "\n</speak>")
     reads("\n".join(line + "<br/>" for line in labelled("{T}: {v}").split("\n")))
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        "> [!{kind}] {T}\n> {v}\n",  # GitHub's alerts, Obsidian's callouts
+        "> [!{kind}]- {T}\n> {v}\n",  # a foldable callout
+        '!!! {kind} "{T}"\n    {v}\n',  # Python-Markdown's admonitions (MkDocs)
+        '??? {kind} "{T}"\n    {v}\n',  # a collapsible one
+        ":::{kind} {T}\n{v}\n:::\n",  # a directive container (Docusaurus, VitePress)
+    ],
+)
+@pytest.mark.parametrize("kind", ["note", "tip", "question"])
+def test_a_titled_blocks_title_is_its_label_and_its_markup_no_text(block: str, kind: str) -> None:
+    """Markdown's titled blocks: the type is a look the writer chose, the title names the section, and the block's
+    quote markers, indentation and closing fence are no part of the value."""
+    raw = "\n".join(block.format(kind=kind, T=name.title(), v=value) for name, value in CONTENT.items())
+    result = validate_output(raw)
+    assert result.ok and dict(result.loop_output) == CONTENT, result.loop_output
+
+
+def test_a_quoted_answers_lines_lose_their_quote_markers() -> None:
+    """An answer all in one block quote: a section wrapped over two quoted lines is one value without its markers."""
+    grip = CONTENT["grip"].replace(", so", ",\n> so")
+    raw = "\n".join(f"> **{name.title()}:** {value}" for name, value in {**CONTENT, "grip": grip}.items())
+    result = validate_output(raw)
+    assert result.ok and result.loop_output["grip"] == CONTENT["grip"].replace(", so", ",\nso")

@@ -194,11 +194,34 @@ def test_a_sign_off_after_the_last_section_is_no_part_of_it(sign_off: str) -> No
     reads(labelled("{T}: {v}") + "\n\n" + sign_off)
 
 
+#: A grip of two paragraphs: sections that are not one paragraph each may have a last section of several.
+GRIP_IN_TWO = {**CONTENT, "grip": CONTENT["grip"] + "\n\nThe same held in all three regions."}
+
+
 @pytest.mark.parametrize("last", ["Or both.", "Or we could restart both of them together"])
 def test_a_last_paragraph_that_is_a_sentence_stays_in_the_last_section(last: str) -> None:
-    """A sentence's end, or more words than a sign-off has: the section's own paragraph."""
-    raw = labelled("{T}: {v}") + "\n\n" + last
+    """A sentence's end, or more words than a sign-off has, where sections run to several paragraphs: the section's
+    own paragraph."""
+    raw = labelled("{T}: {v}", content=GRIP_IN_TWO) + "\n\n" + last
     assert validate_output(raw).loop_output["loop"].endswith(last)
+
+
+@pytest.mark.parametrize(
+    "after",
+    ["Or both.", "N'hésitez pas si vous avez d'autres questions. Prenez soin de vous !", "1 row in set (0.00 sec)"],
+)
+@pytest.mark.parametrize("form", ["{T}: {v}", "## {T}\n\n{v}", "**{T}:** {v}"])
+def test_the_last_section_is_one_paragraph_when_every_other_one_is(after: str, form: str) -> None:
+    """The sections share one shape: a paragraph after the loop's own first one is the writer's next words (a
+    courtesy line, a console's status line), not the loop's, whatever it says."""
+    reads(labelled(form) + "\n\n" + after)
+
+
+@pytest.mark.parametrize("after", ["- from the snapshot\n- from a replayed sample", "    indented under it"])
+def test_a_last_sections_paragraph_ending_in_a_colon_goes_on_with_what_it_introduces(after: str) -> None:
+    loop = "Pick the warm-up source:"
+    result = validate_output(labelled("{T}: {v}", content={**CONTENT, "loop": loop}) + "\n\n" + after)
+    assert result.ok and str(result.loop_output["loop"]).endswith(after.strip())
 
 
 # -- markup a platform writes ---------------------------------------------------------------------------------
@@ -565,7 +588,7 @@ def test_a_terminal_uis_panel_frames_are_no_text(vertical: str) -> None:
 def test_a_note_set_in_emphasis_after_the_last_section_is_no_part_of_it() -> None:
     reads(BOLD + "\n\n_The figures are estimates based on the data you shared._")
     loop = "*Should we pre-warm the nodes right now?*\n\n*Or should we wait for the traffic dip tonight?*"
-    result = validate_output(labelled("{T}: {v}", content={**CONTENT, "loop": loop}))
+    result = validate_output(labelled("{T}: {v}", content={**GRIP_IN_TWO, "loop": loop}))
     assert result.ok and str(result.loop_output["loop"]).endswith("tonight?*")  # the section is emphasized itself
 
 
@@ -605,3 +628,41 @@ def test_an_aligned_records_value_wrapped_to_its_column_is_one_value() -> None:
         "\n".join([*lines, f"{'loop:'.ljust(width)}{first}", " " * width + rest, "", "Elapsed: 1 sec."])
     )
     assert result.ok and " ".join(str(result.loop_output["loop"]).split()) == CONTENT["loop"]
+
+
+@pytest.mark.parametrize("quote", ['"', "'"])
+def test_an_answer_printed_in_quotes_without_escapes_ends_at_the_closing_quote(quote: str) -> None:
+    """A toString that quotes without escaping (LangChain4j's AiMessage): the text's lines break the record, and the
+    quote before the next member closes the answer."""
+    raw = f"INFO -- Answer: AiMessage {{ text = {quote}" + labelled("{T}: {v}")
+    reads(raw + f"{quote}, thinking = null, toolExecutionRequests = [] }}\nINFO -- Tokens: 598")
+
+
+@pytest.mark.parametrize(
+    "command", [">>> print(response)", "$ python run.py\nWARNING: max_context_token_num is not set"]
+)
+def test_an_object_printed_under_the_command_that_asked_for_it_is_read_through_its_structure(command: str) -> None:
+    """No blank line between a console's command and the repr it printed: the value starts at its own line."""
+    content = "\n\n".join(f"**{name.title()}**: {value}" for name, value in CONTENT.items())
+    printed = f"Response(text={content!r}, token_ids=[151644, 8948], finish_reason='stop', index=0)"
+    reads(f"{command}\n{printed}\n")
+
+
+@pytest.mark.parametrize(
+    "header", ["outputs/default/predictions/qwen/loop_contract_law.json", "$ cat hook_results.json"]
+)
+@pytest.mark.parametrize("echoed", [False, True])
+def test_a_json_document_under_a_header_keeps_its_prompts_tokens_in_its_strings(header: str, echoed: bool) -> None:
+    """An evaluation record under its file's name: the prompt string's special tokens end nothing (the structure
+    reads them), and the file's name, though it holds a field's name, is no label."""
+    prediction = "\n".join(f"{name.upper()}: {value}" for name, value in CONTENT.items())
+    if echoed:
+        prediction = prediction.replace(CONTENT["payoff"], "specific value, recommendation, or resolution.")
+    asked = "\n".join(f"{n}. {name.upper()}: the {name} of the answer." for n, name in enumerate(CONTENT, 1))
+    prompt = f"<|im_start|>user\nWhy?\n\nAnswer with five sections:\n{asked}<|im_end|>\n<|im_start|>assistant\n"
+    record = {str(n): {"origin_prompt": prompt, "prediction": prediction, "gold": ""} for n in range(2)}
+    result = validate_output(header + "\n" + json.dumps(record, indent=4))
+    if echoed:
+        assert not result.ok and result.loop_output["hook"] == CONTENT["hook"]
+    else:
+        reads(header + "\n" + json.dumps(record, indent=4))

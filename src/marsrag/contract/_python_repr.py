@@ -10,6 +10,7 @@ text and marks its field unfinished.
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 from typing import Final, NamedTuple
 
@@ -94,9 +95,10 @@ def printed_values(text: str) -> list[tuple[int, int, object]]:
         body = paragraph.group().rstrip()
         if len(body) > _MAX_PRINTED_CHARS or body[-1:] not in ")}]":
             continue
-        # The paragraph, else the value printed under the line that asked for it (a console's "In [13]: pprint(x)").
-        opener = _VALUE_LINE.search(body, 1)
-        for start in (0, opener.start() + 1) if opener is not None else (0,):
+        # The paragraph, else the value printed under the lines that asked for it (a console's "In [13]: pprint(x)",
+        # a shell's command line): from the first line that opens a value and parses to the paragraph's end.
+        openers = [match.start() + 1 for match in itertools.islice(_VALUE_LINE.finditer(body, 1), _MAX_OPENERS)]
+        for start in (0, *openers):
             value = _parsed(body[start:])
             if value is not _NOTHING:
                 found.append((paragraph.start() + start, paragraph.start() + len(body), value))
@@ -105,7 +107,9 @@ def printed_values(text: str) -> list[tuple[int, int, object]]:
 
 
 _NOTHING: Final = object()
-_VALUE_LINE: Final = re.compile(r"\n[ \t]*[\[{]")
+# A line opening a printed value: a list, a dict, or an object printed as a call ("ChatCompletionResponse(...").
+_VALUE_LINE: Final = re.compile(r"\n[ \t]*(?:[\[{]|[A-Za-z_][\w.]{0,80}\()")
+_MAX_OPENERS: Final = 8
 
 
 def _parsed(body: str) -> object:

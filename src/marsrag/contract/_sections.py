@@ -36,6 +36,13 @@ _DECORATION: Final = rf" \t>#*+•_()\d.【「『〔［一二三四五六七八�
 # An emoji shortcode (":arrow_right:") is a symbol too: Slack, GitHub and Discord write them so. Not a field name in
 # colons: that is reStructuredText's field list (":hook: ...").
 _SHORTCODE: Final = rf":(?!(?:{_NAMES}):)[a-z0-9_+-]{{1,40}}:"
+# A titled block's opener before its title: a callout or alert ("> [!tip]- Payoff", Obsidian's and GitHub's), an
+# admonition ('!!! note "Grip"', '??? info "Grip"', Python-Markdown's and MkDocs') and a directive container
+# (":::tip Hook", Docusaurus' and VitePress'). The block's type is the writer's choice of look; its title is the
+# label. An admonition's quote opened here closes after the name.
+_BLOCK_OPENER: Final = (
+    r"(?P<opener>\[![\w-]{1,30}\][+-]?[ \t]+|(?:!!!|\?{3}\+?)[ \t]*[\w-]{1,30}[ \t]+\"|:{3,}[ \t]*[\w-]{1,30}[ \t]+)"
+)
 
 
 def _line_label(glossed: bool) -> re.Pattern[str]:
@@ -50,9 +57,9 @@ def _line_label(glossed: bool) -> re.Pattern[str]:
     translated = r"(?P<glossed>[^\s()（）:：*_#][^()（）:：*_\n]{0,30}?[ \t]*[(（])" if glossed else ""
     after_name = r"[)）]" if glossed else GLOSS
     return re.compile(
-        rf"\n(?P<prefix>(?:[{_DECORATION}]|{_SHORTCODE})*+:?)"
+        rf"\n(?P<prefix>(?:[{_DECORATION}]|{_SHORTCODE})*+:?{_BLOCK_OPENER}?)"
         rf"{translated}(?P<name>{_NAMES})(?![\w-]){after_name}"
-        r"(?P<suffix>[ \t*_:：—–】」』〕］｜-]*+)"
+        r"(?P<suffix>(?(opener)\"?)[ \t*_:：—–】」』〕］｜-]*+)"
         # Org-mode headline tags (":drill:", ":ops:urgent:") end a headline: they are no content.
         r"(?P<tags>(?<=[ \t]:)[\w@#%]++:(?:[\w@#%]++:)*+[ \t]*+(?=\n|\Z))?"
         r"(?P<eol>(?=\n|\Z))?",
@@ -96,7 +103,7 @@ _XML_CLOSE: Final = {name: re.compile(rf"</{name}\s*>", re.IGNORECASE) for name 
 
 # Decoration left around a body: emphasis markers, stray separators, horizontal rules and fences.
 _BODY_LEAD: Final = re.compile(r"(?:[ \t]*(?:\*\*|__|[:：]))+")
-_RULE_OR_FENCE: Final = re.compile(r"[ \t]*(?:-{3,}|\*{3,}|_{3,}|`{3,}\w*)[ \t]*")
+_RULE_OR_FENCE: Final = re.compile(r"[ \t]*(?:-{3,}|\*{3,}|_{3,}|`{3,}\w*|:{3,})[ \t]*")
 _EMPTY_ELEMENTS: Final = re.compile(r"(?:\s*<[A-Za-z][\w:.-]{0,40}(?:\s[^<>]{0,200})?/>)+\s*\Z")
 _DECORATED_EDGES: Final = frozenset("*_:：-`\"',")
 _MARKDOWN_ESCAPE: Final = re.compile(r"\\([!-/:-@\[-`{-~])")
@@ -197,7 +204,7 @@ def _clean(body: str) -> str:
         if lead is not None:
             body = body[lead.end() :].strip()
     # Checking the last character first keeps the common case (a plain sentence) free of regex work.
-    while body[-1:] in ("*", "_", "-", "`"):
+    while body[-1:] in ("*", "_", "-", "`", ":"):
         if body.endswith(("**", "__")):
             body = body[:-2].rstrip()
             continue
@@ -392,6 +399,8 @@ def find_sections(text: str) -> Sections | None:
     if record is not None:
         limit = record if limit is None else min(limit, record)
     found: list[tuple[str, str]] = []
+    # An answer all in a block quote (a callout, a quoted reply alone): the quote's markers are its layout.
+    quoted = ">" in text and all(text[_line_start(text, at) : at + 1].lstrip()[:1] == ">" for at, _, _ in labels)
     last = len(labels) - 1
     for index, (_, body_start, name) in enumerate(labels):
         if index < last:
@@ -403,11 +412,18 @@ def find_sections(text: str) -> Sections | None:
             if one_line_each:
                 end = min(end, _record_end(text, body_start, _aligned(text, labels)))
             end = _before_note(text, body_start, _before_sign_off(text, body_start, end))
-        found.append((name, _tidy(text[body_start:end].strip())))
+            if all(_PARAGRAPH_BREAK.search(body) is None for _, body in found):
+                end = _first_paragraph_end(text, body_start, end)
+            end = _before_closing_quote(text, labels[0][0], body_start, end)
+        body = text[body_start:end].strip()
+        if quoted:
+            body = _QUOTE_MARKER.sub("", body)
+        found.append((name, _tidy(body)))
     return Sections(*_pick(found), labels[0][0], _second_answer(found))
 
 
 _PARAGRAPH_BREAK: Final = re.compile(r"\n[ \t]*\n")
+_QUOTE_MARKER: Final = re.compile(r"^[ \t]*>[ \t]?", re.MULTILINE)
 _SENTENCE_ENDS: Final = ".!?…。！？"
 _SIGN_OFF_LINES: Final = 2
 _SIGN_OFF_WORDS: Final = 5
@@ -445,6 +461,45 @@ def _before_note(text: str, start: int, end: int) -> int:
 
 
 _EMPHASIZED_PARAGRAPH: Final = re.compile(r"(?P<mark>[_*])(?![_*\s])[^\n]*[^_*\s](?P=mark)", re.DOTALL)
+
+
+# A quote opened by an assignment right before the first label (``AiMessage { text = "Hook: ...``), and the quote
+# that closes it: before the next member or a closer (``", thinking = null }``, ``', role='assistant')``).
+_OPENING_QUOTE: Final = re.compile(r"[=:(][ \t]*([\"'])\Z")
+_CLOSING_QUOTE: Final = {
+    quote: re.compile(rf"{quote}(?=[ \t]*(?:[)}}\]]|,[ \t]*[\"']?[A-Za-z_][\w-]*[\"']?[ \t]*[=:]))") for quote in "\"'"
+}
+
+
+def _before_closing_quote(text: str, first: int, start: int, end: int) -> int:
+    """Where the last section ends when the answer is a string opened before the first label and printed unescaped
+    (a ``toString`` that quotes without escaping, so the text's lines break the record): at the quote that closes
+    it, before the record's next member."""
+    opened = _OPENING_QUOTE.search(text, max(0, first - 40), first)
+    if opened is None:
+        return end
+    closing = _CLOSING_QUOTE[opened[1]].search(text, start, end)
+    return closing.start() if closing is not None else end
+
+
+def _first_paragraph_end(text: str, start: int, end: int) -> int:
+    """Where the last section ends when every other section is one paragraph: at the end of its own first one. The
+    sections share one shape, so a paragraph after it is the writer's next words (a courtesy line, a console's status
+    line, the next prompt), not the loop's. A paragraph ending in a colon introduces what follows (a list), and a
+    line indented or bulleted under it continues it: there the section goes on."""
+    content = _NON_SPACE.search(text, start, end)
+    if content is None:
+        return end
+    # A paragraph indented like the section's own first line (a renderer's margin) is no deeper.
+    margin = content.start() - max(_line_start(text, content.start()), start)
+    position = content.start()
+    while (paragraph := _PARAGRAPH_BREAK.search(text, position, end)) is not None:
+        following = text[paragraph.end() : end]
+        introduced = text[: paragraph.start()].rstrip()[-1:] in (":", "：")
+        if not introduced and not _CONTINUES.match(following, min(margin, len(following))):
+            return paragraph.start()
+        position = paragraph.end()
+    return end
 
 
 def _before_sign_off(text: str, start: int, end: int) -> int:

@@ -23,6 +23,7 @@ The work goes cheapest first:
 from __future__ import annotations
 
 import html
+import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
@@ -221,7 +222,7 @@ def from_text(text: str, mode: Mode, cut: bool, layer: int = 0) -> ValidationRes
                 return clean
             tried = candidate
     text = _read_as(text, _SPELLED)
-    if may_end_early(text):
+    if may_end_early(text) and not _is_a_document(text):
         # What the model wrote after its turn ended is no answer, and no later candidate either.
         text = end_of_turn(text)
     reasoning = None
@@ -314,6 +315,29 @@ def _read_as(text: str, readings: tuple[_Reading, ...]) -> str:
         if applies(text):
             text = reading(text) or text
     return text
+
+
+# Where a JSON document starts: the text's start, or a line within the first few hundred characters (under a file's
+# path, the command that printed it).
+_DOCUMENT_START: Final = re.compile(r"(?:\A|\n)[ \t]*[{\[]")
+_DOCUMENT_HEADER_CHARS: Final = 400
+
+
+def _is_a_document(text: str) -> bool:
+    """Whether the text is one JSON document, alone or under a header line without special tokens: its strings may
+    hold a prompt's special tokens (an evaluation record's ``origin_prompt``), which its structure reads; none of
+    them ends the text."""
+    start = _DOCUMENT_START.search(text, 0, _DOCUMENT_HEADER_CHARS)
+    if start is None:
+        return False
+    document = text[start.end() - 1 :].rstrip()
+    if document[-1:] not in ("}", "]") or may_end_early(text[: start.end() - 1]):
+        return False
+    try:
+        json.loads(document)
+    except ValueError:
+        return False
+    return True
 
 
 def _exact(text: str, mode: Mode) -> ValidationResult | None:
@@ -513,8 +537,12 @@ def _json_document(text: str) -> bool:
 
 
 def _names_a_field(text: str) -> bool:
+    """Whether ``text`` names a field as a word (``loop_contract_law.json``, a file's name, names none)."""
     folded = text.lower()  # five substring tests beat one case-blind alternation by far
-    return any(name in folded for name in FIELDS)
+    return any(name in folded for name in FIELDS) and _FIELD_WORD.search(folded) is not None
+
+
+_FIELD_WORD: Final = re.compile(rf"(?<![\w-])(?:{'|'.join(FIELDS)})(?![\w-])")
 
 
 def _uncovered(region: str, covered: list[tuple[int, int]]) -> str:

@@ -685,6 +685,11 @@ CHAT_TEMPLATES: Final[tuple[ChatTemplate, ...]] = (
         starts=("<|Assistant|>",),
         prefixes=("<|begin_of_text|>",),
     ),  # fmt: skip
+    ChatTemplate(
+        "llama.cpp command line (main, llama-cli, llamafile --cli)",
+        "llama.cpp examples/main/main.cpp: the end-of-generation token is printed as ' [end of text]'",
+        ends=("[end of text]",),
+    ),  # fmt: skip
 )
 
 
