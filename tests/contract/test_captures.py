@@ -666,3 +666,10 @@ def test_a_json_document_under_a_header_keeps_its_prompts_tokens_in_its_strings(
         assert not result.ok and result.loop_output["hook"] == CONTENT["hook"]
     else:
         reads(header + "\n" + json.dumps(record, indent=4))
+
+
+def test_a_repl_started_from_the_shell_ends_the_answer_at_its_next_prompt() -> None:
+    """The shell's prompt starts the capture and the REPL's own (">>> ") the user's turns: the REPL's next prompt
+    after the loop (">>> /exit") is the user's, not the loop's."""
+    answer = "\n\n".join(f"{name.upper()}: {value}" for name, value in CONTENT.items())
+    reads(f"$ mlc_llm chat HF://model\n>>> why is checkout slow?\n{answer}\n>>> /exit\n")

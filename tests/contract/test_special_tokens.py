@@ -91,7 +91,7 @@ def test_every_catalogued_token_glued_to_an_answer_is_removed(token: str) -> Non
 @pytest.mark.parametrize("markup", ["<b>", "<hook>", "<br/>", "[1]", "<sup>", "[note]", "]~["])
 def test_markup_no_catalogued_template_defines_stays(markup: str) -> None:
     """Ordinary markup is neither a token nor a turn boundary: glued into a value, it stays as written."""
-    loop = f"{CONTENT['loop']} {markup}x"
+    loop = f"{CONTENT['loop']} {markup}x."  # (a sentence's end: a loop stopping mid-sentence was cut)
     assert strip_special_tokens(loop) == loop and strip_trailing_tokens(loop + markup) == loop + markup
     for raw in (json.dumps({**CONTENT, "loop": loop}), labelled("{L}: {v}", content={**CONTENT, "loop": loop})):
         result = validate_output(raw)

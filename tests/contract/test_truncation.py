@@ -254,3 +254,31 @@ def test_soft_mode_hands_on_a_whole_loop_when_another_field_was_cut() -> None:
     result = validate_output(raw, mode="soft")
     assert codes(result) == {"reinforce": "truncated"}
     assert plan_transition(_state_from(result, "soft")).hook == CONTENT["loop"]
+
+
+@given(st.integers(min_value=30, max_value=len(CONTENT["loop"]) - 2))
+def test_a_labelled_loop_stopping_mid_sentence_among_sentences_was_cut(keep: int) -> None:
+    """The last section stops on a word or a comma where every other one ends a sentence (a token limit, a client
+    clipping a message body): the text was cut there, whatever came after it (a runtime's statistics)."""
+    loop = CONTENT["loop"][:keep].rstrip(" ?")
+    raw = labelled("**{T}:** {v}", content={**CONTENT, "loop": loop}) + "\n==========\nGeneration: 256 tokens"
+    result = validate_output(raw)
+    assert not result.ok and codes(result) == {"loop": "truncated"}
+
+
+@pytest.mark.parametrize(
+    "loop",
+    [
+        "Pick one:\n- the latest snapshot\n- a replayed sample",  # a list's items end no sentence
+        "Run this next:\n    kubectl rollout restart deploy/cache",  # nor does code
+        "Should we pre-warm from the latest snapshot?",
+    ],
+)
+def test_a_last_section_ending_as_a_list_or_code_was_not_cut(loop: str) -> None:
+    assert validate_output(labelled("{T}: {v}", content={**CONTENT, "loop": loop})).ok
+
+
+def test_a_style_without_full_stops_says_nothing_of_a_cut() -> None:
+    """When not every other section ends as a sentence does, a last one without a full stop is the writer's style."""
+    plain = {name: value.rstrip(".?") for name, value in CONTENT.items()}
+    assert validate_output(labelled("{T}: {v}", content=plain)).ok

@@ -323,3 +323,16 @@ def test_the_loop_never_follows_a_passage_sharing_only_a_word_the_answer_left_op
     goal = "Search returns empty results after a config push. How do we recover?"
     loop = compose(briefing(goal, None, results), "diagnose")["loop"]
     assert "INC-41" not in loop and "cache" not in loop.casefold(), loop
+
+
+def test_a_procedures_next_step_without_a_full_stop_is_a_sentence_in_the_loop() -> None:
+    """A list's step often has no full stop; the loop ends as a sentence, so it never reads as one that was cut."""
+    results = [
+        {**item, "text": item["text"].replace("verifiers trust both.", "verifiers trust both")} for item in KEY_RESULTS
+    ]
+    assert results != KEY_RESULTS
+    answer = compose(briefing(KEY_GOAL, None, results, support=_support(KEY_GOAL, results)))
+    assert answer["loop"].startswith("Next, step 2 of Planned replacement: Publish the new public key")
+    assert answer["loop"].endswith("verifiers trust both.")
+    # Written as labelled sections, as a model following the composer would, it is no cut answer.
+    assert validate_output("\n".join(f"{name.upper()}: {value}" for name, value in answer.items())).ok

@@ -121,6 +121,7 @@ _EMPHASIS_CLOSE: Final = re.compile(r"\S_(?!\w)")
 # console prompt at the text's start (up to a ">", a "$" or a "]:" and a space).
 _STAMP: Final = re.compile(r"[ \t]*[\[(]?\d[\d/.:,\-T Z+]{3,40}[\])]?[ \t]*")
 _PROMPT: Final = re.compile(r"[ \t]*(?P<prompt>[^\n]{0,40}?(?:>|\$|\]:))[ \t]")
+_SYMBOL_PROMPT: Final = re.compile(r"(?<=\n)[ \t]*(?P<prompt>(?!>[ \t])[>$%❯»]{2,4}|[$%❯])[ \t](?=\S)")
 _DIGITS: Final = re.compile(r"(?:\\d)+|\d+")
 # Line-comment blocks: a "#" alone on its line, and runs of lines that start with "#".
 # A "#" alone, or before brackets only (a commented-out object's "# {" and "# }").
@@ -557,6 +558,9 @@ def _next_record(text: str, labels: list[_Label]) -> int | None:
     prompt = _PROMPT.match(text)
     if prompt is not None and prompt.end() <= first:
         shapes.append(_shape(prompt["prompt"]))
+    # A REPL's own prompt, started from the shell (">>> " after "$ mlc_llm chat ..."): a prompt of symbols alone
+    # on a line before the answer (never a lone ">", a block quote's marker).
+    shapes += sorted({re.escape(m["prompt"].strip()) for m in _SYMBOL_PROMPT.finditer(text, 0, first)})
     if not shapes:
         return None
     found = re.compile(r"\n[ \t]*(?:" + "|".join(shapes) + ")").search(text, labels[-1][1])

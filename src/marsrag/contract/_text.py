@@ -79,7 +79,7 @@ from marsrag.contract._yaml_answers import load, yaml_document
 from marsrag.contract.issues import ContractIssue, second_answer_issue
 from marsrag.contract.model import LoopOutput
 from marsrag.contract.result import Mode, ValidationResult
-from marsrag.contract.rules import MAX_INPUT_CHARS, fold
+from marsrag.contract.rules import MAX_INPUT_CHARS, fold, stops_mid_sentence
 from marsrag.contract.template import FIELDS
 from marsrag.contract.truncation import stopped_early
 
@@ -432,7 +432,9 @@ def _collect(region: str, mode: Mode, found: _Candidates, layer: int) -> None:
     sections = find_sections(region)
     if sections is not None:
         # Sections have no closing mark to prove the last one ended: after a cut, it did not.
-        last = next(reversed(sections.values)) if found.cut and sections.values else None
+        last = next(reversed(sections.values)) if sections.values else None
+        if last is not None and not found.cut and not stops_mid_sentence(sections.values, last):
+            last = None  # the last section ended: the text was not cut there
         result = from_mapping(sections.values, mode, tuple(sections.notes), truncated=last, from_text=True)
         # The section the cut stopped in is truncated, whatever else was said of it.
         conflicts = [issue for issue in sections.conflicts if issue.field != last]

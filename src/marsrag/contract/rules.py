@@ -276,6 +276,25 @@ def stub_fields(values: Mapping[str, object]) -> dict[str, str]:
     return stubs
 
 
+_NO_SENTENCE: Final = re.compile(r"[ \t]|(?:[-*+•]|\d{1,2}[.)])[ \t]|\|")
+
+
+def stops_mid_sentence(values: Mapping[str, str], last: str) -> bool:
+    """Whether ``last``, the section written last, stops where no sentence stops (on a letter, a digit or a comma)
+    while every other section ends as a sentence does: the text was cut there (a token limit, a message body
+    clipped by a client), whatever its length. Sections that do not all end as sentences (lists, a style without
+    full stops) say nothing."""
+    value = values.get(last)
+    if not value or len(values) < len(FIELDS) or word_count(value) <= FRAGMENT_MAX_WORDS:
+        return False  # (a fragment of a few words is the stub rule's: a stand-in, or a cut)
+    if _NO_SENTENCE.match(value.rstrip().rsplit("\n", 1)[-1]) or "```" in value or "~~~" in value:
+        return False  # a list's items, an indented line, a table's row and code end no sentence
+    tail = value.rstrip()[-1:]
+    if not (tail.isalnum() or tail in ",،、"):
+        return False
+    return all(_is_end(_end(text)) or _end(text) in _QUESTION_ENDS for name, text in values.items() if name != last)
+
+
 def _is_end(char: str) -> bool:
     return bool(char) and char in _ENDS
 

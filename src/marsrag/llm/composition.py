@@ -323,7 +323,10 @@ def _next_step(read: _Prompt, payoff: _Scored) -> str | None:
     following = payoff.passage.step(step + 1) if step is not None else None
     if following is None or read.quoted_before(following.text):
         return None
-    return f"Next, step {step + 1} of {payoff.passage.title}: {clip(following.text, 300)}"  # type: ignore[operator]
+    text = clip(following.text, 300)
+    # A list's step often has no full stop; the loop is a sentence (one stopping on a word reads as a cut one).
+    text = text if text[-1:] in ".!?…:;)]`\"'" else f"{text}."
+    return f"Next, step {step + 1} of {payoff.passage.title}: {text}"  # type: ignore[operator]
 
 
 def _open_part(read: _Prompt, ranked: list[_Scored], answered: list[_Scored], used: set[int]) -> str | None:
