@@ -673,3 +673,37 @@ def test_a_repl_started_from_the_shell_ends_the_answer_at_its_next_prompt() -> N
     after the loop (">>> /exit") is the user's, not the loop's."""
     answer = "\n\n".join(f"{name.upper()}: {value}" for name, value in CONTENT.items())
     reads(f"$ mlc_llm chat HF://model\n>>> why is checkout slow?\n{answer}\n>>> /exit\n")
+
+
+def test_a_yaml_files_block_scalar_holding_the_answer_ends_at_the_next_key() -> None:
+    """A saved chat session in YAML (aichat's): the answer is a block scalar in a message list, the prompt's side is
+    no answer, and the key after the block scalar is the file's, not the loop's."""
+    answer = "\n\n".join(f"**{name.title()}:** {value}" for name, value in CONTENT.items())
+    asked = "\n".join(f"{name.upper()}: the {name} of the answer." for name in CONTENT)
+    raw = (
+        "model: ollama:llama3.2:3b\ntemperature: null\nmessages:\n- role: user\n  content: |-\n    Why?\n\n"
+        + "".join(f"    {line}\n" for line in asked.split("\n"))
+        + "- role: assistant\n  content: |-\n"
+        + "".join(f"    {line}\n" if line else "\n" for line in answer.split("\n"))
+        + "data_urls: {}\n"
+    )
+    reads(raw)
+
+
+@pytest.mark.parametrize("copy_key", ["message", "text", "output"])
+def test_an_answer_repeating_the_documents_prompt_side_is_no_answer(copy_key: str) -> None:
+    """A flow wired its input straight to its output (Langflow's Chat Output on Chat Input): the user's message holds
+    the five sections, and its copy under an envelope without an author repeats what the model was given."""
+    draft = "Please review my draft:\n\n" + labelled("{T}: {v}")
+    record = {
+        "messages": [{"message": draft, "sender": "User"}],
+        "outputs": {copy_key: {copy_key: draft, "type": "text"}},
+    }
+    result = validate_output(json.dumps(record, indent=2))
+    assert not result.ok and {issue.code for issue in result.errors} == {"template_echo"}
+
+
+def test_an_answer_matching_the_reference_answer_is_a_right_answer() -> None:
+    """An evaluation record's reference side is no prompt: a prediction equal to it is valid."""
+    answer = labelled("{T}: {v}")
+    reads(json.dumps({"input": "Why?", "expected_output": answer, "actual_output": answer}))

@@ -235,6 +235,42 @@ def _is_prompt_side(key: object) -> bool:
     return not _SIDE_SEGMENTS.isdisjoint(segment.casefold() for segment in _SEGMENT.findall(key))
 
 
+def prompt_side_texts(value: Any) -> list[str]:
+    """The texts of a parsed value's prompt side that hold labels: a user's, a system's or a tool's message, a
+    prompt-named key's value. They are what the model was given; an answer repeating one of their sections repeats
+    the prompt (a flow that wired its input straight to its output), whatever envelope the copy sits in."""
+    found: list[str] = []
+    _prompt_side(value, False, 0, [_MAX_VISITS], found)
+    return found
+
+
+def _prompt_side(value: Any, given: bool, depth: int, budget: list[int], found: list[str]) -> None:
+    budget[0] -= 1
+    if depth > _MAX_UNWRAP_DEPTH or budget[0] < 0 or len(found) >= _MAX_PROMPT_TEXTS:
+        return
+    if isinstance(value, str):
+        if given and LABEL_HINT.search(value):
+            found.append(value)
+    elif isinstance(value, dict):
+        given = given or _is_prompt_message(value)
+        for key, inner in value.items():
+            _prompt_side(inner, given or _names_the_prompt(key), depth + 1, budget, found)
+    elif isinstance(value, list):
+        for item in value:
+            _prompt_side(item, given, depth + 1, budget, found)
+
+
+_MAX_PROMPT_TEXTS: Final = 8
+
+
+def _names_the_prompt(key: object) -> bool:
+    """Whether a key names what the model was given (a prompt, an input, a system message); a reference answer's key
+    (``expected_output``) does not: an answer matching it is a right answer, not an echo."""
+    return isinstance(key, str) and not _PROMPT_SEGMENTS.isdisjoint(
+        segment.casefold() for segment in _SEGMENT.findall(key)
+    )
+
+
 def _is_prompt_message(block: dict[Any, Any]) -> bool:
     """Whether an object is a message of the prompt's side: the user's, the system's, a tool's."""
     return any(

@@ -49,6 +49,7 @@ from marsrag.contract._json_forms import (
     joined_lines,
     loads,
     nearly_exact,
+    prompt_side_texts,
     repair,
     repairable,
     segments,
@@ -715,6 +716,9 @@ def _add_value(
     if isinstance(value, dict) and stopped_early(value):
         # The envelope says the answer stopped before it ended (a token limit, a filter, a refusal).
         cut, unfinished = True, True
+    if isinstance(value, dict | list):
+        for given in prompt_side_texts(value):
+            found.prompt(given)  # what the model was given: an answer repeating it is no answer
     for answer in answers(value):
         if isinstance(answer, Mapping):
             last = truncated

@@ -43,7 +43,7 @@ def yaml_document(text: str) -> tuple[int, str] | None:
         return None
     key = _YAML_KEY.search(text)
     if key is None:
-        return None
+        return _whole_document(text)
     lines = text[: key.start()].split("\n")
     first = len(lines) - 1
     if text[key.start() : key.start() + 1] in (" ", "\t"):
@@ -58,6 +58,19 @@ def yaml_document(text: str) -> tuple[int, str] | None:
             break
         block.append(line)
     return start, "\n".join(block)
+
+
+# A YAML file: its first line a key at the margin (after comments or a document mark), and a block scalar in it.
+_FIRST_KEY: Final = re.compile(r"(?:[ \t]*(?:#[^\n]*|---[ \t]*)?\n)*[\"']?[\w.-]{1,40}[\"']?[ \t]*:(?:[ \t]|$)", re.M)
+_BLOCK_SCALAR: Final = re.compile(r":[ \t]*[|>][-+]?[ \t]*$", re.MULTILINE)
+
+
+def _whole_document(text: str) -> tuple[int, str] | None:
+    """The whole text, when it is a YAML file holding a block scalar (a saved chat session, a record): the answer is
+    in one of its strings, which only the parser reads whole (a block scalar ends where the next key starts)."""
+    if _FIRST_KEY.match(text) is None or _BLOCK_SCALAR.search(text) is None:
+        return None
+    return 0, text
 
 
 def load(document: str) -> Any:
