@@ -707,3 +707,19 @@ def test_an_answer_matching_the_reference_answer_is_a_right_answer() -> None:
     """An evaluation record's reference side is no prompt: a prediction equal to it is valid."""
     answer = labelled("{T}: {v}")
     reads(json.dumps({"input": "Why?", "expected_output": answer, "actual_output": answer}))
+
+
+@pytest.mark.parametrize("header", ["", "$ sgpt --chat runner 'and my back?'\nSee my previous answer.\n$ cat cache\n"])
+def test_a_conversations_answer_is_the_models_last_turn(header: str) -> None:
+    """A saved conversation: the model's last turn answers the last question; an earlier turn's five sections
+    answered an earlier one, so a last turn that only points back is no answer."""
+    earlier = "\n\n".join(f"**{name.upper()}:** {value}" for name, value in CONTENT.items())
+    turns = [
+        {"role": "system", "content": "You are a helpful assistant."},
+        {"role": "user", "content": "Why is checkout slow?"},
+        {"role": "assistant", "content": earlier},
+        {"role": "user", "content": "And the search page?"},
+        {"role": "assistant", "content": "The same applies: see my previous answer above."},
+    ]
+    assert not validate_output(header + json.dumps(turns)).ok
+    reads(header + json.dumps(turns[:3]))  # the model's last turn is the answer

@@ -181,6 +181,11 @@ def _walk(value: Any, depth: int, budget: list[int]) -> Iterator[Mapping[str, An
         if len(value) == 1:
             yield from _walk(value[0], depth + 1, budget)
         else:
+            last = _last_turn(value)
+            if last is not None:
+                # A conversation: the answer is the model's last turn; its earlier turns answered earlier questions.
+                yield from _walk(last, depth + 1, budget)
+                return
             pairs = _named_values(value)
             if pairs is not None:
                 yield pairs
@@ -220,6 +225,21 @@ def _walk(value: Any, depth: int, budget: list[int]) -> Iterator[Mapping[str, An
                 return
         if LABEL_HINT.search(text):
             yield text
+
+
+def _last_turn(items: list[Any]) -> dict[Any, Any] | None:
+    """The model's last message in a conversation (a list of messages, each with its author, the prompt's side among
+    them: a chat's history, a saved session), or None when the list is no conversation."""
+    if not all(isinstance(item, dict) and not _AUTHOR_KEYS.isdisjoint(map(_folded, item)) for item in items):
+        return None
+    if not any(_is_prompt_message(item) for item in items):
+        return None
+    answering = [item for item in items if not _is_prompt_message(item) and not _is_reasoning_block(item)]
+    return answering[-1] if answering else None
+
+
+def _folded(key: object) -> object:
+    return key.casefold() if isinstance(key, str) else key
 
 
 def _names_reasoning(name: object) -> bool:

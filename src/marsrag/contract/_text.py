@@ -324,18 +324,23 @@ _DOCUMENT_START: Final = re.compile(r"(?:\A|\n)[ \t]*[{\[]")
 _DOCUMENT_HEADER_CHARS: Final = 400
 
 
+def _document_start(text: str) -> int:
+    """Where a JSON document ending the text starts, at the text's start or on a line near it; -1 when none does."""
+    start = _DOCUMENT_START.search(text, 0, _DOCUMENT_HEADER_CHARS)
+    if start is None or text.rstrip()[-1:] not in ("}", "]"):
+        return -1
+    return start.end() - 1
+
+
 def _is_a_document(text: str) -> bool:
     """Whether the text is one JSON document, alone or under a header line without special tokens: its strings may
     hold a prompt's special tokens (an evaluation record's ``origin_prompt``), which its structure reads; none of
     them ends the text."""
-    start = _DOCUMENT_START.search(text, 0, _DOCUMENT_HEADER_CHARS)
-    if start is None:
-        return False
-    document = text[start.end() - 1 :].rstrip()
-    if document[-1:] not in ("}", "]") or may_end_early(text[: start.end() - 1]):
+    start = _document_start(text)
+    if start < 0 or may_end_early(text[:start]):
         return False
     try:
-        json.loads(document)
+        json.loads(text[start:])
     except ValueError:
         return False
     return True
@@ -534,9 +539,13 @@ def _tighter(inferred: Inferred, other: Mapping[str, Any]) -> bool:
 
 
 def _json_document(text: str) -> bool:
-    """Whether ``text`` is one JSON object or array, exactly."""
+    """Whether ``text`` is one JSON object or array, exactly, alone or under header lines that name no field (the
+    command that printed it: ``$ cat /tmp/chat_cache/runner``)."""
     stripped = text.strip()
-    return stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]") and isinstance(loads(stripped), dict | list)
+    if stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]") and isinstance(loads(stripped), dict | list):
+        return True
+    start = _document_start(text)
+    return start > 0 and not _names_a_field(text[:start]) and isinstance(loads(text[start:].rstrip()), dict | list)
 
 
 def _names_a_field(text: str) -> bool:
@@ -580,6 +589,17 @@ def _json_candidates(text: str, base: int, mode: Mode, found: _Candidates, layer
         if clean is not None:
             found.add(clean, base, base + len(text))
             found.exact.append((base, base + len(text)))
+            return
+    under = _document_start(text)
+    if under > 0 and not _names_a_field(text[:under]):
+        # One document under the command that printed it: its structure, not its objects one by one (a
+        # conversation's messages read apart would each be an answer).
+        document = text[under:].rstrip()
+        value = loads(document)
+        if isinstance(value, dict | list):
+            end = base + under + len(document)
+            found.exact.append((base + under, end))
+            _add_value(value, base + under, mode, found, layer, cut=False, end=end)
             return
     decoded, broken = decode_all(text)
     found.exact += [(base + item.start, base + item.end) for item in decoded if isinstance(item.value, dict | list)]
