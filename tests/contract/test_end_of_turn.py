@@ -179,3 +179,21 @@ def test_a_plain_transcript_opening_with_the_prompt_is_read_under_its_last_headi
         + labelled("{T}: {v}")
     )
     first_answer_only(raw)
+
+
+def test_a_console_transcripts_answer_is_the_models_last_turn_after_the_prompt_that_asked_for_it() -> None:
+    """A chat console's transcript (ChatRWKV's): a banner, the user's turn asking for the sections, the model's turn,
+    the console's next empty prompt. The answer is the model's turn; a banner names no field."""
+    asked = " ".join(f"{n}. {name.upper()}: the {name} of it." for n, name in enumerate(CONTENT, 1))
+    answer = "\n".join(f"{name.upper()}: {value}" for name, value in CONTENT.items())
+    raw = f"Loading model ...\nStrategy - cuda fp16\n\nUser: Why? Answer with five sections: {asked}\n\n"
+    result = validate_output(raw + f"Assistant: {answer}\n\nUser: ")
+    assert result.ok and dict(result.loop_output) == CONTENT
+
+
+def test_an_answer_that_went_on_into_turns_of_its_own_keeps_its_first_turn() -> None:
+    """Turns after an answer that asked for nothing (the model wrote on as the user, then as itself): the sections of
+    the invented turn are not this answer's."""
+    answer = "\n".join(f"{name.title()}: {value}" for name, value in CONTENT.items())
+    raw = f"Which consumer group do you mean?\nUser: the orders group\nAssistant: {answer}"
+    assert not validate_output(raw).ok

@@ -23,7 +23,7 @@ import re
 from functools import cache
 from typing import Final
 
-from marsrag.contract._label_names import LABEL_FIELDS
+from marsrag.contract._label_names import LABEL_FIELDS, LABEL_HINT
 from marsrag.contract._tokens import may_have_tokens, strip_special_tokens
 from marsrag.contract._trie import trie_pattern
 from marsrag.contract.catalog import CHAT_TEMPLATES
@@ -152,8 +152,38 @@ def end_of_turn(text: str) -> str:
     if _may_have_role_line(text):
         text = _cut(text, _BARE_ROLE)
     if _may_have_user_turn(text):
-        text = _cut(_last_heading_section(_answering_heading_section(text)), _USER_TURN)
+        text = _cut(_last_heading_section(_answering_heading_section(_answering_inline_turn(text))), _USER_TURN)
     return text
+
+
+# A turn written with its role's name before it on its line ("User: ...", "Assistant: ..."), as chat consoles print
+# them (ChatRWKV's, a REPL's).
+_INLINE_ROLE: Final = re.compile(
+    r"(?im)^[ \t]*(?P<role>user|human|assistant|model|bot|ai)[ \t]*:[ \t]*(?P<content>\S)?"
+)
+
+
+def _answering_inline_turn(text: str) -> str:
+    """The model's last turn of a console transcript whose turns start with their role's name on the line; ``text``
+    itself when it is none.
+
+    When the first turn is the prompt's side, asking for the sections (it names them), and no answer came before it
+    (a console's banner may: it names no field), the answer is the last turn of the model's side, up to the next
+    turn.
+    """
+    turns = list(_INLINE_ROLE.finditer(text))
+    if len(turns) < 2 or turns[0]["role"].casefold() not in _PROMPT_ROLES:
+        return text
+    if LABEL_HINT.search(text, 0, turns[0].start()):
+        return text  # an answer before the first turn, which went on into a transcript
+    answering = [index for index, match in enumerate(turns) if match["role"].casefold() in _ANSWERING_ROLES]
+    if not answering or turns[answering[-1]]["content"] is None:
+        return text
+    last = answering[-1]
+    if not LABEL_HINT.search(text, turns[0].start(), turns[last].start()):
+        return text  # the turns before it ask for no answer in sections: not this answer's prompt
+    end = turns[last + 1].start() if last + 1 < len(turns) else len(text)
+    return text[turns[last].start("content") : end]
 
 
 # A role's heading alone on its line, as plain transcripts print them ("System message:", "User:", "Response:",
