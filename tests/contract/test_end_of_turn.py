@@ -197,3 +197,19 @@ def test_an_answer_that_went_on_into_turns_of_its_own_keeps_its_first_turn() -> 
     answer = "\n".join(f"{name.title()}: {value}" for name, value in CONTENT.items())
     raw = f"Which consumer group do you mean?\nUser: the orders group\nAssistant: {answer}"
     assert not validate_output(raw).ok
+
+
+def test_a_transcript_printed_whole_after_a_runtimes_log_lines_is_read_at_the_models_turn() -> None:
+    """A runtime's log lines, then the prompt it formatted (ChatML, asking for the sections), then the model's turn
+    with its reasoning and a statistics line: log lines name no field, so the transcript is read at the model's turn;
+    the statistics after the loop's paragraph are not the loop's."""
+    asked = "\n".join(f"{n}. {name.upper()}: the {name} of it." for n, name in enumerate(CONTENT, 1))
+    answer = "\n\n".join(f"■ {name.upper()}\n{value}" for name, value in CONTENT.items())
+    raw = (
+        "loaded 310 tensors (484.22MB) in 0.19s\nmodel built\n"
+        f"formatted prompt: <|im_start|>user\nWhy?\n\nAnswer with five sections:\n{asked}<|im_end|>\n"
+        f"<|im_start|>assistant\n<think>\nLet me think.\n</think>\n\n{answer}\n\n"
+        " 131 prompt tokens processed: 402 token/s\n"
+    )
+    result = validate_output(raw)
+    assert result.ok and dict(result.loop_output) == CONTENT

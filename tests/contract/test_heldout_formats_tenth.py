@@ -18,8 +18,9 @@ the text), and a file's name is no label: 35 of 50 with 8 falsely valid; a REPL'
 and a labelled loop stopping mid-sentence among sections that end as sentences read as cut: 37 with 6; a YAML
 file's block scalar read by the parser, and an answer repeating the document's prompt side read as an echo: 39 with
 4; a conversation read at the model's last turn, also under the command that printed it: 40 with 3; a console
-transcript read at the model's turn after the prompt that asked for the sections: 41 with 3. The ones left are named
-below with their cause. The false-valid set may only shrink and the read-right count may
+transcript read at the model's turn after the prompt that asked for the sections: 41 with 3; a transcript printed
+whole after a runtime's log lines read at the model's turn: 42 with 3. The ones left are named below with their
+cause. The false-valid set may only shrink and the read-right count may
 only grow.
 
 What counts as read right and as falsely valid: :mod:`tests.contract.heldout`.
@@ -31,7 +32,7 @@ from tests.contract import heldout
 
 CASES = heldout.load("heldout-formats-tenth.json")
 #: Read right; the count may only grow.
-READ_RIGHT = 41
+READ_RIGHT = 42
 #: Falsely valid now, with the cause of each; this set may only shrink.
 FALSE_VALID = {
     # Poe's stream: a replace_response event discards what was streamed before it, and suggested replies are no part
@@ -46,8 +47,6 @@ FALSE_VALID = {
 REFUSED = {
     # A runaway second user turn after the answer, written without the template's tokens.
     "smollm2_chatml_decode_runaway_second_user_turn",
-    # Qwen3's think block, then the answer in Japanese labels.
-    "candle_quantized_qwen3_06b_think_block_then_japanese_answer",
     # Dolly's "### End" key, then a new invented instruction.
     "dolly_v2_3b_end_key_then_runaway_instruction",
     # FastGPT's detail response: the answer among the flow's node details.

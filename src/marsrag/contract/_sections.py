@@ -483,6 +483,9 @@ def _before_closing_quote(text: str, first: int, start: int, end: int) -> int:
     return closing.start() if closing is not None else end
 
 
+_ITEM_MARKER: Final = re.compile(r"[ \t]*(?:[-*+•]|\d{1,2}[.)])[ \t]+")
+
+
 def _first_paragraph_end(text: str, start: int, end: int) -> int:
     """Where the last section ends when every other section is one paragraph: at the end of its own first one. The
     sections share one shape, so a paragraph after it is the writer's next words (a courtesy line, a console's status
@@ -492,12 +495,20 @@ def _first_paragraph_end(text: str, start: int, end: int) -> int:
     if content is None:
         return end
     # A paragraph indented like the section's own first line (a renderer's margin) is no deeper.
-    margin = content.start() - max(_line_start(text, content.start()), start)
+    # The section's own margin: where its first line's text starts, after a list item's marker (CommonMark).
+    first_line = text[_line_start(text, content.start()) : content.start()]
+    marker = _ITEM_MARKER.match(first_line)
+    margin = marker.end() if marker is not None else len(first_line) - len(first_line.lstrip(" \t"))
+    # A list item's paragraph indented to its content is the item's own (CommonMark); elsewhere a paragraph at the
+    # margin is the next one (a renderer indents every line alike), and only a code block's four columns go deeper.
+    deeper = 0 if marker is not None else 4
     position = content.start()
     while (paragraph := _PARAGRAPH_BREAK.search(text, position, end)) is not None:
         following = text[paragraph.end() : end]
         introduced = text[: paragraph.start()].rstrip()[-1:] in (":", "：")
-        if not introduced and not _CONTINUES.match(following, min(margin, len(following))):
+        indent = len(following) - len(following.lstrip(" \t"))
+        continued = indent >= margin + deeper or (indent >= margin and _CONTINUES.match(following, indent) is not None)
+        if not introduced and not continued:
             return paragraph.start()
         position = paragraph.end()
     return end

@@ -124,9 +124,13 @@ def _answering_turn(text: str) -> str:
     turns = [match for match in _turn_start().finditer(text) if match["role"].casefold() in _ROLES]
     if not turns or turns[0]["role"].casefold() not in _PROMPT_ROLES:
         return text
-    if strip_special_tokens(text[: turns[0].start()]).strip():
-        return text  # content before the first turn: an answer that went on into a prompt's turn
     answering = [match for match in turns if match["role"].casefold() in _ANSWERING_ROLES]
+    before = strip_special_tokens(text[: turns[0].start()])
+    asked = bool(answering) and LABEL_HINT.search(text, turns[0].start(), answering[-1].start()) is not None
+    if before.strip() and (LABEL_HINT.search(before) or not asked):
+        # Content before the first turn: an answer that went on into a prompt's turn; unless it names no field and
+        # the turns after it ask for the sections (a runtime's log lines before the prompt it printed whole).
+        return text
     return text[answering[-1].start() :] if answering else ""
 
 
