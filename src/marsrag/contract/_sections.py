@@ -494,7 +494,6 @@ def _first_paragraph_end(text: str, start: int, end: int) -> int:
     content = _NON_SPACE.search(text, start, end)
     if content is None:
         return end
-    # A paragraph indented like the section's own first line (a renderer's margin) is no deeper.
     # The section's own margin: where its first line's text starts, after a list item's marker (CommonMark).
     first_line = text[_line_start(text, content.start()) : content.start()]
     marker = _ITEM_MARKER.match(first_line)
@@ -659,9 +658,9 @@ def _one_line_each(text: str, labels: list[_Label]) -> bool:
 
 
 def _aligned(text: str, labels: list[_Label]) -> bool:
-    """Whether the values start in one column under labels of different widths: a record printed aligned
+    """Whether the values start in one column, every label padded to one width: a record printed aligned
     (``hook:       ...`` over ``reinforce:  ...``, as a database shell's vertical or expanded display prints a row).
-    The five names differ in length, so one column for all of them is padding, never chance."""
+    The five names differ in length, so one width for all of them is padding, never chance."""
     return len({body_start - _line_start(text, body_start) for _, body_start, _ in labels}) == 1 and (
         len({body_start - start for start, body_start, _ in labels}) == 1
     )
