@@ -230,16 +230,12 @@ def _walk(value: Any, depth: int, budget: list[int]) -> Iterator[Mapping[str, An
 def _last_turn(items: list[Any]) -> dict[Any, Any] | None:
     """The model's last message in a conversation (a list of messages, each with its author, the prompt's side among
     them: a chat's history, a saved session), or None when the list is no conversation."""
-    if not all(isinstance(item, dict) and not _AUTHOR_KEYS.isdisjoint(map(_folded, item)) for item in items):
+    if not all(isinstance(item, dict) and any(_names_the_author(key) for key in item) for item in items):
         return None
     if not any(_is_prompt_message(item) for item in items):
         return None
     answering = [item for item in items if not _is_prompt_message(item) and not _is_reasoning_block(item)]
     return answering[-1] if answering else None
-
-
-def _folded(key: object) -> object:
-    return key.casefold() if isinstance(key, str) else key
 
 
 def _names_reasoning(name: object) -> bool:
@@ -250,9 +246,16 @@ def _names_reasoning(name: object) -> bool:
 def _is_prompt_side(key: object) -> bool:
     """Whether a key holds the prompt, not the answer (OpenTelemetry's ``gen_ai.prompt.0.content``, a request's
     ``system`` or ``instructions``): its examples and formats are what the model was shown."""
-    if not isinstance(key, str):
-        return False
-    return not _SIDE_SEGMENTS.isdisjoint(segment.casefold() for segment in _SEGMENT.findall(key))
+    return _has_segment(key, _SIDE_SEGMENTS)
+
+
+def _has_segment(key: object, segments: frozenset[str]) -> bool:
+    """Whether one of a key's words (camelCase and snake_case alike) is among ``segments``."""
+    return isinstance(key, str) and not segments.isdisjoint(segment.casefold() for segment in _SEGMENT.findall(key))
+
+
+def _names_the_author(key: object) -> bool:
+    return isinstance(key, str) and key.casefold() in _AUTHOR_KEYS
 
 
 def prompt_side_texts(value: Any) -> list[str]:
@@ -286,9 +289,7 @@ _MAX_PROMPT_TEXTS: Final = 8
 def _names_the_prompt(key: object) -> bool:
     """Whether a key names what the model was given (a prompt, an input, a system message); a reference answer's key
     (``expected_output``) does not: an answer matching it is a right answer, not an echo."""
-    return isinstance(key, str) and not _PROMPT_SEGMENTS.isdisjoint(
-        segment.casefold() for segment in _SEGMENT.findall(key)
-    )
+    return _has_segment(key, _PROMPT_SEGMENTS)
 
 
 def _is_prompt_message(block: dict[Any, Any]) -> bool:
@@ -296,7 +297,7 @@ def _is_prompt_message(block: dict[Any, Any]) -> bool:
     return any(
         isinstance(author, str) and author.casefold() in _PROMPT_ROLES
         for key, author in block.items()
-        if isinstance(key, str) and key.casefold() in _AUTHOR_KEYS
+        if _names_the_author(key)
     )
 
 

@@ -539,8 +539,18 @@ def _json_document(text: str) -> bool:
     stripped = text.strip()
     if stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]") and isinstance(loads(stripped), dict | list):
         return True
+    return _headed_document(text) is not None
+
+
+def _headed_document(text: str) -> tuple[int, str, Any] | None:
+    """The JSON document under header lines that name no field (the command that printed it), as where it starts,
+    its text and its value; None when the text is no such document."""
     start = _document_start(text)
-    return start > 0 and not _names_a_field(text[:start]) and isinstance(loads(text[start:].rstrip()), dict | list)
+    if start <= 0 or _names_a_field(text[:start]):
+        return None
+    document = text[start:].rstrip()
+    value = loads(document)
+    return (start, document, value) if isinstance(value, dict | list) else None
 
 
 def _names_a_field(text: str) -> bool:
@@ -585,17 +595,15 @@ def _json_candidates(text: str, base: int, mode: Mode, found: _Candidates, layer
             found.add(clean, base, base + len(text))
             found.exact.append((base, base + len(text)))
             return
-    under = _document_start(text)
-    if under > 0 and not _names_a_field(text[:under]):
+    headed = _headed_document(text)
+    if headed is not None:
         # One document under the command that printed it: its structure, not its objects one by one (a
         # conversation's messages read apart would each be an answer).
-        document = text[under:].rstrip()
-        value = loads(document)
-        if isinstance(value, dict | list):
-            end = base + under + len(document)
-            found.exact.append((base + under, end))
-            _add_value(value, base + under, mode, found, layer, cut=False, end=end)
-            return
+        under, document, value = headed
+        end = base + under + len(document)
+        found.exact.append((base + under, end))
+        _add_value(value, base + under, mode, found, layer, cut=False, end=end)
+        return
     decoded, broken = decode_all(text)
     found.exact += [(base + item.start, base + item.end) for item in decoded if isinstance(item.value, dict | list)]
     joined = joined_lines(text, decoded)

@@ -125,11 +125,11 @@ def _answering_turn(text: str) -> str:
     if not turns or turns[0]["role"].casefold() not in _PROMPT_ROLES:
         return text
     answering = [match for match in turns if match["role"].casefold() in _ANSWERING_ROLES]
-    before = strip_special_tokens(text[: turns[0].start()])
-    asked = bool(answering) and LABEL_HINT.search(text, turns[0].start(), answering[-1].start()) is not None
-    if before.strip() and (LABEL_HINT.search(before) or not asked):
-        # Content before the first turn: an answer that went on into a prompt's turn; unless it names no field and
-        # the turns after it ask for the sections (a runtime's log lines before the prompt it printed whole).
+    if strip_special_tokens(text[: turns[0].start()]).strip() and not (
+        answering and _asked_here(text, turns[0].start(), answering[-1].start())
+    ):
+        # Content before the first turn: an answer that went on into a prompt's turn, unless it is a runtime's log
+        # lines before the prompt it printed whole.
         return text
     return text[answering[-1].start() :] if answering else ""
 
@@ -167,6 +167,13 @@ _INLINE_ROLE: Final = re.compile(
 )
 
 
+def _asked_here(text: str, first: int, answering: int) -> bool:
+    """Whether the turns from ``first`` to the model's turn at ``answering`` hold this answer's prompt: they ask for
+    the sections (they name them), and nothing before them does (an answer there went on into a transcript; a
+    console's banner or a runtime's log lines name no field)."""
+    return LABEL_HINT.search(text, 0, first) is None and LABEL_HINT.search(text, first, answering) is not None
+
+
 def _answering_inline_turn(text: str) -> str:
     """The model's last turn of a console transcript whose turns start with their role's name on the line; ``text``
     itself when it is none.
@@ -178,14 +185,12 @@ def _answering_inline_turn(text: str) -> str:
     turns = list(_INLINE_ROLE.finditer(text))
     if len(turns) < 2 or turns[0]["role"].casefold() not in _PROMPT_ROLES:
         return text
-    if LABEL_HINT.search(text, 0, turns[0].start()):
-        return text  # an answer before the first turn, which went on into a transcript
     answering = [index for index, match in enumerate(turns) if match["role"].casefold() in _ANSWERING_ROLES]
     if not answering or turns[answering[-1]]["content"] is None:
         return text
     last = answering[-1]
-    if not LABEL_HINT.search(text, turns[0].start(), turns[last].start()):
-        return text  # the turns before it ask for no answer in sections: not this answer's prompt
+    if not _asked_here(text, turns[0].start(), turns[last].start()):
+        return text
     end = turns[last + 1].start() if last + 1 < len(turns) else len(text)
     return text[turns[last].start("content") : end]
 

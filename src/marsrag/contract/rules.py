@@ -292,7 +292,13 @@ def stops_mid_sentence(values: Mapping[str, str], last: str) -> bool:
     tail = value.rstrip()[-1:]
     if not (tail.isalnum() or tail in ",،、"):
         return False
-    return all(_is_end(_end(text)) or _end(text) in _QUESTION_ENDS for name, text in values.items() if name != last)
+    return all(_ends_a_sentence(text) for name, text in values.items() if name != last)
+
+
+def _ends_a_sentence(text: str) -> bool:
+    """Whether ``text`` ends as a sentence or a question does, before closing quotes, brackets and emphasis."""
+    end = _end(text)
+    return bool(end) and (end in _ENDS or end in _QUESTION_ENDS)
 
 
 def _is_end(char: str) -> bool:
